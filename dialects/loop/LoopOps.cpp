@@ -1,0 +1,162 @@
+//===- LoopOps.cpp - tessel loop ops --------------------------------------===//
+
+#include "dialects/loop/Loop.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace tessel::loop;
+
+//===----------------------------------------------------------------------===//
+// ScheduleOp
+//===----------------------------------------------------------------------===//
+
+ArrayRef<StringLiteral> ScheduleOp::getKnownTargets() {
+  static constexpr StringLiteral targets[] = {"cpu", "sm_80", "sm_90",
+                                              "sm_90a"};
+  return targets;
+}
+
+LogicalResult ScheduleOp::verify() {
+  if (!llvm::is_contained(getKnownTargets(), getTarget()))
+    return emitOpError("unknown target '")
+           << getTarget() << "'; expected one of: "
+           << llvm::join(getKnownTargets(), ", ");
+  return success();
+}
+
+LogicalResult ScheduleOp::verifyRegions() {
+  llvm::StringSet<> names;
+  for (auto knob : getBody().getOps<KnobOp>())
+    if (!names.insert(knob.getName()).second)
+      return knob.emitOpError("knob name '")
+             << knob.getName() << "' is already used in this schedule";
+  return success();
+}
+
+LogicalResult
+ScheduleOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *kernel =
+      symbolTable.lookupNearestSymbolFrom(*this, getKernelAttr());
+  if (!kernel)
+    return emitOpError("schedules '")
+           << getKernel() << "', which is not defined in this module";
+  if (!isa<FunctionOpInterface>(kernel))
+    return emitOpError("schedules '")
+           << getKernel() << "', which is not a function";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// KnobOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> KnobOp::getDomain() {
+  if (auto choices = getChoices())
+    return llvm::to_vector(*choices);
+  SmallVector<int64_t> values;
+  for (int64_t v = *getLower(); v <= *getUpper(); v += *getStep())
+    values.push_back(v);
+  return values;
+}
+
+LogicalResult KnobOp::verify() {
+  bool isRange = getLower().has_value();
+  if (getChoices().has_value() == isRange)
+    return emitOpError("knob '")
+           << getName() << "' needs exactly one domain: choices or range";
+  if (getChoices() && getChoices()->empty())
+    return emitOpError("knob '") << getName() << "' has no choices";
+  if (isRange) {
+    if (*getStep() <= 0)
+      return emitOpError("knob '")
+             << getName() << "' has step " << *getStep()
+             << "; the step must be positive";
+    if (*getLower() > *getUpper())
+      return emitOpError("knob '")
+             << getName() << "' has an empty range [" << *getLower() << ", "
+             << *getUpper() << "]";
+  }
+  if (!llvm::is_contained(getDomain(), getValue())) {
+    InFlightDiagnostic diag = emitOpError("knob '")
+                              << getName() << "' = " << getValue()
+                              << " is outside its domain ";
+    if (isRange)
+      diag << "range [" << *getLower() << ", " << *getUpper() << "] step "
+           << *getStep();
+    else
+      diag << "choices [" << *getChoices() << "]";
+    return diag;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TileOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> TileOp::getResolvedSizes() {
+  SmallVector<int64_t> sizes;
+  auto dynamic = getDynamicSizes().begin();
+  for (int64_t s : getStaticSizes()) {
+    if (ShapedType::isDynamic(s))
+      sizes.push_back((*dynamic++).getDefiningOp<KnobOp>().getValue());
+    else
+      sizes.push_back(s);
+  }
+  return sizes;
+}
+
+/// The kind of processor a mapping attribute names ("block", "warp", ...).
+static StringRef mappingKind(Attribute attr) {
+  return llvm::TypeSwitch<Attribute, StringRef>(attr)
+      .Case<gpu::GPUBlockMappingAttr>([](auto) { return "block"; })
+      .Case<gpu::GPUWarpgroupMappingAttr>([](auto) { return "warpgroup"; })
+      .Case<gpu::GPUWarpMappingAttr>([](auto) { return "warp"; })
+      .Case<gpu::GPUThreadMappingAttr>([](auto) { return "thread"; })
+      .Case<gpu::GPULaneMappingAttr>([](auto) { return "lane"; })
+      .Default([](auto) { return "unknown"; });
+}
+
+LogicalResult TileOp::verify() {
+  for (Value v : getDynamicSizes())
+    if (!v.getDefiningOp<KnobOp>())
+      return emitOpError("tile sizes must be constants or loop.knob values");
+  for (int64_t s : getStaticSizes())
+    if (!ShapedType::isDynamic(s) && s < 0)
+      return emitOpError("tile size ") << s << " is negative";
+  if (llvm::all_of(getResolvedSizes(), [](int64_t s) { return s == 0; }))
+    return emitOpError("tiles no loop: every size is 0");
+  std::optional<ArrayAttr> mapping = getMapping();
+  if (!mapping)
+    return success();
+  int64_t tiled = llvm::count_if(getStaticSizes(), [](int64_t s) {
+    return s != 0;
+  });
+  if (static_cast<int64_t>(mapping->size()) != tiled)
+    return emitOpError("has ")
+           << tiled << " tiled loops but " << mapping->size()
+           << " mapping entries; give one entry per non-zero size";
+  StringRef kind = mappingKind((*mapping)[0]);
+  if (kind == "unknown")
+    return emitOpError("mapping must use #gpu.block, #gpu.warpgroup, "
+                       "#gpu.warp, #gpu.thread or #gpu.lane");
+  for (Attribute attr : *mapping)
+    if (mappingKind(attr) != kind)
+      return emitOpError("mixes ")
+             << kind << " and " << mappingKind(attr)
+             << " mappings; tile each level with its own loop.tile";
+  llvm::SmallDenseSet<Attribute> seen;
+  for (Attribute attr : *mapping)
+    if (!seen.insert(attr).second)
+      return emitOpError("maps two loops to ") << attr;
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/loop/LoopOps.cpp.inc"

@@ -1,0 +1,112 @@
+//===- LoopOps.td - tessel loop (schedule) dialect ---------*- tablegen -*-===//
+//
+// The `loop` dialect states *how* one kernel is computed, apart from *what*
+// it computes (linalg on tensors). A schedule is data: a `loop.schedule` op
+// next to the kernel it schedules, holding an ordered list of primitives whose
+// tunable values are named `loop.knob`s with legal domains. Passes read the
+// schedule and carry it out; tests, the tuner and the tuning database write
+// and store it as text. See docs/architecture.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LOOP_OPS
+#define TESSEL_LOOP_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Dialect/SCF/IR/DeviceMappingInterface.td"
+
+def Loop_Dialect : Dialect {
+  let name = "loop";
+  let cppNamespace = "::tessel::loop";
+  let summary = "Kernel schedules as IR data: tiling, mapping and tunable knobs";
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+class Loop_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Loop_Dialect, mnemonic, traits>;
+
+def Loop_ScheduleOp : Loop_Op<"schedule", [
+    NoTerminator, SingleBlock, IsolatedFromAbove,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The schedule of one kernel";
+  let description = [{
+    Names the kernel (a function in the same module) and the target, and
+    holds the primitives in the order they apply. Knob names are unique in a
+    schedule, so a point of its search space is a map from names to values.
+
+    ```mlir
+    loop.schedule @matmul_kernel target "sm_90" {
+      %bm = loop.knob "block_m" = 128 choices [64, 128, 256]
+      %bn = loop.knob "block_n" = 128 choices [64, 128, 256]
+      %bk = loop.knob "block_k" = 32 range [16, 64] step 16
+      loop.tile [%bm, %bn, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+      loop.tile [0, 0, %bk]
+    }
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, StrAttr:$target);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kernel `target` $target attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The targets a schedule may name.
+    static llvm::ArrayRef<llvm::StringLiteral> getKnownTargets();
+  }];
+}
+
+def Loop_KnobOp : Loop_Op<"knob", [HasParent<"ScheduleOp">]> {
+  let summary = "A named tunable value with its legal domain";
+  let description = [{
+    The domain is either an explicit list (`choices [...]`) or an integer
+    range with a step (`range [lo, hi] step s`, both ends included). The
+    value must lie in the domain; the tuner rewrites only the value.
+
+    ```mlir
+    %s = loop.knob "stages" = 3 range [1, 5] step 1
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, I64Attr:$value,
+                       OptionalAttr<DenseI64ArrayAttr>:$choices,
+                       OptionalAttr<I64Attr>:$lower,
+                       OptionalAttr<I64Attr>:$upper,
+                       OptionalAttr<I64Attr>:$step);
+  let results = (outs Index:$result);
+  let assemblyFormat = [{
+    $name `=` $value (`choices` $choices^)?
+    (`range` `[` $lower^ `,` $upper `]` `step` $step)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Every legal value, in increasing order for ranges and as written for
+    /// choices.
+    llvm::SmallVector<int64_t> getDomain();
+  }];
+}
+
+def Loop_TileOp : Loop_Op<"tile", [HasParent<"ScheduleOp">]> {
+  let summary = "Tiles the kernel's loops, optionally mapped to GPU ids";
+  let description = [{
+    One size per loop of the kernel's root op, in its iteration order; 0
+    leaves a loop untiled. Sizes are constants or knobs. With `mapping`,
+    the tiled loops become a parallel `scf.forall` mapped to blocks, warps or
+    threads (one mapping entry per non-zero size); without it they become
+    sequential `scf.for` loops (e.g. the K loop of a matmul).
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_sizes,
+                       DenseI64ArrayAttr:$static_sizes,
+                       OptionalAttr<DeviceMappingArrayAttr>:$mapping);
+  let assemblyFormat = [{
+    custom<DynamicIndexList>($dynamic_sizes, $static_sizes)
+    (`mapping` $mapping^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tile sizes, with knob values substituted.
+    llvm::SmallVector<int64_t> getResolvedSizes();
+  }];
+}
+
+#endif // TESSEL_LOOP_OPS

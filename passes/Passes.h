@@ -1,0 +1,22 @@
+//===- Passes.h - tessel passes ---------------------------------*- C++ -*-===//
+#ifndef TESSEL_PASSES_PASSES_H
+#define TESSEL_PASSES_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace tessel {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_PASSES_H

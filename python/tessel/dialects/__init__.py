@@ -1,0 +1,1 @@
+"""Python op classes of tessel's dialects, generated from their ODS."""

@@ -1,0 +1,46 @@
+"""Exceptions raised by tessel, carrying MLIR's diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+__all__ = ["Diagnostic", "TesselError", "CompileError", "UnsupportedError"]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One MLIR diagnostic: where, how severe, what, and its attached notes."""
+
+    severity: str
+    location: str
+    message: str
+    notes: tuple["Diagnostic", ...] = field(default_factory=tuple)
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.severity}: {self.message}"
+        for note in self.notes:
+            text += "\n  " + str(note).replace("\n", "\n  ")
+        return text
+
+
+class TesselError(Exception):
+    """Base class of every error tessel raises on purpose."""
+
+
+class CompileError(TesselError):
+    """Parsing, verifying or transforming IR failed.
+
+    ``diagnostics`` holds MLIR's diagnostics in order; the message lists them
+    as ``file:line:col: error: message`` lines.
+    """
+
+    def __init__(self, summary: str, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        self.summary = summary
+        self.diagnostics = tuple(diagnostics)
+        lines = [summary] + [str(d) for d in self.diagnostics]
+        super().__init__("\n".join(lines))
+
+
+class UnsupportedError(CompileError):
+    """The input uses an op, attribute or feature tessel does not support."""

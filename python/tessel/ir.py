@@ -1,0 +1,115 @@
+"""MLIR contexts with tessel's dialects, parsing, verification and passes.
+
+Every function takes an explicit context or creates a fresh one: tessel keeps
+no global MLIR state beyond what MLIR itself registers once per process.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir, passmanager
+from mlir._mlir_libs import _mlir as _mlir_cext
+
+from . import _tessel
+from .errors import CompileError, Diagnostic
+
+__all__ = ["context", "parse", "verify", "run_passes"]
+
+# Generated op classes for graph/loop live in tessel.dialects; MLIR looks
+# there when it meets those dialects. Both registrations are idempotent.
+if "tessel.dialects" not in _mlir_cext.globals.dialect_search_modules:
+    _mlir_cext.globals.append_dialect_search_prefix("tessel.dialects")
+_tessel.register_passes()
+
+
+def context() -> ir.Context:
+    """A new MLIR context with every upstream dialect plus ``graph`` and ``loop``."""
+    ctx = ir.Context()
+    registry = ir.DialectRegistry()
+    _tessel.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    return ctx
+
+
+def format_location(loc: ir.Location) -> str:
+    """``file:line:col`` for file locations, MLIR's own spelling otherwise."""
+    if loc.is_a_file():
+        return f"{loc.filename}:{loc.start_line}:{loc.start_col}"
+    if loc.is_a_name():
+        return f"{loc.name_str} ({format_location(loc.child_loc)})"
+    if loc.is_a_callsite():
+        return format_location(loc.callee)
+    if loc.is_a_fused() and loc.locations:
+        return format_location(loc.locations[0])
+    return str(loc)
+
+
+def _diagnostic(info) -> Diagnostic:
+    return Diagnostic(
+        severity=str(info.severity).rsplit(".", 1)[-1].lower(),
+        location=format_location(info.location),
+        message=info.message,
+        notes=tuple(_diagnostic(n) for n in info.notes),
+    )
+
+
+def compile_error(summary: str, error: ir.MLIRError) -> CompileError:
+    """Turns MLIR's exception into a CompileError that keeps its diagnostics."""
+    return CompileError(summary, [_diagnostic(d) for d in error.error_diagnostics])
+
+
+def parse(text: str, *, ctx: Optional[ir.Context] = None, source_name: str = "<input>") -> ir.Module:
+    """Parses and verifies MLIR text (graph dialect or upstream dialects).
+
+    Raises CompileError with MLIR's diagnostics, located at
+    ``source_name:line:col``, when the text is malformed or does not verify.
+    """
+    ctx = ctx or context()
+    diagnostics: list[Diagnostic] = []
+
+    def collect(d: ir.Diagnostic) -> bool:
+        diagnostics.append(_diagnostic(d))
+        return True  # handled: keep MLIR from printing it to stderr
+
+    handler = ctx.attach_diagnostic_handler(collect)
+    try:
+        module = _tessel.parse_module(ctx, text, source_name)
+    finally:
+        handler.detach()
+    if module is None:
+        raise CompileError(f"failed to parse {source_name}", diagnostics)
+    return module
+
+
+def verify(module: ir.Module) -> None:
+    """Raises CompileError if ``module`` does not verify."""
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise compile_error("module does not verify", e) from None
+
+
+def run_passes(module: ir.Module, pipeline: str, *, print_ir_after_all: bool = False,
+               timing: bool = False) -> ir.Module:
+    """Runs a textual pass pipeline on ``module`` in place and returns it.
+
+    ``pipeline`` is what ``tessel-opt --pass-pipeline`` takes, e.g.
+    ``"builtin.module(graph-to-linalg,canonicalize)"``. ``print_ir_after_all``
+    prints the IR after every pass to stderr; ``timing`` prints pass times.
+    """
+    with module.context:
+        try:
+            pm = passmanager.PassManager.parse(pipeline)
+        except ValueError as e:
+            raise CompileError(f"invalid pass pipeline {pipeline!r}: {e}") from None
+        if print_ir_after_all:
+            pm.enable_ir_printing()
+        if timing:
+            pm.enable_timing()
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as e:
+            raise compile_error(f"pass pipeline {pipeline!r} failed", e) from None
+    return module
