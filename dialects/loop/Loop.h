@@ -8,6 +8,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/OpAsmSupport.h"
 #include "mlir/IR/SymbolTable.h"
 
 #include "dialects/loop/LoopDialect.h.inc"

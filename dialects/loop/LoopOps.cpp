@@ -65,6 +65,10 @@ SmallVector<int64_t> KnobOp::getDomain() {
   return values;
 }
 
+void KnobOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(), getName());
+}
+
 LogicalResult KnobOp::verify() {
   bool isRange = getLower().has_value();
   if (getChoices().has_value() == isRange)

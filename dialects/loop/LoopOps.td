@@ -15,6 +15,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/OpAsmInterface.td"
 include "mlir/Dialect/SCF/IR/DeviceMappingInterface.td"
 
 def Loop_Dialect : Dialect {
@@ -57,7 +58,8 @@ def Loop_ScheduleOp : Loop_Op<"schedule", [
   }];
 }
 
-def Loop_KnobOp : Loop_Op<"knob", [HasParent<"ScheduleOp">]> {
+def Loop_KnobOp : Loop_Op<"knob", [HasParent<"ScheduleOp">,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "A named tunable value with its legal domain";
   let description = [{
     The domain is either an explicit list (`choices [...]`) or an integer
@@ -76,7 +78,7 @@ def Loop_KnobOp : Loop_Op<"knob", [HasParent<"ScheduleOp">]> {
   let results = (outs Index:$result);
   let assemblyFormat = [{
     $name `=` $value (`choices` $choices^)?
-    (`range` `[` $lower^ `,` $upper `]` `step` $step)? attr-dict
+    (`range` ` ` `[` $lower^ `,` $upper `]` `step` $step)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -1,0 +1,157 @@
+// RUN: tessel-opt %s -split-input-file -verify-diagnostics
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{knob 'block_m' = 96 is outside its domain choices [64, 128, 256]}}
+  %bm = loop.knob "block_m" = 96 choices [64, 128, 256]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{knob 'stages' = 6 is outside its domain range [1, 5] step 1}}
+  %s = loop.knob "stages" = 6 range [1, 5] step 1
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{knob 'block_k' = 24 is outside its domain range [16, 64] step 16}}
+  %s = loop.knob "block_k" = 24 range [16, 64] step 16
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{knob 'x' needs exactly one domain: choices or range}}
+  %s = loop.knob "x" = 1
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{knob 'x' needs exactly one domain: choices or range}}
+  %s = loop.knob "x" = 1 choices [1, 2] range [1, 2] step 1
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{knob 'x' has no choices}}
+  %s = loop.knob "x" = 1 choices []
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{knob 'x' has step 0; the step must be positive}}
+  %s = loop.knob "x" = 1 range [1, 4] step 0
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{knob 'x' has an empty range [8, 4]}}
+  %s = loop.knob "x" = 8 range [8, 4] step 1
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  %a = loop.knob "tile" = 8 choices [8]
+  // expected-error @+1 {{knob name 'tile' is already used in this schedule}}
+  %b = loop.knob "tile" = 8 choices [8]
+}
+
+// -----
+
+func.func @k() { return }
+// expected-error @+1 {{unknown target 'sm_70'; expected one of: cpu, sm_80, sm_90, sm_90a}}
+loop.schedule @k target "sm_70" {
+}
+
+// -----
+
+// expected-error @+1 {{schedules 'missing', which is not defined in this module}}
+loop.schedule @missing target "sm_90" {
+}
+
+// -----
+
+memref.global "private" @not_a_function : memref<4xf32>
+// expected-error @+1 {{schedules 'not_a_function', which is not a function}}
+loop.schedule @not_a_function target "sm_90" {
+}
+
+// -----
+
+func.func @k() {
+  // expected-error @+1 {{expects parent op 'loop.schedule'}}
+  %s = loop.knob "x" = 1 choices [1]
+  return
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{tiles no loop: every size is 0}}
+  loop.tile [0, 0, 0]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{tile size -4 is negative}}
+  loop.tile [-4, 0]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{has 2 tiled loops but 1 mapping entries; give one entry per non-zero size}}
+  loop.tile [64, 64, 0] mapping [#gpu.block<x>]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{mixes block and thread mappings; tile each level with its own loop.tile}}
+  loop.tile [64, 64] mapping [#gpu.block<x>, #gpu.thread<x>]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{maps two loops to #gpu.block<x>}}
+  loop.tile [64, 64] mapping [#gpu.block<x>, #gpu.block<x>]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{mapping must use #gpu.block, #gpu.warpgroup, #gpu.warp, #gpu.thread or #gpu.lane}}
+  loop.tile [64] mapping [#gpu.memory_space<workgroup>]
+}
+
+// -----
+
+func.func @k(%n: index) { return }
+loop.schedule @k target "sm_90" {
+^bb0(%n: index):
+  // expected-error @+1 {{tile sizes must be constants or loop.knob values}}
+  loop.tile [%n, 0]
+}

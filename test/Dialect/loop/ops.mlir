@@ -1,0 +1,31 @@
+// RUN: tessel-opt %s | tessel-opt | FileCheck %s
+// RUN: tessel-opt %s --mlir-print-op-generic | tessel-opt | FileCheck %s
+
+func.func @matmul_kernel(%a: tensor<4096x4096xf16>, %b: tensor<4096x4096xf16>) -> tensor<4096x4096xf32> {
+  %0 = tensor.empty() : tensor<4096x4096xf32>
+  return %0 : tensor<4096x4096xf32>
+}
+
+// CHECK-LABEL: loop.schedule @matmul_kernel target "sm_90" {
+// CHECK-NEXT: %[[BM:block_m]] = loop.knob "block_m" = 128 choices [64, 128, 256]
+// CHECK-NEXT: %[[BN:block_n]] = loop.knob "block_n" = 128 choices [64, 128, 256]
+// CHECK-NEXT: %[[BK:block_k]] = loop.knob "block_k" = 32 range [16, 64] step 16
+// CHECK-NEXT: loop.tile [%[[BM]], %[[BN]], 0] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: loop.tile [64, 64, 0] mapping [#gpu.warp<linear_dim_1>, #gpu.warp<linear_dim_0>]
+// CHECK-NEXT: loop.tile [0, 0, %[[BK]]]{{$}}
+// CHECK-NEXT: }
+loop.schedule @matmul_kernel target "sm_90" {
+  %bm = loop.knob "block_m" = 128 choices [64, 128, 256]
+  %bn = loop.knob "block_n" = 128 choices [64, 128, 256]
+  %bk = loop.knob "block_k" = 32 range [16, 64] step 16
+  loop.tile [%bm, %bn, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [64, 64, 0] mapping [#gpu.warp<linear_dim_1>, #gpu.warp<linear_dim_0>]
+  loop.tile [0, 0, %bk]
+}
+
+// A CPU schedule with thread-level tiling only.
+// CHECK-LABEL: loop.schedule @matmul_kernel target "cpu" {
+// CHECK-NEXT: loop.tile [32, 0, 0] mapping [#gpu.thread<x>]
+loop.schedule @matmul_kernel target "cpu" {
+  loop.tile [32, 0, 0] mapping [#gpu.thread<x>]
+}
