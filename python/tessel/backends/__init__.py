@@ -1,0 +1,1 @@
+"""Targets that turn a graph module into something that runs."""

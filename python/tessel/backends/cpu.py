@@ -1,0 +1,152 @@
+"""CPU backend: graph -> linalg -> bufferized loops -> LLVM -> ExecutionEngine.
+
+The current pipeline lowers every linalg op to plain loops; tiling,
+vectorization and multi-threading for the host are the next steps (issue #3).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from mlir import execution_engine, ir
+from mlir import runtime as mlir_runtime
+
+from .. import ir as tir
+from ..errors import UnsupportedError
+
+__all__ = ["TensorSpec", "CPUExecutable", "STAGES", "compile_cpu"]
+
+# (name, pass pipeline) in order; each is timed and can be replayed with
+# tessel-opt --pass-pipeline.
+STAGES: tuple[tuple[str, str], ...] = (
+    ("graph-to-linalg", "builtin.module(graph-to-linalg,canonicalize,cse)"),
+    (
+        "bufferize",
+        "builtin.module(one-shot-bufferize{bufferize-function-boundaries "
+        "function-boundary-type-conversion=identity-layout-map},"
+        "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
+        "func.func(buffer-hoisting),buffer-deallocation-pipeline)",
+    ),
+    (
+        "lower-to-llvm",
+        "builtin.module(convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+        "convert-math-to-llvm,convert-math-to-libm,convert-scf-to-cf,convert-to-llvm,"
+        "reconcile-unrealized-casts)",
+    ),
+)
+
+_DTYPES = {
+    "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "i1": np.dtype(np.bool_),
+}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and numpy dtype of one argument or result."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __str__(self) -> str:
+        return f"{self.dtype.name}[{', '.join(map(str, self.shape))}]"
+
+
+def _spec(t: ir.Type, what: str) -> TensorSpec:
+    if not isinstance(t, ir.RankedTensorType):
+        raise UnsupportedError(f"{what} has type {t}; the CPU backend takes ranked tensors only")
+    tensor = t
+    if not tensor.has_static_shape:
+        raise UnsupportedError(f"{what} has dynamic shape {t}; the CPU backend needs static shapes")
+    element = str(tensor.element_type)
+    if element not in _DTYPES:
+        raise UnsupportedError(
+            f"{what} has element type {element}; the CPU backend runs {', '.join(_DTYPES)}"
+        )
+    return TensorSpec(tuple(tensor.shape), _DTYPES[element])
+
+
+def _entry_function(module: ir.Module, entry: str | None) -> Any:
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    public = [f for f in funcs if "sym_visibility" not in f.attributes]
+    if entry is not None:
+        match = [f for f in funcs if ir.StringAttr(f.attributes["sym_name"]).value == entry]
+        if not match:
+            raise UnsupportedError(f"no function named {entry!r} in the module")
+        return match[0]
+    if len(public) != 1:
+        names = [ir.StringAttr(f.attributes["sym_name"]).value for f in public]
+        raise UnsupportedError(f"the module has public functions {names}; pass entry= to choose one")
+    return public[0]
+
+
+class CPUExecutable:
+    """A compiled entry function; call it with arrays, get numpy arrays back."""
+
+    def __init__(self, engine: execution_engine.ExecutionEngine, name: str,
+                 inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+                 stage_seconds: dict[str, float]) -> None:
+        self._engine = engine
+        self.name = name
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.stage_seconds = dict(stage_seconds)
+
+    def _check(self, index: int, value: Any) -> np.ndarray:
+        spec = self.inputs[index]
+        array = np.from_dlpack(value) if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray) else value
+        array = np.asarray(array)
+        if array.shape != spec.shape or array.dtype != spec.dtype:
+            raise ValueError(
+                f"{self.name}: argument {index} must be {spec}, got "
+                f"{array.dtype.name}[{', '.join(map(str, array.shape))}]"
+            )
+        return np.ascontiguousarray(array)
+
+    def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        if len(args) != len(self.inputs):
+            raise TypeError(f"{self.name} takes {len(self.inputs)} arguments, got {len(args)}")
+        arrays = [self._check(i, a) for i, a in enumerate(args)]
+        results = [np.empty(s.shape, s.dtype) for s in self.outputs]
+        pointers = [
+            ctypes.pointer(ctypes.pointer(mlir_runtime.get_ranked_memref_descriptor(a)))
+            for a in arrays + results
+        ]
+        self._engine.invoke(self.name, *pointers)
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int = 3,
+                print_ir_after_all: bool = False, timing: bool = False) -> CPUExecutable:
+    """Compiles the entry function of a graph module for this CPU.
+
+    ``module`` is not modified. ``stage_seconds`` on the result records the
+    time of each stage in ``STAGES`` plus the JIT.
+    """
+    text = module.operation.get_asm(enable_debug_info=True)
+    work = tir.parse(text, ctx=module.context, source_name="<compile>")
+    func = _entry_function(work, entry)
+    name = ir.StringAttr(func.attributes["sym_name"]).value
+    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    inputs = [_spec(t, f"argument {i} of @{name}") for i, t in enumerate(ftype.inputs)]
+    outputs = [_spec(t, f"result {i} of @{name}") for i, t in enumerate(ftype.results)]
+    with work.context:
+        func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+    seconds: dict[str, float] = {}
+    for stage, pipeline in STAGES:
+        start = time.perf_counter()
+        tir.run_passes(work, pipeline, print_ir_after_all=print_ir_after_all, timing=timing)
+        seconds[stage] = time.perf_counter() - start
+    start = time.perf_counter()
+    engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)
+    engine.initialize()
+    seconds["jit"] = time.perf_counter() - start
+    return CPUExecutable(engine, name, inputs, outputs, seconds)

@@ -1,0 +1,182 @@
+"""The CPU backend against numpy, op by op, and its argument checking."""
+
+import numpy as np
+import pytest
+
+import tessel
+
+MLIR_TYPES = {np.float32: "f32", np.float16: "f16", np.int32: "i32", np.int64: "i64"}
+
+
+def _tensor(shape, dtype) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + MLIR_TYPES[dtype] + ">"
+
+
+def _random(shape, dtype, rng):
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-20, 20, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _compile_binary(op, a_shape, b_shape, out_shape, dtype):
+    ta, tb, to = _tensor(a_shape, dtype), _tensor(b_shape, dtype), _tensor(out_shape, dtype)
+    src = f"""
+    func.func @f(%a: {ta}, %b: {tb}) -> {to} {{
+      %0 = graph.{op} %a, %b : ({ta}, {tb}) -> {to}
+      return %0 : {to}
+    }}"""
+    return tessel.compile(tessel.parse(src))
+
+
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+}
+SHAPES = [((1,), (1,)), ((7,), (1,)), ((4, 1, 3), (5, 1)), ((13, 17), (17,)), ((2, 1), (1, 3))]
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int64])
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+def test_broadcast_binary(op, dtype, shapes):
+    rng = np.random.default_rng(0)
+    a, b = (_random(s, dtype, rng) for s in shapes)
+    expected = BINARY[op](a, b)
+    exe = _compile_binary(op, a.shape, b.shape, expected.shape, dtype)
+    np.testing.assert_allclose(exe(a, b), expected, rtol=1e-3 if dtype == np.float16 else 1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_float_division(dtype):
+    rng = np.random.default_rng(1)
+    a, b = _random((3, 5), dtype, rng), _random((5,), dtype, rng) + dtype(4)
+    exe = _compile_binary("div", a.shape, b.shape, (3, 5), dtype)
+    np.testing.assert_allclose(exe(a, b), a / b, rtol=1e-3 if dtype == np.float16 else 1e-6)
+
+
+def test_integer_division_truncates_toward_zero():
+    a = np.array([7, -7, 7, -7, 0], np.int32)
+    b = np.array([2, 2, -2, -2, 3], np.int32)
+    exe = _compile_binary("div", a.shape, b.shape, a.shape, np.int32)
+    np.testing.assert_array_equal(exe(a, b), np.trunc(a / b).astype(np.int32))
+
+
+UNARY = {
+    "relu": lambda x: np.maximum(x, 0),
+    "neg": np.negative,
+    "exp": np.exp,
+    "tanh": np.tanh,
+}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_unary(op, dtype):
+    x = _random((3, 11), dtype, np.random.default_rng(2))
+    t = _tensor(x.shape, dtype)
+    exe = tessel.compile(tessel.parse(f"func.func @f(%x: {t}) -> {t} {{\n %0 = graph.{op} %x : {t}\n return %0 : {t}\n}}"))
+    np.testing.assert_allclose(exe(x), UNARY[op](x), rtol=2e-3 if dtype == np.float16 else 1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape",
+    [((1, 1), (1, 1)), ((5, 7), (7, 3)), ((2, 6, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 4, 8), (3, 8, 2))],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_matmul(a_shape, b_shape, dtype):
+    rng = np.random.default_rng(3)
+    a, b = _random(a_shape, dtype, rng), _random(b_shape, dtype, rng)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    ta, tb, to = _tensor(a_shape, dtype), _tensor(b_shape, dtype), _tensor(expected.shape, dtype)
+    exe = tessel.compile(
+        tessel.parse(
+            f"func.func @f(%a: {ta}, %b: {tb}) -> {to} {{\n"
+            f" %0 = graph.matmul %a, %b : ({ta}, {tb}) -> {to}\n return %0 : {to}\n}}"
+        )
+    )
+    got = exe(a, b)
+    assert got.dtype == dtype
+    # f32 accumulation error grows with K; f16 rounds the result once.
+    tol = 2e-3 if dtype == np.float16 else 1e-5
+    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol, atol=tol * np.abs(expected).max())
+
+
+def test_fused_group_constants_and_several_results():
+    src = """
+    func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+      %b = graph.constant dense<0.25> : tensor<16xf32>
+      %r:2 = graph.fused contraction (%x, %w, %b) : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+      ^bb0(%a: tensor<4x8xf32>, %c: tensor<8x16xf32>, %d: tensor<16xf32>):
+        %0 = graph.matmul %a, %c : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+        %1 = graph.add %0, %d : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+        %2 = graph.relu %1 : tensor<4x16xf32>
+        graph.yield %1, %2 : tensor<4x16xf32>, tensor<4x16xf32>
+      }
+      return %r#0, %r#1 : tensor<4x16xf32>, tensor<4x16xf32>
+    }"""
+    rng = np.random.default_rng(4)
+    x, w = _random((4, 8), np.float32, rng), _random((8, 16), np.float32, rng)
+    pre, post = tessel.compile(tessel.parse(src))(x, w)
+    np.testing.assert_allclose(pre, x @ w + 0.25, rtol=1e-5)
+    np.testing.assert_allclose(post, np.maximum(x @ w + 0.25, 0), rtol=1e-5)
+
+
+def test_compile_leaves_the_module_unchanged_and_times_stages():
+    src = "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n %0 = graph.relu %x : tensor<4xf32>\n return %0 : tensor<4xf32>\n}"
+    module = tessel.parse(src)
+    before = str(module)
+    exe = tessel.compile(module)
+    assert str(module) == before
+    assert list(exe.stage_seconds) == ["graph-to-linalg", "bufferize", "lower-to-llvm", "jit"]
+
+
+def _relu_exe():
+    return tessel.compile(tessel.parse(
+        "func.func @relu(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+        " %0 = graph.relu %x : tensor<2x3xf32>\n return %0 : tensor<2x3xf32>\n}"
+    ))
+
+
+def test_argument_checks_name_the_argument():
+    exe = _relu_exe()
+    with pytest.raises(ValueError, match=r"relu: argument 0 must be float32\[2, 3\], got float32\[3, 2\]"):
+        exe(np.zeros((3, 2), np.float32))
+    with pytest.raises(ValueError, match=r"argument 0 must be float32\[2, 3\], got float64\[2, 3\]"):
+        exe(np.zeros((2, 3)))
+    with pytest.raises(TypeError, match="relu takes 1 arguments, got 2"):
+        exe(np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32))
+
+
+def test_non_contiguous_and_dlpack_inputs():
+    exe = _relu_exe()
+    x = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)[:2, :3]  # a strided view
+    np.testing.assert_array_equal(exe(x), np.maximum(x, 0))
+
+    class Capsule:  # any __dlpack__ producer, not only numpy
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    y = np.ascontiguousarray(x)
+    np.testing.assert_array_equal(exe(Capsule(y)), np.maximum(y, 0))
+
+
+def test_unsupported_target_and_signatures():
+    module = tessel.parse("func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n return %x : tensor<4xf32>\n}")
+    with pytest.raises(tessel.UnsupportedError, match="target 'tpu' is not supported yet"):
+        tessel.compile(module, target="tpu")
+    dyn = tessel.parse("func.func @f(%x: tensor<?xf32>) -> tensor<?xf32> {\n return %x : tensor<?xf32>\n}")
+    with pytest.raises(tessel.UnsupportedError, match="dynamic shape"):
+        tessel.compile(dyn)
+    two = tessel.parse("func.func @f() { return }\nfunc.func @g() { return }")
+    with pytest.raises(tessel.UnsupportedError, match="pass entry= to choose one"):
+        tessel.compile(two)
