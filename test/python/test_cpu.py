@@ -180,3 +180,16 @@ def test_unsupported_target_and_signatures():
     two = tessel.parse("func.func @f() { return }\nfunc.func @g() { return }")
     with pytest.raises(tessel.UnsupportedError, match="pass entry= to choose one"):
         tessel.compile(two)
+
+
+def test_example_mlp_runs_and_matches_numpy():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "mlp.py"
+    proc = subprocess.run(
+        [sys.executable, str(example), "--batch", "8", "--width", "32"], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "OK: matches numpy" in proc.stdout
