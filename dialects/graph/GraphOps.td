@@ -122,6 +122,42 @@ def Graph_ExpOp : Graph_UnaryOp<"exp", Graph_FloatTensor> {
 def Graph_TanhOp : Graph_UnaryOp<"tanh", Graph_FloatTensor> {
   let summary = "tanh(x), elementwise";
 }
+def Graph_AbsOp : Graph_UnaryOp<"abs", Graph_NumericTensor> {
+  let summary = "|x|, elementwise";
+}
+def Graph_LogOp : Graph_UnaryOp<"log", Graph_FloatTensor> {
+  let summary = "natural logarithm, elementwise";
+}
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", Graph_FloatTensor> {
+  let summary = "square root, elementwise";
+}
+def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", Graph_FloatTensor> {
+  let summary = "1 / sqrt(x), elementwise";
+}
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", Graph_FloatTensor> {
+  let summary = "1 / (1 + exp(-x)), elementwise";
+}
+def Graph_SiluOp : Graph_UnaryOp<"silu", Graph_FloatTensor> {
+  let summary = "x * sigmoid(x), elementwise";
+}
+def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "GELU, exact (erf) or with the tanh approximation";
+  let description = [{
+    Exact: `0.5 x (1 + erf(x / sqrt(2)))`. With `approximate tanh`:
+    `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`, as
+    `torch.nn.functional.gelu(approximate="tanh")`.
+
+    ```mlir
+    %0 = graph.gelu %x : tensor<8x768xf32>
+    %1 = graph.gelu %x approximate tanh : tensor<8x768xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, UnitAttr:$approximate_tanh);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`approximate` `tanh` $approximate_tanh^)? attr-dict `:` type($input)
+  }];
+}
 
 //===----------------------------------------------------------------------===//
 // Contractions

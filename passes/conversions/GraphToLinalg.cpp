@@ -67,13 +67,52 @@ Value buildElementwise(
 }
 
 /// Transcendental functions run in f32 for f16/bf16 inputs, then round once.
-template <typename MathOp>
-Value inF32(OpBuilder &b, Location loc, Value x) {
+Value inF32(OpBuilder &b, Location loc, Value x,
+            function_ref<Value(OpBuilder &, Location, Value)> fn) {
   Type t = x.getType();
   if (!isLowPrecisionFloat(t))
-    return MathOp::create(b, loc, x);
+    return fn(b, loc, x);
   Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-  return arith::TruncFOp::create(b, loc, t, MathOp::create(b, loc, wide));
+  return arith::TruncFOp::create(b, loc, t, fn(b, loc, wide));
+}
+
+template <typename MathOp>
+Value mathInF32(OpBuilder &b, Location loc, Value x) {
+  return inF32(b, loc, x, [](OpBuilder &nb, Location l, Value v) -> Value {
+    return MathOp::create(nb, l, v);
+  });
+}
+
+Value floatConstant(OpBuilder &b, Location loc, Type t, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, value));
+}
+
+/// 1 / (1 + exp(-x)) on a float scalar.
+Value sigmoid(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  Value one = floatConstant(b, loc, t, 1.0);
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
+}
+
+/// GELU on a float scalar: 0.5 x (1 + erf(x / sqrt 2)), or the tanh form.
+Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
+  Type t = x.getType();
+  auto c = [&](double v) { return floatConstant(b, loc, t, v); };
+  Value inner;
+  if (tanhForm) {
+    Value x3 = arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value poly = arith::AddFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, c(0.044715), x3));
+    inner = math::TanhOp::create(
+        b, loc, arith::MulFOp::create(b, loc, c(0.7978845608028654), poly));
+  } else {
+    inner = math::ErfOp::create(
+        b, loc, arith::MulFOp::create(b, loc, x, c(0.7071067811865476)));
+  }
+  Value half = arith::MulFOp::create(b, loc, c(0.5), x);
+  return arith::MulFOp::create(b, loc, half,
+                               arith::AddFOp::create(b, loc, c(1.0), inner));
 }
 
 /// The scalar computation of one elementwise graph op.
@@ -113,9 +152,33 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
           return arith::NegFOp::create(b, loc, args[0]);
         return arith::SubIOp::create(b, loc, zero(), args[0]);
       })
-      .Case([&](graph::ExpOp) { return inF32<math::ExpOp>(b, loc, args[0]); })
+      .Case([&](graph::AbsOp) -> Value {
+        if (isFloat)
+          return math::AbsFOp::create(b, loc, args[0]);
+        return math::AbsIOp::create(b, loc, args[0]);
+      })
+      .Case([&](graph::ExpOp) { return mathInF32<math::ExpOp>(b, loc, args[0]); })
       .Case([&](graph::TanhOp) {
-        return inF32<math::TanhOp>(b, loc, args[0]);
+        return mathInF32<math::TanhOp>(b, loc, args[0]);
+      })
+      .Case([&](graph::LogOp) { return mathInF32<math::LogOp>(b, loc, args[0]); })
+      .Case([&](graph::SqrtOp) {
+        return mathInF32<math::SqrtOp>(b, loc, args[0]);
+      })
+      .Case([&](graph::RsqrtOp) {
+        return mathInF32<math::RsqrtOp>(b, loc, args[0]);
+      })
+      .Case([&](graph::SigmoidOp) { return inF32(b, loc, args[0], sigmoid); })
+      .Case([&](graph::SiluOp) {
+        return inF32(b, loc, args[0], [](OpBuilder &nb, Location l, Value x) -> Value {
+          return arith::MulFOp::create(nb, l, x, sigmoid(nb, l, x));
+        });
+      })
+      .Case([&](graph::GeluOp op) {
+        bool tanhForm = op.getApproximateTanh();
+        return inF32(b, loc, args[0], [&](OpBuilder &nb, Location l, Value x) {
+          return gelu(nb, l, x, tanhForm);
+        });
       })
       .Default([](Operation *op) -> Value {
         llvm_unreachable("elementwise pattern registered without a body");
@@ -289,8 +352,15 @@ struct ConvertGraphToLinalgPass
                  ElementwiseToLinalg<graph::MinimumOp>,
                  ElementwiseToLinalg<graph::ReluOp>,
                  ElementwiseToLinalg<graph::NegOp>,
+                 ElementwiseToLinalg<graph::AbsOp>,
                  ElementwiseToLinalg<graph::ExpOp>,
-                 ElementwiseToLinalg<graph::TanhOp>>(ctx);
+                 ElementwiseToLinalg<graph::TanhOp>,
+                 ElementwiseToLinalg<graph::LogOp>,
+                 ElementwiseToLinalg<graph::SqrtOp>,
+                 ElementwiseToLinalg<graph::RsqrtOp>,
+                 ElementwiseToLinalg<graph::SigmoidOp>,
+                 ElementwiseToLinalg<graph::SiluOp>,
+                 ElementwiseToLinalg<graph::GeluOp>>(ctx);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

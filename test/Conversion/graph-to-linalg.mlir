@@ -96,3 +96,23 @@ func.func @half_tanh(%x: tensor<8xf16>) -> tensor<8xf16> {
   %0 = graph.tanh %x : tensor<8xf16>
   return %0 : tensor<8xf16>
 }
+
+// -----
+
+// Exact GELU uses erf; the tanh form uses tanh; sigmoid is 1 / (1 + exp(-x)).
+// CHECK-LABEL: func.func @activations
+// CHECK: linalg.generic
+// CHECK: math.erf
+// CHECK: linalg.generic
+// CHECK-NOT: math.erf
+// CHECK: math.tanh
+// CHECK: linalg.generic
+// CHECK: arith.negf
+// CHECK: math.exp
+// CHECK: arith.divf
+func.func @activations(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = graph.gelu %x : tensor<8xf32>
+  %1 = graph.gelu %0 approximate tanh : tensor<8xf32>
+  %2 = graph.sigmoid %1 : tensor<8xf32>
+  return %2 : tensor<8xf32>
+}

@@ -1,5 +1,7 @@
 """The CPU backend against numpy, op by op, and its argument checking."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -64,21 +66,41 @@ def test_integer_division_truncates_toward_zero():
     np.testing.assert_array_equal(exe(a, b), np.trunc(a / b).astype(np.int32))
 
 
+_erf = np.vectorize(math.erf)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
 UNARY = {
     "relu": lambda x: np.maximum(x, 0),
     "neg": np.negative,
+    "abs": np.abs,
     "exp": np.exp,
     "tanh": np.tanh,
+    "log": lambda x: np.log(np.abs(x)),
+    "sqrt": lambda x: np.sqrt(np.abs(x)),
+    "rsqrt": lambda x: 1 / np.sqrt(np.abs(x)),
+    "sigmoid": _sigmoid,
+    "silu": lambda x: x * _sigmoid(x),
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))),
+    "gelu approximate tanh": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))),
 }
+POSITIVE_DOMAIN = {"log", "sqrt", "rsqrt"}
 
 
 @pytest.mark.parametrize("op", sorted(UNARY))
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_unary(op, dtype):
     x = _random((3, 11), dtype, np.random.default_rng(2))
+    if op in POSITIVE_DOMAIN:
+        x = np.abs(x) + dtype(0.1)
+    name, _, attr = op.partition(" ")
     t = _tensor(x.shape, dtype)
-    exe = tessel.compile(tessel.parse(f"func.func @f(%x: {t}) -> {t} {{\n %0 = graph.{op} %x : {t}\n return %0 : {t}\n}}"))
-    np.testing.assert_allclose(exe(x), UNARY[op](x), rtol=2e-3 if dtype == np.float16 else 1e-5, atol=1e-6)
+    exe = tessel.compile(tessel.parse(f"func.func @f(%x: {t}) -> {t} {{\n %0 = graph.{name} %x {attr} : {t}\n return %0 : {t}\n}}"))
+    expected = UNARY[op](x.astype(np.float64))
+    np.testing.assert_allclose(exe(x), expected, rtol=2e-3 if dtype == np.float16 else 1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(

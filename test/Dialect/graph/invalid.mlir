@@ -42,6 +42,22 @@ func.func @exp_of_integers(%a: tensor<4xi32>) {
 
 // -----
 
+func.func @gelu_of_integers(%a: tensor<4xi64>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = graph.gelu %a approximate tanh : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @unary_type_change(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'graph.sigmoid' op requires the same type for all operands and results}}
+  %0 = "graph.sigmoid"(%a) : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
 func.func @unsupported_dtype() {
   // expected-error @+1 {{result #0 must be ranked tensor of}}
   %0 = graph.constant dense<1> : tensor<4xi8>

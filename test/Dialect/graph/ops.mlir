@@ -39,7 +39,23 @@ func.func @unary(%x: tensor<7xbf16>, %i: tensor<7xi64>) -> (tensor<7xbf16>, tens
   %2 = graph.exp %0 : tensor<7xbf16>
   // CHECK: graph.tanh
   %3 = graph.tanh %2 : tensor<7xbf16>
-  return %3, %1 : tensor<7xbf16>, tensor<7xi64>
+  // CHECK: graph.abs %{{.*}} : tensor<7xi64>
+  %4 = graph.abs %1 : tensor<7xi64>
+  // CHECK: graph.log
+  %5 = graph.log %3 : tensor<7xbf16>
+  // CHECK: graph.sqrt
+  %6 = graph.sqrt %5 : tensor<7xbf16>
+  // CHECK: graph.rsqrt
+  %7 = graph.rsqrt %6 : tensor<7xbf16>
+  // CHECK: graph.sigmoid
+  %8 = graph.sigmoid %7 : tensor<7xbf16>
+  // CHECK: graph.silu
+  %9 = graph.silu %8 : tensor<7xbf16>
+  // CHECK: graph.gelu %{{.*}} : tensor<7xbf16>
+  %10 = graph.gelu %9 : tensor<7xbf16>
+  // CHECK: graph.gelu %{{.*}} approximate tanh : tensor<7xbf16>
+  %11 = graph.gelu %10 approximate tanh : tensor<7xbf16>
+  return %11, %4 : tensor<7xbf16>, tensor<7xi64>
 }
 
 // CHECK-LABEL: func.func @matmuls
