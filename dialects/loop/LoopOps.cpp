@@ -56,15 +56,6 @@ ScheduleOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // KnobOp
 //===----------------------------------------------------------------------===//
 
-SmallVector<int64_t> KnobOp::getDomain() {
-  if (auto choices = getChoices())
-    return llvm::to_vector(*choices);
-  SmallVector<int64_t> values;
-  for (int64_t v = *getLower(); v <= *getUpper(); v += *getStep())
-    values.push_back(v);
-  return values;
-}
-
 void KnobOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getResult(), getName());
 }
@@ -86,7 +77,17 @@ LogicalResult KnobOp::verify() {
              << getName() << "' has an empty range [" << *getLower() << ", "
              << *getUpper() << "]";
   }
-  if (!llvm::is_contained(getDomain(), getValue())) {
+  // Ranges are checked arithmetically: a wide range must not be materialized.
+  int64_t v = getValue();
+  bool inDomain =
+      isRange ? v >= *getLower() && v <= *getUpper() &&
+                    // Unsigned: v - lower cannot overflow when v >= lower.
+                    (static_cast<uint64_t>(v) -
+                     static_cast<uint64_t>(*getLower())) %
+                            static_cast<uint64_t>(*getStep()) ==
+                        0
+              : llvm::is_contained(*getChoices(), v);
+  if (!inDomain) {
     InFlightDiagnostic diag = emitOpError("knob '")
                               << getName() << "' = " << getValue()
                               << " is outside its domain ";

@@ -81,11 +81,6 @@ def Loop_KnobOp : Loop_Op<"knob", [HasParent<"ScheduleOp">,
     (`range` ` ` `[` $lower^ `,` $upper `]` `step` $step)? attr-dict
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    /// Every legal value, in increasing order for ranges and as written for
-    /// choices.
-    llvm::SmallVector<int64_t> getDomain();
-  }];
 }
 
 def Loop_TileOp : Loop_Op<"tile", [HasParent<"ScheduleOp">]> {

@@ -23,6 +23,13 @@ loop.schedule @matmul_kernel target "sm_90" {
   loop.tile [0, 0, %bk]
 }
 
+// Wide ranges verify without enumerating them.
+// CHECK-LABEL: loop.schedule @matmul_kernel target "sm_80" {
+// CHECK-NEXT: loop.knob "split" = 999999999999 range [1, 1000000000000] step 2
+loop.schedule @matmul_kernel target "sm_80" {
+  %split = loop.knob "split" = 999999999999 range [1, 1000000000000] step 2
+}
+
 // A CPU schedule with thread-level tiling only.
 // CHECK-LABEL: loop.schedule @matmul_kernel target "cpu" {
 // CHECK-NEXT: loop.tile [32, 0, 0] mapping [#gpu.thread<x>]
