@@ -103,11 +103,9 @@ class CPUExecutable:
         spec = self.inputs[index]
         array = np.from_dlpack(value) if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray) else value
         array = np.asarray(array)
-        if array.shape != spec.shape or array.dtype != spec.dtype:
-            raise ValueError(
-                f"{self.name}: argument {index} must be {spec}, got "
-                f"{array.dtype.name}[{', '.join(map(str, array.shape))}]"
-            )
+        got = TensorSpec(array.shape, array.dtype)
+        if got != spec:
+            raise ValueError(f"{self.name}: argument {index} must be {spec}, got {got}")
         return np.ascontiguousarray(array)
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
