@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace tessel::graph;
@@ -37,6 +38,505 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &results) {
   return inferMatmulResultType(loc, adaptor.getLhs().getType(),
                                adaptor.getRhs().getType(), results);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops with their own shape rules
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType tensorOf(Type t) { return cast<RankedTensorType>(t); }
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  auto l = tensorOf(adaptor.getLhs().getType());
+  auto r = tensorOf(adaptor.getRhs().getType());
+  if (l.getElementType() != r.getElementType())
+    return emitOptionalError(loc, "compares different element types ",
+                             l.getElementType(), " and ", r.getElementType());
+  SmallVector<int64_t> shape;
+  if (failed(broadcastShapes(loc, {l.getShape(), r.getShape()}, shape)))
+    return failure();
+  results.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto c = tensorOf(adaptor.getCondition().getType());
+  auto l = tensorOf(adaptor.getLhs().getType());
+  auto r = tensorOf(adaptor.getRhs().getType());
+  if (l.getElementType() != r.getElementType())
+    return emitOptionalError(loc, "selects between different element types ",
+                             l.getElementType(), " and ", r.getElementType());
+  SmallVector<int64_t> shape;
+  if (failed(broadcastShapes(loc, {c.getShape(), l.getShape(), r.getShape()},
+                             shape)))
+    return failure();
+  results.push_back(RankedTensorType::get(shape, l.getElementType()));
+  return success();
+}
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  results.push_back(
+      tensorOf(adaptor.getInput().getType()).clone(adaptor.getElementType()));
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+/// Non-negative, sorted, checked reduction dimensions.
+static FailureOr<SmallVector<int64_t>>
+reducedDims(std::optional<Location> loc, ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> dims;
+  for (int64_t axis : axes) {
+    FailureOr<int64_t> d = normalizeAxis(loc, axis, rank);
+    if (failed(d))
+      return failure();
+    if (llvm::is_contained(dims, *d)) {
+      (void)emitOptionalError(loc, "axis ", *d, " is reduced twice");
+      return failure();
+    }
+    dims.push_back(*d);
+  }
+  llvm::sort(dims);
+  return dims;
+}
+
+SmallVector<int64_t> ReduceOp::getReducedDims() {
+  return *reducedDims(std::nullopt, getAxes(), getInput().getType().getRank());
+}
+
+LogicalResult ReduceOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  if (adaptor.getKind() == ReduceKind::mean &&
+      !isa<FloatType>(input.getElementType()))
+    return emitOptionalError(loc, "mean needs a float tensor, got ", input);
+  FailureOr<SmallVector<int64_t>> dims =
+      reducedDims(loc, adaptor.getAxes(), input.getRank());
+  if (failed(dims))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (auto [i, size] : llvm::enumerate(input.getShape())) {
+    if (!llvm::is_contained(*dims, int64_t(i)))
+      shape.push_back(size);
+    else if (adaptor.getKeepdims())
+      shape.push_back(1);
+  }
+  results.push_back(input.clone(shape));
+  return success();
+}
+
+static LogicalResult verifyAxisOp(Operation *op, int64_t axis) {
+  int64_t rank = tensorOf(op->getOperand(0).getType()).getRank();
+  return normalizeAxis(op->getLoc(), axis, rank);
+}
+
+LogicalResult SoftmaxOp::verify() { return verifyAxisOp(*this, getAxis()); }
+LogicalResult LogSoftmaxOp::verify() { return verifyAxisOp(*this, getAxis()); }
+
+/// `param` must have the shape of `input`'s dimensions from `axis` on.
+static LogicalResult checkNormalizedShape(std::optional<Location> loc,
+                                          StringRef what, RankedTensorType input,
+                                          int64_t axis, Value param) {
+  if (!param)
+    return success();
+  auto type = tensorOf(param.getType());
+  ArrayRef<int64_t> expected = input.getShape().drop_front(axis);
+  if (type.getShape() != expected ||
+      type.getElementType() != input.getElementType())
+    return emitOptionalError(loc, what, " must be ",
+                             RankedTensorType::get(expected,
+                                                   input.getElementType()),
+                             " (the normalized dimensions), got ", type);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  FailureOr<int64_t> axis = normalizeAxis(loc, adaptor.getAxis(), input.getRank());
+  if (failed(axis) ||
+      failed(checkNormalizedShape(loc, "weight", input, *axis,
+                                  adaptor.getWeight())) ||
+      failed(checkNormalizedShape(loc, "bias", input, *axis, adaptor.getBias())))
+    return failure();
+  results.push_back(input);
+  return success();
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  FailureOr<int64_t> axis = normalizeAxis(loc, adaptor.getAxis(), input.getRank());
+  if (failed(axis) || failed(checkNormalizedShape(loc, "weight", input, *axis,
+                                                  adaptor.getWeight())))
+    return failure();
+  results.push_back(input);
+  return success();
+}
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  FailureOr<int64_t> axis = normalizeAxis(loc, adaptor.getAxis(), input.getRank());
+  if (failed(axis))
+    return failure();
+  auto param = tensorOf(adaptor.getScale().getType());
+  auto expected = RankedTensorType::get({input.getDimSize(*axis)},
+                                        input.getElementType());
+  if (param != expected)
+    return emitOptionalError(loc, "batch_norm parameters must be ", expected,
+                             " (one per channel of axis ", *axis, "), got ",
+                             param);
+  results.push_back(input);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear, convolution, pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  auto weight = tensorOf(adaptor.getWeight().getType());
+  if (input.getRank() < 1 || weight.getRank() != 2)
+    return emitOptionalError(loc, "linear takes input [..., K] and weight "
+                                  "[N, K], got ",
+                             input, " and ", weight);
+  if (input.getElementType() != weight.getElementType())
+    return emitOptionalError(loc, "linear operands have different element "
+                                  "types: ",
+                             input.getElementType(), " and ",
+                             weight.getElementType());
+  int64_t k = input.getShape().back(), n = weight.getDimSize(0);
+  if (weight.getDimSize(1) != k)
+    return emitOptionalError(loc, "linear weight ", weight,
+                             " does not match input features K = ", k);
+  if (Value bias = adaptor.getBias()) {
+    auto expected = RankedTensorType::get({n}, input.getElementType());
+    if (bias.getType() != expected)
+      return emitOptionalError(loc, "linear bias must be ", expected, ", got ",
+                               bias.getType());
+  }
+  SmallVector<int64_t> shape(input.getShape().drop_back());
+  shape.push_back(n);
+  results.push_back(input.clone(shape));
+  return success();
+}
+
+/// Output size of one spatial dimension of a window op.
+static FailureOr<int64_t> windowOutput(std::optional<Location> loc,
+                                       StringRef dimName, int64_t size,
+                                       int64_t window, int64_t stride,
+                                       int64_t dilation, int64_t padBefore,
+                                       int64_t padAfter) {
+  int64_t span = dilation * (window - 1) + 1;
+  int64_t padded = size + padBefore + padAfter;
+  if (span > padded) {
+    (void)emitOptionalError(loc, "window of ", span, " cells does not fit ",
+                            dimName, " = ", padded, " (after padding)");
+    return failure();
+  }
+  return (padded - span) / stride + 1;
+}
+
+/// Checks the 2-element strides/dilations, 4-element padding and a
+/// 2-element kernel, all positive (padding non-negative).
+static LogicalResult checkWindowAttrs(std::optional<Location> loc,
+                                      ArrayRef<int64_t> kernel,
+                                      ArrayRef<int64_t> strides,
+                                      ArrayRef<int64_t> dilations,
+                                      ArrayRef<int64_t> padding) {
+  auto check = [&](StringRef name, ArrayRef<int64_t> v, size_t n,
+                   int64_t min) -> LogicalResult {
+    if (v.size() != n || llvm::any_of(v, [&](int64_t x) { return x < min; }))
+      return emitOptionalError(loc, name, " must have ", n,
+                               " values, each at least ", min, ", got ",
+                               shapeString(v));
+    return success();
+  };
+  return success(succeeded(check("kernel", kernel, 2, 1)) &&
+                 succeeded(check("strides", strides, 2, 1)) &&
+                 succeeded(check("dilations", dilations, 2, 1)) &&
+                 succeeded(check("padding", padding, 4, 0)));
+}
+
+/// (channel, height, width) dimension indices of an image layout.
+static std::array<int64_t, 3> imageDims(ImageLayout layout) {
+  return layout == ImageLayout::nchw ? std::array<int64_t, 3>{1, 2, 3}
+                                    : std::array<int64_t, 3>{3, 1, 2};
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  auto weight = tensorOf(adaptor.getWeight().getType());
+  if (input.getRank() != 4 || weight.getRank() != 4)
+    return emitOptionalError(loc, "conv2d takes rank-4 input and weight, got ",
+                             input, " and ", weight);
+  if (input.getElementType() != weight.getElementType())
+    return emitOptionalError(loc, "conv2d operands have different element "
+                                  "types");
+  bool nchw = adaptor.getLayout() == ImageLayout::nchw;
+  // Weight dims: (F, C/g, KH, KW) for nchw, (KH, KW, C/g, F) for nhwc.
+  int64_t f = weight.getDimSize(nchw ? 0 : 3);
+  int64_t cg = weight.getDimSize(nchw ? 1 : 2);
+  int64_t kh = weight.getDimSize(nchw ? 2 : 0);
+  int64_t kw = weight.getDimSize(nchw ? 3 : 1);
+  auto [cDim, hDim, wDim] = imageDims(adaptor.getLayout());
+  int64_t groups = adaptor.getGroups();
+  int64_t c = input.getDimSize(cDim);
+  if (failed(checkWindowAttrs(loc, {kh, kw}, adaptor.getStrides(),
+                              adaptor.getDilations(), adaptor.getPadding())))
+    return failure();
+  if (groups < 1 || c % groups != 0 || f % groups != 0)
+    return emitOptionalError(loc, "groups = ", groups, " must divide the ", c,
+                             " input channels and the ", f, " filters");
+  if (cg != c / groups)
+    return emitOptionalError(loc, "conv2d weight ", weight, " has ", cg,
+                             " input channels per group; the input has ", c,
+                             " channels in ", groups, " group(s)");
+  if (Value bias = adaptor.getBias()) {
+    auto expected = RankedTensorType::get({f}, input.getElementType());
+    if (bias.getType() != expected)
+      return emitOptionalError(loc, "conv2d bias must be ", expected, ", got ",
+                               bias.getType());
+  }
+  ArrayRef<int64_t> s = adaptor.getStrides(), d = adaptor.getDilations(),
+                    p = adaptor.getPadding();
+  FailureOr<int64_t> oh = windowOutput(loc, "height", input.getDimSize(hDim), kh,
+                                       s[0], d[0], p[0], p[2]);
+  FailureOr<int64_t> ow = windowOutput(loc, "width", input.getDimSize(wDim), kw,
+                                       s[1], d[1], p[1], p[3]);
+  if (failed(oh) || failed(ow))
+    return failure();
+  int64_t n = input.getDimSize(0);
+  SmallVector<int64_t> shape =
+      nchw ? SmallVector<int64_t>{n, f, *oh, *ow}
+           : SmallVector<int64_t>{n, *oh, *ow, f};
+  results.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult Pool2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  if (input.getRank() != 4)
+    return emitOptionalError(loc, "pool2d takes a rank-4 input, got ", input);
+  if (adaptor.getKind() == PoolKind::avg &&
+      !isa<FloatType>(input.getElementType()))
+    return emitOptionalError(loc, "avg pooling needs a float tensor, got ",
+                             input);
+  ArrayRef<int64_t> k = adaptor.getKernel(), s = adaptor.getStrides(),
+                    p = adaptor.getPadding();
+  int64_t ones[] = {1, 1};
+  if (failed(checkWindowAttrs(loc, k, s, ones, p)))
+    return failure();
+  if (p[0] >= k[0] || p[2] >= k[0] || p[1] >= k[1] || p[3] >= k[1])
+    return emitOptionalError(loc, "padding must be smaller than the kernel, "
+                                  "so that no window is all padding");
+  auto [cDim, hDim, wDim] = imageDims(adaptor.getLayout());
+  FailureOr<int64_t> oh = windowOutput(loc, "height", input.getDimSize(hDim),
+                                       k[0], s[0], 1, p[0], p[2]);
+  FailureOr<int64_t> ow = windowOutput(loc, "width", input.getDimSize(wDim),
+                                       k[1], s[1], 1, p[1], p[3]);
+  if (failed(oh) || failed(ow))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape());
+  shape[hDim] = *oh;
+  shape[wDim] = *ow;
+  (void)cDim;
+  results.push_back(input.clone(shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  SmallVector<bool> seen(input.getRank(), false);
+  bool valid = int64_t(perm.size()) == input.getRank();
+  for (int64_t p : perm) {
+    valid = valid && p >= 0 && p < input.getRank() && !seen[p];
+    if (valid)
+      seen[p] = true;
+  }
+  if (!valid)
+    return emitOptionalError(loc, "perm ", shapeString(perm),
+                             " is not a permutation of the ", input.getRank(),
+                             " dimensions of ", input);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(input.getDimSize(p));
+  results.push_back(input.clone(shape));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (int64_t(i) != p)
+      return {};
+  return getInput();
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("cannot change the element type (")
+           << in.getElementType() << " to " << out.getElementType() << ")";
+  if (in.hasStaticShape() && out.hasStaticShape() &&
+      in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << in.getNumElements() << " elements " << shapeString(in.getShape())
+           << " into " << out.getNumElements() << " elements "
+           << shapeString(out.getShape());
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) is one reshape.
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+LogicalResult BroadcastToOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("cannot change the element type");
+  SmallVector<int64_t> shape;
+  if (failed(broadcastShapes(getLoc(), {in.getShape(), out.getShape()}, shape)))
+    return failure();
+  if (ArrayRef<int64_t>(shape) != out.getShape())
+    return emitOpError("cannot broadcast ")
+           << shapeString(in.getShape()) << " to "
+           << shapeString(out.getShape());
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+      dense && dense.isSplat())
+    return dense.resizeSplat(getType());
+  return {};
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "concat needs at least one input");
+  auto first = tensorOf(adaptor.getInputs()[0].getType());
+  FailureOr<int64_t> axis = normalizeAxis(loc, adaptor.getAxis(), first.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  shape[*axis] = 0;
+  for (auto [i, v] : llvm::enumerate(adaptor.getInputs())) {
+    auto t = tensorOf(v.getType());
+    bool same = t.getRank() == first.getRank() &&
+                t.getElementType() == first.getElementType();
+    for (int64_t d = 0; same && d < t.getRank(); ++d)
+      same = d == *axis || t.getDimSize(d) == first.getDimSize(d);
+    if (!same)
+      return emitOptionalError(loc, "concat input #", i, " ", t,
+                               " does not match input #0 ", first,
+                               " outside axis ", *axis);
+    shape[*axis] += t.getDimSize(*axis);
+  }
+  results.push_back(first.clone(shape));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
+                    steps = adaptor.getSteps();
+  int64_t rank = input.getRank();
+  if (int64_t(starts.size()) != rank || int64_t(limits.size()) != rank ||
+      int64_t(steps.size()) != rank)
+    return emitOptionalError(loc, "slice needs one start, limit and step per "
+                                  "dimension of ",
+                             input);
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = input.getDimSize(d);
+    if (steps[d] < 1 || starts[d] < 0 || starts[d] > limits[d] ||
+        limits[d] > size)
+      return emitOptionalError(loc, "slice ", starts[d], ":", limits[d], ":",
+                               steps[d], " of dimension ", d, " (size ", size,
+                               ") needs 0 <= start <= limit <= size and "
+                               "step >= 1");
+    shape.push_back((limits[d] - starts[d] + steps[d] - 1) / steps[d]);
+  }
+  results.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto input = tensorOf(adaptor.getInput().getType());
+  auto indices = tensorOf(adaptor.getIndices().getType());
+  FailureOr<int64_t> axis = normalizeAxis(loc, adaptor.getAxis(), input.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape().take_front(*axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, input.getShape().drop_front(*axis + 1));
+  results.push_back(input.clone(shape));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -159,6 +159,167 @@ def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   }];
 }
 
+def Graph_PowOp : Graph_BroadcastBinaryOp<"pow", Graph_FloatTensor> {
+  let summary = "lhs ^ rhs, elementwise, with numpy broadcasting";
+}
+
+def Graph_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "an elementwise comparison", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>
+  ]> {
+  let cppNamespace = "::tessel::graph";
+}
+
+def Graph_CompareOp : Graph_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Elementwise comparison with numpy broadcasting, giving i1";
+  let description = [{
+    Float comparisons are ordered (false when either side is NaN) except
+    `ne`, which is true for NaN, as in numpy.
+
+    ```mlir
+    %m = graph.compare lt, %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xi1>
+    ```
+  }];
+  let arguments = (ins Graph_ComparePredicate:$predicate, Graph_Tensor:$lhs,
+                       Graph_Tensor:$rhs);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
+  }];
+}
+
+def Graph_SelectOp : Graph_Op<"select", [Pure, InferTypeOpAdaptor]> {
+  let summary = "cond ? lhs : rhs, elementwise, all three broadcast (numpy.where)";
+  let arguments = (ins RankedTensorOf<[I1]>:$condition, Graph_Tensor:$lhs,
+                       Graph_Tensor:$rhs);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` `(` type($condition) `,` type($lhs) `,` type($rhs) `)` `->` type($result)
+  }];
+}
+
+def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Element type conversion (numpy astype semantics)";
+  let description = [{
+    Floats round to nearest; float to integer truncates toward zero; to i1
+    is `x != 0`; from i1 gives 0 or 1.
+
+    ```mlir
+    %h = graph.cast %x to f16 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$input, TypeAttrOf<Graph_ElementType>:$element_type);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input `to` $element_type attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+def Graph_ReduceKind : I32EnumAttr<"ReduceKind", "how a reduction combines", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"mean", 1>,
+    I32EnumAttrCase<"max", 2>, I32EnumAttrCase<"min", 3>
+  ]> {
+  let cppNamespace = "::tessel::graph";
+}
+
+def Graph_ReduceOp : Graph_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Sum, mean, max or min over any set of axes";
+  let description = [{
+    `axes` lists distinct dimensions in [-rank, rank); negative ones count
+    from the end. With `keepdims` the reduced dimensions stay as size 1.
+    `mean` takes float tensors. f16/bf16 sums accumulate in f32.
+
+    ```mlir
+    %s = graph.reduce sum %x axes [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins Graph_ReduceKind:$kind, Graph_NumericTensor:$input,
+                       DenseI64ArrayAttr:$axes, UnitAttr:$keepdims);
+  let results = (outs Graph_NumericTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `axes` $axes (`keepdims` $keepdims^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The reduced dimensions, non-negative and sorted.
+    ::llvm::SmallVector<int64_t> getReducedDims();
+  }];
+}
+
+class Graph_AxisOp<string mnemonic> : Graph_Op<mnemonic,
+    [Pure, SameOperandsAndResultType]> {
+  let arguments = (ins Graph_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Graph_SoftmaxOp : Graph_AxisOp<"softmax"> {
+  let summary = "exp(x - max) / sum(exp(x - max)) along one axis";
+}
+def Graph_LogSoftmaxOp : Graph_AxisOp<"log_softmax"> {
+  let summary = "x - max - log(sum(exp(x - max))) along one axis";
+}
+
+def Graph_LayerNormOp : Graph_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+  let summary = "Layer normalization over the dimensions from `axis` on";
+  let description = [{
+    Normalizes over dimensions `axis`..rank-1 (ONNX LayerNormalization;
+    torch's `normalized_shape` is those trailing dimensions), with biased
+    variance, then scales by `weight` and adds `bias` when given. Both have
+    the shape of the normalized dimensions.
+
+    ```mlir
+    %y = graph.layer_norm %x, weight %w, bias %b axis 1 eps 1.0e-05
+        : tensor<16x768xf32>, tensor<768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Optional<Graph_FloatTensor>:$weight,
+                       Optional<Graph_FloatTensor>:$bias,
+                       I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` `weight` $weight^)? (`,` `bias` $bias^)? `axis` $axis `eps` $epsilon
+    attr-dict `:` type($input) (`,` type($weight)^)? (`,` type($bias)^)?
+  }];
+}
+
+def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "x / sqrt(mean(x^2) + epsilon) * weight over the dims from `axis` on";
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Optional<Graph_FloatTensor>:$weight,
+                       I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` `weight` $weight^)? `axis` $axis `eps` $epsilon attr-dict `:`
+    type($input) (`,` type($weight)^)?
+  }];
+}
+
+def Graph_BatchNormOp : Graph_Op<"batch_norm",
+    [Pure, InferTypeOpAdaptor, AllTypesMatch<["scale", "bias", "mean", "variance"]>]> {
+  let summary = "Inference-form batch normalization along the channel `axis`";
+  let description = [{
+    `(x - mean) / sqrt(variance + epsilon) * scale + bias`, with the 1-D
+    parameters broadcast along dimension `axis` (1 for NCHW, -1 for NHWC).
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
+                       Graph_FloatTensor:$bias, Graph_FloatTensor:$mean,
+                       Graph_FloatTensor:$variance,
+                       I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance `axis` $axis `eps` $epsilon
+    attr-dict `:` type($input) `,` type($scale)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
@@ -178,6 +339,149 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let results = (outs Graph_NumericTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
+  }];
+}
+
+def Graph_LinearOp : Graph_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+  let summary = "x · weightᵀ + bias (torch.nn.functional.linear)";
+  let description = [{
+    `input` is `[..., K]`, `weight` is `[N, K]`, the optional `bias` is
+    `[N]`; the result is `[..., N]`.
+  }];
+  let arguments = (ins Graph_NumericTensor:$input, Graph_NumericTensor:$weight,
+                       Optional<Graph_NumericTensor>:$bias);
+  let results = (outs Graph_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_ImageLayout : I32EnumAttr<"ImageLayout", "image tensor layout", [
+    I32EnumAttrCase<"nchw", 0>, I32EnumAttrCase<"nhwc", 1>
+  ]> {
+  let cppNamespace = "::tessel::graph";
+}
+
+def Graph_Conv2DOp : Graph_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D convolution (cross-correlation) with groups";
+  let description = [{
+    With layout `nchw` the input is `[N, C, H, W]` and the weight
+    `[F, C / groups, KH, KW]` (torch); with `nhwc` the input is
+    `[N, H, W, C]` and the weight `[KH, KW, C / groups, F]` (HWIO). `padding`
+    is `[top, left, bottom, right]` of zeros; the optional `bias` is `[F]`.
+
+    ```mlir
+    %y = graph.conv2d nchw %x, %w, %b strides [2, 2] padding [1, 1, 1, 1] dilations [1, 1] groups 1
+        : (tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<1x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Graph_ImageLayout:$layout, Graph_NumericTensor:$input,
+                       Graph_NumericTensor:$weight,
+                       Optional<Graph_NumericTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilations, I64Attr:$groups);
+  let results = (outs Graph_NumericTensor:$result);
+  let assemblyFormat = [{
+    $layout $input `,` $weight (`,` $bias^)? `strides` $strides `padding` $padding
+    `dilations` $dilations `groups` $groups attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_PoolKind : I32EnumAttr<"PoolKind", "how a pooling window combines", [
+    I32EnumAttrCase<"max", 0>, I32EnumAttrCase<"avg", 1>
+  ]> {
+  let cppNamespace = "::tessel::graph";
+}
+
+def Graph_Pool2DOp : Graph_Op<"pool2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D max or average pooling";
+  let description = [{
+    Windows of `kernel` cells every `strides`, over an input padded by
+    `padding` (`[top, left, bottom, right]`; -inf for max, excluded or counted
+    as zeros for avg depending on `count_include_pad`, as in torch).
+
+    ```mlir
+    %y = graph.pool2d max nchw %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0]
+        : tensor<1x16x32x32xf32> -> tensor<1x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Graph_PoolKind:$kind, Graph_ImageLayout:$layout,
+                       Graph_NumericTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       UnitAttr:$count_include_pad);
+  let results = (outs Graph_NumericTensor:$result);
+  let assemblyFormat = [{
+    $kind $layout $input `kernel` $kernel `strides` $strides `padding` $padding
+    (`count_include_pad` $count_include_pad^)? attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Permutes dimensions: result dim i is input dim perm[i]";
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input $perm attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
+  let summary = "Same elements in row-major order, new static shape";
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure]> {
+  let summary = "Broadcasts to the result shape with numpy rules";
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Joins tensors along `axis`";
+  let arguments = (ins Variadic<Graph_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` $axis attr-dict `:` functional-type($inputs, $result)
+  }];
+}
+
+def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Strided slice: per dimension, start:limit:step with step >= 1";
+  let description = [{
+    One entry per dimension, all within bounds (front ends resolve negative
+    and out-of-range Python indices first). Dimension i of the result has
+    ceil((limit - start) / step) elements.
+  }];
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $starts `:` $limits `:` $steps `]` attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "numpy.take along `axis` (embedding lookup)";
+  let description = [{
+    The result is `input.shape[:axis] + indices.shape + input.shape[axis+1:]`.
+    Negative indices count from the end; indices out of range are clamped,
+    since a kernel cannot raise.
+  }];
+  let arguments = (ins Graph_Tensor:$input, RankedTensorOf<[I32, I64]>:$indices,
+                       I64Attr:$axis);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` `axis` $axis attr-dict `:` functional-type(operands, results)
   }];
 }
 

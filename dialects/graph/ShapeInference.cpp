@@ -11,7 +11,7 @@ using namespace mlir;
 
 namespace tessel::graph {
 
-static std::string shapeString(ArrayRef<int64_t> shape) {
+std::string shapeString(ArrayRef<int64_t> shape) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "[";
@@ -25,16 +25,44 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
   return s;
 }
 
+LogicalResult broadcastShapes(std::optional<Location> loc,
+                              ArrayRef<ArrayRef<int64_t>> shapes,
+                              SmallVectorImpl<int64_t> &result) {
+  result.clear();
+  for (ArrayRef<int64_t> shape : shapes) {
+    SmallVector<int64_t> next;
+    if (!OpTrait::util::getBroadcastedShape(result, shape, next)) {
+      std::string all;
+      llvm::raw_string_ostream os(all);
+      llvm::interleave(
+          shapes, os, [&](ArrayRef<int64_t> s) { os << shapeString(s); },
+          " and ");
+      return emitOptionalError(loc, "operand shapes ", all,
+                               " are not broadcast-compatible");
+    }
+    result.assign(next);
+  }
+  return success();
+}
+
+FailureOr<int64_t> normalizeAxis(std::optional<Location> loc, int64_t axis,
+                                 int64_t rank, StringRef what) {
+  if (axis < -rank || axis >= rank) {
+    (void)emitOptionalError(loc, what, " ", axis, " is out of range for rank ",
+                            rank, " (valid: ", -rank, " to ", rank - 1, ")");
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
 LogicalResult inferBroadcastResultType(std::optional<Location> loc, Type lhs,
                                        Type rhs,
                                        SmallVectorImpl<Type> &results) {
   auto l = cast<RankedTensorType>(lhs);
   auto r = cast<RankedTensorType>(rhs);
   SmallVector<int64_t> shape;
-  if (!OpTrait::util::getBroadcastedShape(l.getShape(), r.getShape(), shape))
-    return emitOptionalError(loc, "operand shapes ", shapeString(l.getShape()),
-                             " and ", shapeString(r.getShape()),
-                             " are not broadcast-compatible");
+  if (failed(broadcastShapes(loc, {l.getShape(), r.getShape()}, shape)))
+    return failure();
   results.push_back(RankedTensorType::get(shape, l.getElementType()));
   return success();
 }

@@ -26,6 +26,21 @@ inferMatmulResultType(std::optional<mlir::Location> loc, mlir::Type lhs,
                       mlir::Type rhs,
                       llvm::SmallVectorImpl<mlir::Type> &results);
 
+/// The numpy broadcast of `shapes`, or failure with a located error.
+llvm::LogicalResult
+broadcastShapes(std::optional<mlir::Location> loc,
+                llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
+                llvm::SmallVectorImpl<int64_t> &result);
+
+/// `axis` in [-rank, rank) as a non-negative dimension, or failure with a
+/// located error naming `what`.
+llvm::FailureOr<int64_t> normalizeAxis(std::optional<mlir::Location> loc,
+                                       int64_t axis, int64_t rank,
+                                       llvm::StringRef what = "axis");
+
+/// "[2, 3, ?]"
+std::string shapeString(llvm::ArrayRef<int64_t> shape);
+
 } // namespace tessel::graph
 
 #endif // TESSEL_DIALECTS_GRAPH_SHAPEINFERENCE_H
