@@ -7,12 +7,17 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace tessel {
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
+
+/// Patterns of graph-decompose, also used by graph-to-linalg so that it
+/// accepts composite ops directly.
+void populateGraphDecompositionPatterns(mlir::RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"

@@ -5,6 +5,26 @@
 
 include "mlir/Pass/PassBase.td"
 
+//===----------------------------------------------------------------------===//
+// Graph passes, in pipeline order
+//===----------------------------------------------------------------------===//
+
+def GraphDecompose : Pass<"graph-decompose"> {
+  let summary = "Rewrite composite graph ops into primitive ones";
+  let description = [{
+    softmax and log_softmax become max/sum reductions around exp; layer_norm
+    and rms_norm become mean reductions and elementwise ops (computed in f32
+    for f16/bf16); batch_norm becomes `x * s + t` with per-channel `s` and
+    `t`; linear becomes matmul with a transposed weight plus bias. After
+    this pass, constant folding precomputes everything that depends on
+    weights only and fusion sees the primitive ops.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Conversions
+//===----------------------------------------------------------------------===//
+
 def ConvertGraphToLinalg : Pass<"graph-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower graph ops to upstream linalg on tensors";
   let description = [{

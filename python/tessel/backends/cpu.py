@@ -16,6 +16,7 @@ from mlir import execution_engine, ir
 from mlir import runtime as mlir_runtime
 
 from .. import ir as tir
+from ..tools import mlir_runtime_library
 from ..errors import UnsupportedError
 
 __all__ = ["TensorSpec", "CPUExecutable", "STAGES", "compile_cpu"]
@@ -144,7 +145,9 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
         tir.run_passes(work, pipeline, print_ir_after_all=print_ir_after_all, timing=timing)
         seconds[stage] = time.perf_counter() - start
     start = time.perf_counter()
-    engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)
+    # c_runner_utils provides memrefCopy, which copies between strided views.
+    engine = execution_engine.ExecutionEngine(
+        work, opt_level=opt_level, shared_libs=[str(mlir_runtime_library("mlir_c_runner_utils"))])
     engine.initialize()
     seconds["jit"] = time.perf_counter() - start
     return CPUExecutable(engine, name, inputs, outputs, seconds)
