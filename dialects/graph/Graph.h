@@ -13,6 +13,7 @@
 
 #include "dialects/graph/GraphDialect.h.inc"
 #include "dialects/graph/GraphEnums.h.inc"
+#include "dialects/graph/Folding.h"
 #include "dialects/graph/ShapeInference.h"
 
 #define GET_OP_CLASSES

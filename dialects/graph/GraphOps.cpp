@@ -89,11 +89,6 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-OpFoldResult CastOp::fold(FoldAdaptor) {
-  if (getInput().getType() == getType())
-    return getInput();
-  return {};
-}
 
 //===----------------------------------------------------------------------===//
 // Reductions and normalizations
@@ -409,13 +404,6 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-OpFoldResult TransposeOp::fold(FoldAdaptor) {
-  ArrayRef<int64_t> perm = getPerm();
-  for (auto [i, p] : llvm::enumerate(perm))
-    if (int64_t(i) != p)
-      return {};
-  return getInput();
-}
 
 LogicalResult ReshapeOp::verify() {
   RankedTensorType in = getInput().getType(), out = getType();

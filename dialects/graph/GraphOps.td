@@ -72,6 +72,7 @@ class Graph_BroadcastBinaryOp<string mnemonic, Type operandType,
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
   }];
+  let hasFolder = 1;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
@@ -79,17 +80,22 @@ class Graph_BroadcastBinaryOp<string mnemonic, Type operandType,
       return inferBroadcastResultType(loc, adaptor.getLhs().getType(),
                                       adaptor.getRhs().getType(), results);
     }
+    ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor adaptor) {
+      return foldElementwise(*this, adaptor.getOperands());
+    }
   }];
 }
 
 def Graph_AddOp : Graph_BroadcastBinaryOp<"add", Graph_NumericTensor, [Commutative]> {
   let summary = "Elementwise addition with numpy broadcasting";
+  let hasCanonicalizer = 1;
 }
 def Graph_SubOp : Graph_BroadcastBinaryOp<"sub", Graph_NumericTensor> {
   let summary = "Elementwise subtraction with numpy broadcasting";
 }
 def Graph_MulOp : Graph_BroadcastBinaryOp<"mul", Graph_NumericTensor, [Commutative]> {
   let summary = "Elementwise multiplication with numpy broadcasting";
+  let hasCanonicalizer = 1;
 }
 def Graph_DivOp : Graph_BroadcastBinaryOp<"div", Graph_NumericTensor> {
   let summary = "Elementwise division with numpy broadcasting";
@@ -108,6 +114,12 @@ class Graph_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+  let extraClassDefinition = [{
+    ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor adaptor) {
+      return foldElementwise(*this, adaptor.getOperands());
+    }
+  }];
 }
 
 def Graph_ReluOp : Graph_UnaryOp<"relu", Graph_NumericTensor> {
@@ -157,6 +169,7 @@ def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = [{
     $input (`approximate` `tanh` $approximate_tanh^)? attr-dict `:` type($input)
   }];
+  let hasFolder = 1;
 }
 
 def Graph_PowOp : Graph_BroadcastBinaryOp<"pow", Graph_FloatTensor> {
