@@ -2,7 +2,9 @@
 #ifndef TESSEL_PASSES_PASSES_H
 #define TESSEL_PASSES_PASSES_H
 
+#include "dialects/graph/Graph.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

@@ -21,6 +21,35 @@ def GraphDecompose : Pass<"graph-decompose"> {
   }];
 }
 
+def GraphFormFusionGroups : Pass<"graph-form-fusion-groups", "mlir::func::FuncOp"> {
+  let summary = "Group graph ops into graph.fused regions, one per kernel";
+  let description = [{
+    Every compute op joins exactly one group, by the rules documented in
+    FormFusionGroups.cpp and docs/architecture.md: elementwise chains (R1),
+    reductions with their elementwise producers, so softmax and layer_norm
+    are one group (R2), and epilogues (bias, activation, residual add,
+    cast) of matmul/conv and of reductions (R3). Nothing is duplicated.
+    With `report`, a remark at each group's first op lists its ops and the
+    rule that brought each in.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark per group: its kind, ops and why each joined">,
+  ];
+  let dependentDialects = ["tessel::graph::GraphDialect"];
+}
+
+def GraphOutlineKernels : Pass<"graph-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Turn each graph.fused group into a private kernel function";
+  let description = [{
+    Group N of function @f becomes `func.func private @f_kernelN`, marked
+    `tessel.kernel = #graph<fusion_kind>`, called from @f. @f is left as the
+    host program: constants and kernel calls in dependency order, which
+    bufferization turns into buffer allocation, reuse and deallocation.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Conversions
 //===----------------------------------------------------------------------===//

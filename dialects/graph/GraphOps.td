@@ -288,8 +288,8 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm",
     the shape of the normalized dimensions.
 
     ```mlir
-    %y = graph.layer_norm %x, weight %w, bias %b axis 1 eps 1.0e-05
-        : tensor<16x768xf32>, tensor<768xf32>, tensor<768xf32>
+    %y = graph.layer_norm %x weight(%w : tensor<768xf32>) bias(%b : tensor<768xf32>)
+        axis 1 eps 1.0e-05 : tensor<16x768xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$input,
@@ -298,8 +298,9 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm",
                        I64Attr:$axis, F64Attr:$epsilon);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`,` `weight` $weight^)? (`,` `bias` $bias^)? `axis` $axis `eps` $epsilon
-    attr-dict `:` type($input) (`,` type($weight)^)? (`,` type($bias)^)?
+    $input (`weight` `(` $weight^ `:` type($weight) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? `axis` $axis `eps` $epsilon
+    attr-dict `:` type($input)
   }];
 }
 
@@ -310,8 +311,8 @@ def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
                        I64Attr:$axis, F64Attr:$epsilon);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`,` `weight` $weight^)? `axis` $axis `eps` $epsilon attr-dict `:`
-    type($input) (`,` type($weight)^)?
+    $input (`weight` `(` $weight^ `:` type($weight) `)`)? `axis` $axis
+    `eps` $epsilon attr-dict `:` type($input)
   }];
 }
 

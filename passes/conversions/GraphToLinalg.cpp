@@ -631,6 +631,13 @@ struct SliceToTensor : OpConversionPattern<graph::SliceOp> {
   matchAndRewrite(graph::SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto type = storageType(getTypeConverter(), op.getType());
+    // An empty slice may start at the end of a dim, which extract_slice
+    // rejects; it has nothing to read anyway.
+    if (type.getNumElements() == 0) {
+      rewriter.replaceOpWithNewOp<tensor::EmptyOp>(op, type.getShape(),
+                                                   type.getElementType());
+      return success();
+    }
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
         op, type, adaptor.getInput(), ValueRange{}, ValueRange{}, ValueRange{},
         op.getStarts(), type.getShape(), op.getSteps());

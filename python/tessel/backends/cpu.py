@@ -24,7 +24,16 @@ __all__ = ["TensorSpec", "CPUExecutable", "STAGES", "compile_cpu"]
 # (name, pass pipeline) in order; each is timed and can be replayed with
 # tessel-opt --pass-pipeline.
 STAGES: tuple[tuple[str, str], ...] = (
-    ("graph-to-linalg", "builtin.module(graph-to-linalg,canonicalize,cse)"),
+    (
+        "graph",
+        "builtin.module(graph-decompose,canonicalize,cse,"
+        "func.func(graph-form-fusion-groups),graph-outline-kernels)",
+    ),
+    (
+        "graph-to-linalg",
+        "builtin.module(graph-to-linalg,canonicalize,cse,"
+        "func.func(linalg-fuse-elementwise-ops),canonicalize)",
+    ),
     (
         "bufferize",
         "builtin.module(one-shot-bufferize{bufferize-function-boundaries "

@@ -1,0 +1,462 @@
+"""Python tracing front end: run a function on symbolic tensors, get a graph module.
+
+``trace(fn, *examples)`` calls ``fn`` with one symbolic :class:`Tensor` per
+example and records every operation as a ``graph`` dialect op in a public
+``func.func``. Result types come from the ops' own shape inference, so the
+rules live in one place (the C++ dialect); this module only translates Python
+syntax into ops. Every op is located at the user's line, and any shape or
+dtype error raises :class:`tessel.CompileError` pointing there.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import operator
+import os
+import sys
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import func
+
+from .backends.cpu import TensorSpec
+from .dialects import graph
+from .errors import CompileError, Diagnostic, UnsupportedError
+from .ir import compile_error, context, format_location, verify
+
+__all__ = ["Tensor", "TensorLike", "Axes", "trace"]
+
+# MLIR element type <-> numpy dtype, for every element type graph ops take.
+_DTYPES: dict[str, np.dtype] = {
+    "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "i1": np.dtype(np.bool_),
+}
+try:  # numpy has no bfloat16; ml_dtypes provides it when installed.
+    import ml_dtypes
+
+    _DTYPES["bf16"] = np.dtype(ml_dtypes.bfloat16)
+except ImportError:
+    pass
+_ELEMENT_TYPES = {dtype: name for name, dtype in _DTYPES.items()}
+
+# Case numbers of the I32EnumAttrs in GraphOps.td.
+_REDUCE_KINDS = {"sum": 0, "mean": 1, "max": 2, "min": 3}
+_COMPARE_PREDICATES = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5}
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def location() -> ir.Location:
+    """The file location of the innermost caller outside the tessel package."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return ir.Location.unknown()
+    info = inspect.getframeinfo(frame, context=0)
+    column = info.positions.col_offset if info.positions else None
+    # MLIR columns are 1-based, Python's are 0-based.
+    return ir.Location.file(info.filename, info.lineno, 1 if column is None else column + 1)
+
+
+def error(message: str, kind: type[CompileError] = CompileError) -> CompileError:
+    """An error found in Python, located at the user's line like MLIR's own."""
+    return kind("tracing failed", [Diagnostic("error", format_location(location()), message)])
+
+
+def _value(arg: Any) -> Any:
+    if isinstance(arg, Tensor):
+        return arg.value
+    if isinstance(arg, list):
+        return [_value(a) for a in arg]
+    return arg
+
+
+def build(op_class: type[ir.OpView], *args: Any, **kwargs: Any) -> Tensor:
+    """Creates and verifies one op at the user's line; Tensors in args are unwrapped.
+
+    Shape inference failures and verifier errors become a CompileError with
+    MLIR's diagnostics, so a bad operand is reported where the user wrote it
+    rather than when the whole module is verified.
+    """
+    try:
+        op = op_class(*map(_value, args), **{k: _value(v) for k, v in kwargs.items()}, loc=location())
+        op.verify()
+    except ir.MLIRError as e:
+        raise compile_error(f"tracing failed at {op_class.OPERATION_NAME}", e) from None
+    return Tensor(op.result)
+
+
+def enum_attr(case: int) -> ir.IntegerAttr:
+    """An I32EnumAttr value (the attribute is stored as a 32-bit integer)."""
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), case)
+
+
+def element_type(dtype: Any) -> ir.Type:
+    """The MLIR element type of a numpy dtype-like; UnsupportedError if graph has none."""
+    dtype = np.dtype(dtype)
+    if dtype not in _ELEMENT_TYPES:
+        names = ", ".join(d.name for d in _DTYPES.values())
+        raise error(f"dtype {dtype.name} is not supported; tessel takes {names}", UnsupportedError)
+    return ir.Type.parse(_ELEMENT_TYPES[dtype])
+
+
+def _constant(array: np.ndarray) -> Tensor:
+    etype = element_type(array.dtype)
+    array = np.asarray(array, order="C")  # not np.ascontiguousarray: it makes 0-d arrays 1-d
+    if isinstance(etype, ir.BF16Type):
+        # The buffer protocol has no bfloat16 format: pass the raw 16-bit words.
+        attr = ir.DenseElementsAttr.get(array.view(np.uint16), type=etype)
+    else:
+        attr = ir.DenseElementsAttr.get(array)
+    return build(graph.ConstantOp, attr)
+
+
+TensorLike = Union["Tensor", np.ndarray, float, int, bool]
+Axes = Union[None, int, Sequence[int]]
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (numbers.Number, np.generic))
+
+
+def tensors(*values: Optional[TensorLike]) -> tuple[Tensor, ...]:
+    """Converts the operands of one op to Tensors of one dtype; None stays None.
+
+    Arrays (and lists) become ``graph.constant`` with their own dtype. Python
+    and numpy scalars take the dtype of the first Tensor, else of the first
+    array, like torch's rule for Python scalars; a float scalar with an
+    integer or bool operand is an error rather than a silent truncation.
+    Operands of different dtypes are an error: tessel does not promote.
+    """
+    reference = next((v.dtype for v in values if isinstance(v, Tensor)), None)
+    if reference is None:
+        reference = next((np.asarray(v).dtype for v in values if v is not None and not _is_scalar(v)), None)
+    result = []
+    for v in values:
+        if v is None or isinstance(v, Tensor):
+            result.append(v)
+        elif _is_scalar(v):
+            dtype = reference if reference is not None else (
+                np.dtype(np.float32) if isinstance(v, float) else np.asarray(v).dtype
+            )
+            if isinstance(v, (float, np.floating)) and dtype.kind != "f" and dtype.name != "bfloat16":
+                raise error(f"float scalar {v} with a {dtype.name} operand; cast one of them first")
+            result.append(_constant(np.asarray(v, dtype)))
+        else:
+            result.append(_constant(np.asarray(v)))
+    dtypes = list(dict.fromkeys(t.dtype for t in result if t is not None))
+    if len(dtypes) > 1:
+        raise error(
+            f"operands have different dtypes {dtypes[0].name} and {dtypes[1].name}; "
+            "tessel does not promote types, convert one with astype()"
+        )
+    return tuple(result)
+
+
+def as_tensor(value: TensorLike) -> Tensor:
+    """One operand as a Tensor (see :func:`tensors`)."""
+    return tensors(value)[0]
+
+
+def _dims(args: tuple) -> Optional[tuple[int, ...]]:
+    """numpy's spellings of a dimension list: ``f(2, 3)``, ``f((2, 3))``, ``f(None)``."""
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        return None if args[0] is None else tuple(args[0])
+    return args
+
+
+class Tensor:
+    """A symbolic tensor inside :func:`trace`: an SSA value of a graph module.
+
+    It supports numpy-style arithmetic (``+ - * / @ **``, unary ``-``,
+    ``abs``), comparisons (giving bool tensors), indexing and the methods
+    below; :mod:`tessel.ops` has the rest. Integer ``/`` truncates toward zero
+    (``graph.div``). Tensors have no value while tracing, so Python control
+    flow on them (``if x > 0:``) is an error; use :func:`tessel.ops.where`.
+    """
+
+    __slots__ = ("value",)
+    # Make numpy defer to Tensor's reflected operators (array + tensor).
+    __array_ufunc__ = None
+
+    def __init__(self, value: ir.Value) -> None:
+        self.value = value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.value.type.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return _DTYPES[str(self.value.type.element_type)]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def T(self) -> Tensor:
+        """The dimensions reversed, like numpy's ``.T``."""
+        return self.transpose()
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.dtype.name}[{', '.join(map(str, self.shape))}])"
+
+    def __bool__(self) -> bool:
+        raise TypeError("a traced Tensor has no value; use tessel.ops.where instead of Python control flow")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return (self[i] for i in range(len(self)))
+
+    # Arithmetic: operands go through tensors(), so scalars and arrays mix in.
+    def __add__(self, other: TensorLike) -> Tensor:
+        return build(graph.AddOp, *tensors(self, other))
+
+    def __radd__(self, other: TensorLike) -> Tensor:
+        return build(graph.AddOp, *tensors(other, self))
+
+    def __sub__(self, other: TensorLike) -> Tensor:
+        return build(graph.SubOp, *tensors(self, other))
+
+    def __rsub__(self, other: TensorLike) -> Tensor:
+        return build(graph.SubOp, *tensors(other, self))
+
+    def __mul__(self, other: TensorLike) -> Tensor:
+        return build(graph.MulOp, *tensors(self, other))
+
+    def __rmul__(self, other: TensorLike) -> Tensor:
+        return build(graph.MulOp, *tensors(other, self))
+
+    def __truediv__(self, other: TensorLike) -> Tensor:
+        return build(graph.DivOp, *tensors(self, other))
+
+    def __rtruediv__(self, other: TensorLike) -> Tensor:
+        return build(graph.DivOp, *tensors(other, self))
+
+    def __matmul__(self, other: TensorLike) -> Tensor:
+        return build(graph.MatmulOp, *tensors(self, other))
+
+    def __rmatmul__(self, other: TensorLike) -> Tensor:
+        return build(graph.MatmulOp, *tensors(other, self))
+
+    def __pow__(self, other: TensorLike) -> Tensor:
+        return build(graph.PowOp, *tensors(self, other))
+
+    def __rpow__(self, other: TensorLike) -> Tensor:
+        return build(graph.PowOp, *tensors(other, self))
+
+    def __neg__(self) -> Tensor:
+        return build(graph.NegOp, self)
+
+    def __abs__(self) -> Tensor:
+        return build(graph.AbsOp, self)
+
+    def _compare(self, predicate: str, other: TensorLike) -> Tensor:
+        return build(graph.CompareOp, enum_attr(_COMPARE_PREDICATES[predicate]), *tensors(self, other))
+
+    # Python reflects comparisons itself (a < b falls back to b > a).
+    def __lt__(self, other: TensorLike) -> Tensor:
+        return self._compare("lt", other)
+
+    def __le__(self, other: TensorLike) -> Tensor:
+        return self._compare("le", other)
+
+    def __gt__(self, other: TensorLike) -> Tensor:
+        return self._compare("gt", other)
+
+    def __ge__(self, other: TensorLike) -> Tensor:
+        return self._compare("ge", other)
+
+    def __eq__(self, other: TensorLike) -> Tensor:  # type: ignore[override]
+        return self._compare("eq", other)
+
+    def __ne__(self, other: TensorLike) -> Tensor:  # type: ignore[override]
+        return self._compare("ne", other)
+
+    def _type(self, shape: Sequence[int]) -> ir.RankedTensorType:
+        """A tensor type of this element type and ``shape``, checked."""
+        shape = [int(d) for d in shape]
+        if any(d < 0 for d in shape):
+            raise error(f"invalid shape {tuple(shape)}: sizes must be non-negative")
+        return ir.RankedTensorType.get(shape, self.value.type.element_type)
+
+    def reshape(self, *shape: Any) -> Tensor:
+        """Same elements, new shape (``x.reshape(2, -1)`` or ``x.reshape((2, -1))``).
+
+        One dimension may be -1: it is inferred from the element count.
+        """
+        dims = list(_dims(shape))
+        if dims.count(-1) > 1:
+            raise error(f"cannot reshape to {tuple(dims)}: only one dimension can be -1")
+        if -1 in dims:
+            size, known = math.prod(self.shape), math.prod(d for d in dims if d != -1)
+            if known == 0 or size % known:
+                raise error(f"cannot reshape {self.shape} ({size} elements) into {tuple(dims)}")
+            dims[dims.index(-1)] = size // known
+        return build(graph.ReshapeOp, self._type(dims), self)
+
+    def broadcast_to(self, shape: Sequence[int]) -> Tensor:
+        """Broadcasts to ``shape`` with numpy's rules (graph.broadcast_to)."""
+        return build(graph.BroadcastToOp, self._type(shape), self)
+
+    def transpose(self, *axes: Any) -> Tensor:
+        """Permutes dimensions: result dim i is input dim ``axes[i]`` (negative allowed).
+
+        Without axes (or with None), reverses them, like numpy.
+        """
+        perm = _dims(axes) or tuple(range(self.ndim - 1, -1, -1))
+        return build(graph.TransposeOp, self, [a + self.ndim if a < 0 else a for a in perm])
+
+    def _reduce(self, kind: str, axis: Axes, keepdims: bool) -> Tensor:
+        axes = range(self.ndim) if axis is None else [axis] if isinstance(axis, numbers.Integral) else axis
+        kind_attr = enum_attr(_REDUCE_KINDS[kind])
+        return build(graph.ReduceOp, kind_attr, self, [int(a) for a in axes], keepdims=keepdims)
+
+    def sum(self, axis: Axes = None, keepdims: bool = False) -> Tensor:
+        """Sum over ``axis`` (all dimensions when None); f16/bf16 accumulate in f32."""
+        return self._reduce("sum", axis, keepdims)
+
+    def mean(self, axis: Axes = None, keepdims: bool = False) -> Tensor:
+        """Mean over ``axis`` (all dimensions when None); float tensors only."""
+        return self._reduce("mean", axis, keepdims)
+
+    def max(self, axis: Axes = None, keepdims: bool = False) -> Tensor:
+        """Maximum over ``axis`` (all dimensions when None)."""
+        return self._reduce("max", axis, keepdims)
+
+    def min(self, axis: Axes = None, keepdims: bool = False) -> Tensor:
+        """Minimum over ``axis`` (all dimensions when None)."""
+        return self._reduce("min", axis, keepdims)
+
+    def astype(self, dtype: Any) -> Tensor:
+        """Element type conversion with numpy's astype semantics (graph.cast)."""
+        return build(graph.CastOp, self, ir.TypeAttr.get(element_type(dtype)))
+
+    def take(self, indices: TensorLike, axis: int = 0) -> Tensor:
+        """``numpy.take(self, indices, axis)`` (graph.gather); unlike numpy, axis defaults to 0.
+
+        Negative indices count from the end; out-of-range indices are clamped.
+        """
+        (indices,) = tensors(indices)
+        if indices.dtype == np.bool_:
+            raise error("boolean mask indexing has a data-dependent shape", UnsupportedError)
+        return build(graph.GatherOp, self, indices, axis)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """numpy basic indexing plus one integer-array (or Tensor) index.
+
+        Ints, slices with positive steps, None (np.newaxis) and Ellipsis
+        become one graph.slice and, if the rank changes, one graph.reshape;
+        an array index then becomes graph.gather on its axis. Negative steps,
+        boolean masks and several array indices are unsupported.
+        """
+        entries = list(key) if isinstance(key, tuple) else [key]
+        # Identity tests only: == on a Tensor or array entry would build ops.
+        ellipses = [i for i, e in enumerate(entries) if e is Ellipsis]
+        if len(ellipses) > 1:
+            raise error("an index can only have a single ellipsis ('...')")
+        consumed = sum(e is not None and e is not Ellipsis for e in entries)
+        if consumed > self.ndim:
+            raise error(f"too many indices for a tensor of rank {self.ndim}: {consumed}")
+        at = ellipses[0] if ellipses else len(entries)
+        entries[at : at + 1] = [slice(None)] * (self.ndim - consumed)
+
+        ranges: list[tuple[int, int, int]] = []  # (start, limit, step) per input dim
+        kept: list[Optional[int]] = []  # per result dim: the sliced input dim, or None for a new axis
+        array: Optional[tuple[int, int, Any]] = None  # (entry position, result axis, indices)
+        int_positions: list[int] = []
+        for position, entry in enumerate(entries):
+            if entry is None:
+                kept.append(None)
+                continue
+            dim = len(ranges)
+            size = self.shape[dim]
+            if isinstance(entry, slice):
+                if entry.step is not None and entry.step < 0:
+                    raise error(f"slice step {entry.step} is negative; only positive steps are supported",
+                                UnsupportedError)
+                start, stop, step = entry.indices(size)
+                ranges.append((start, max(start, stop), step))
+                kept.append(dim)
+            elif isinstance(entry, (Tensor, np.ndarray, list)):
+                if array is not None:
+                    raise error("only one integer-array index is supported", UnsupportedError)
+                array = (position, len(kept), entry)
+                ranges.append((0, size, 1))
+                kept.append(dim)
+            else:
+                try:
+                    index = operator.index(entry)
+                except TypeError:
+                    raise TypeError(f"invalid index {entry!r}: use ints, slices, None, ... or int arrays") from None
+                if not -size <= index < size:
+                    raise error(f"index {index} is out of bounds for axis {dim} with size {size}")
+                ranges.append((index % size, index % size + 1, 1))
+                int_positions.append(position)
+        if array is not None and int_positions:
+            # numpy moves the indexed dims to the front unless the int and
+            # array indices are adjacent; only the adjacent case is supported.
+            positions = sorted(int_positions + [array[0]])
+            if positions[-1] - positions[0] + 1 != len(positions):
+                raise error("int and array indices separated by a slice are unsupported", UnsupportedError)
+
+        result = self
+        if ranges != [(0, size, 1) for size in self.shape]:
+            result = build(graph.SliceOp, self, *(list(column) for column in zip(*ranges)))
+        shape = [1 if d is None else result.shape[d] for d in kept]
+        if tuple(shape) != result.shape:
+            result = result.reshape(shape)
+        if array is not None:
+            result = result.take(array[2], array[1])
+        return result
+
+
+def _tensor_type(example: Any, index: int) -> ir.RankedTensorType:
+    if not isinstance(example, (np.ndarray, np.generic, TensorSpec)):
+        kind = type(example).__name__
+        raise TypeError(f"example {index} must be a numpy array or tessel.TensorSpec, got {kind}")
+    return ir.RankedTensorType.get(list(example.shape), element_type(example.dtype))
+
+
+def trace(fn: Callable[..., Any], *examples: Union[np.ndarray, TensorSpec], name: str = "main") -> ir.Module:
+    """Builds a graph module by calling ``fn`` on symbolic tensors.
+
+    Each example (a numpy array, whose values are not used, or a
+    :class:`tessel.TensorSpec`) gives the shape and dtype of one argument of
+    the public ``func.func @name``; ``fn`` gets one :class:`Tensor` per
+    example and returns a Tensor or a tuple/list of Tensors, the function's
+    results. Arrays and scalars ``fn`` uses become constants. Raises
+    :class:`tessel.CompileError`, located at the offending line of ``fn``,
+    when an op gets operands of the wrong shape or dtype.
+    """
+    with context(), location():
+        types = [_tensor_type(e, i) for i, e in enumerate(examples)]
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            function = func.FuncOp(name, ir.FunctionType.get(types, []))
+        with ir.InsertionPoint(function.add_entry_block()):
+            outputs = fn(*(Tensor(arg) for arg in function.arguments))
+            results = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+            if not results or not all(isinstance(r, Tensor) for r in results):
+                raise TypeError(
+                    f"{getattr(fn, '__name__', 'fn')} must return a Tensor or a tuple/list of Tensors, "
+                    f"got {outputs!r}"
+                )
+            func.ReturnOp([r.value for r in results])
+        function.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(types, [r.value.type for r in results])
+        )
+    verify(module)
+    return module
