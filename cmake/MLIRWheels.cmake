@@ -26,7 +26,11 @@ set(LLVM_DIR "${TESSEL_LLVM_PKG}/lib/cmake/llvm" CACHE PATH "LLVM CMake package"
 set(TESSEL_LIB_MLIR_PYTHON_CAPI "${TESSEL_MLIR_PKG}/_mlir_libs/libMLIRPythonCAPI.so")
 set(TESSEL_LIB_MLIR "${TESSEL_MLIR_PKG}/lib/libMLIR.so")
 set(TESSEL_LIB_LLVM "${TESSEL_LLVM_PKG}/lib/libLLVM.so")
-foreach(lib TESSEL_LIB_MLIR_PYTHON_CAPI TESSEL_LIB_MLIR TESSEL_LIB_LLVM)
+# Upstream code libMLIRPythonCAPI.so does not export, linked statically into
+# the extension (its own symbols resolve against the shared MLIR above).
+set(TESSEL_LIBS_MLIR_EXTRA_STATIC "${TESSEL_MLIR_PKG}/lib/libMLIRMathTransforms.a")
+foreach(lib TESSEL_LIB_MLIR_PYTHON_CAPI TESSEL_LIB_MLIR TESSEL_LIB_LLVM
+            TESSEL_LIBS_MLIR_EXTRA_STATIC)
   if(NOT EXISTS "${${lib}}")
     message(FATAL_ERROR "tessel: ${${lib}} is missing; are all xtc-* wheels installed at pinned versions?")
   endif()

@@ -76,4 +76,56 @@ def ConvertGraphToLinalg : Pass<"graph-to-linalg", "mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Host program
+//===----------------------------------------------------------------------===//
+
+def HostReuseBuffers : Pass<"host-reuse-buffers", "mlir::func::FuncOp"> {
+  let summary = "Write results in place and reuse freed intermediate buffers";
+  let description = [{
+    Runs on bufferized host functions (not `tessel.kernel` ones). The alloc
+    whose contents are finally copied into an output argument is replaced
+    by that argument, and an alloc whose type matches a buffer deallocated
+    earlier in the block takes that buffer instead of new memory. Run
+    `optimize-allocation-liveness` first so that deallocs follow last uses.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// CPU code generation
+//===----------------------------------------------------------------------===//
+
+def CpuTileAndFuse : Pass<"cpu-tile-and-fuse", "mlir::func::FuncOp"> {
+  let summary = "Tile each kernel's root op with scf.forall and fuse its producers";
+  let description = [{
+    Runs on functions marked `tessel.kernel` (see graph-outline-kernels),
+    after graph-to-linalg. The last linalg op whose result the kernel
+    returns is tiled along its outer parallel dimensions into tiles of about
+    `tile-elements` points, and all linalg producers are fused into the
+    tile, so intermediates stay in cache and tiles run in parallel.
+  }];
+  let options = [
+    Option<"tileElements", "tile-elements", "int64_t", /*default=*/"16384",
+           "Points of the root's parallel iteration space per tile">,
+  ];
+  let dependentDialects = [
+    "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+}
+
+def CpuApproximateMath : Pass<"cpu-approximate-math"> {
+  let summary = "Replace transcendental math ops by inline polynomials";
+  let description = [{
+    Applies upstream's math polynomial approximations (exp, expm1, log,
+    log1p, log2, tanh, erf, sin, cos, atan, ... in f32, a few ulp) so that
+    loops using them vectorize instead of calling libm per element.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::math::MathDialect",
+    "mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // TESSEL_PASSES

@@ -462,28 +462,35 @@ struct ReduceToLinalg : OpConversionPattern<graph::ReduceOp> {
     Type acc = isSum ? accumulatorType(rewriter, elem) : elem;
     SmallVector<int64_t> dims = op.getReducedDims();
 
-    SmallVector<int64_t> accShape;
-    SmallVector<AffineExpr> outExprs;
-    SmallVector<utils::IteratorType> iterators;
-    int64_t count = 1;
+    // Loops: the result's dims (with keepdims' 1s), then the reduced dims,
+    // so the result needs no reshape.
+    int64_t resultRank = resultType.getRank();
+    int64_t numLoops = resultRank + dims.size();
+    SmallVector<AffineExpr> inExprs;
+    int64_t kept = 0, count = 1;
     for (int64_t d = 0; d < inType.getRank(); ++d) {
-      bool reduced = llvm::is_contained(dims, d);
-      iterators.push_back(reduced ? utils::IteratorType::reduction
-                                  : utils::IteratorType::parallel);
-      if (reduced) {
+      auto at = llvm::find(dims, d);
+      if (at != dims.end()) {
         count *= inType.getDimSize(d);
+        inExprs.push_back(getAffineDimExpr(resultRank + (at - dims.begin()), ctx));
+        if (op.getKeepdims())
+          ++kept;
         continue;
       }
-      accShape.push_back(inType.getDimSize(d));
-      outExprs.push_back(getAffineDimExpr(d, ctx));
+      inExprs.push_back(getAffineDimExpr(kept++, ctx));
     }
+    SmallVector<utils::IteratorType> iterators(resultRank,
+                                               utils::IteratorType::parallel);
+    iterators.append(dims.size(), utils::IteratorType::reduction);
+    ArrayRef<int64_t> accShape = resultType.getShape();
     TypedAttr init = isSum ? TypedAttr(rewriter.getZeroAttr(acc))
                            : extremeAttr(rewriter, acc,
                                          kind == graph::ReduceKind::max);
     Value out = filledTensor(rewriter, loc, accShape, init);
     SmallVector<AffineMap> maps = {
-        rewriter.getMultiDimIdentityMap(inType.getRank()),
-        AffineMap::get(inType.getRank(), 0, outExprs, ctx)};
+        AffineMap::get(numLoops, 0, inExprs, ctx),
+        AffineMap::getMinorIdentityMap(numLoops, numLoops, ctx)
+            .getSliceMap(0, resultRank)};
     bool isFloat = isa<FloatType>(acc);
     Value reduced =
         linalg::GenericOp::create(
@@ -510,7 +517,6 @@ struct ReduceToLinalg : OpConversionPattern<graph::ReduceOp> {
             })
             .getResult(0);
 
-    // keepdims only changes the shape: expand with the reduced dims as 1s.
     bool isMean = kind == graph::ReduceKind::mean;
     if (isMean || acc != elem)
       reduced = buildElementwise(
@@ -522,30 +528,8 @@ struct ReduceToLinalg : OpConversionPattern<graph::ReduceOp> {
                                         floatConstant(b, l, acc, 1.0 / count));
             return convertScalar(b, l, v, elem);
           });
-    if (op.getKeepdims())
-      reduced = tensor::ExpandShapeOp::create(
-          rewriter, loc, resultType, reduced,
-          getReassociationForKeptDims(inType.getRank(), dims));
     rewriter.replaceOp(op, reduced);
     return success();
-  }
-
-  /// Groups each reduced (size-1) dim with a kept neighbour; all-reduced
-  /// results are rank 0 and expand with no groups.
-  static SmallVector<ReassociationIndices>
-  getReassociationForKeptDims(int64_t rank, ArrayRef<int64_t> reduced) {
-    SmallVector<ReassociationIndices> groups;
-    ReassociationIndices pending;
-    for (int64_t d = 0; d < rank; ++d) {
-      pending.push_back(d);
-      if (!llvm::is_contained(reduced, d)) {
-        groups.push_back(pending);
-        pending.clear();
-      }
-    }
-    if (!groups.empty())
-      llvm::append_range(groups.back(), pending);
-    return groups;
   }
 };
 

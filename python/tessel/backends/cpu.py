@@ -7,6 +7,8 @@ vectorization and multi-threading for the host are the next steps (issue #3).
 from __future__ import annotations
 
 import ctypes
+import functools
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -32,22 +34,43 @@ STAGES: tuple[tuple[str, str], ...] = (
     (
         "graph-to-linalg",
         "builtin.module(graph-to-linalg,canonicalize,cse,"
-        "func.func(linalg-fuse-elementwise-ops),canonicalize)",
+        "func.func(linalg-fuse-elementwise-ops),canonicalize,"
+        "func.func(cpu-tile-and-fuse),canonicalize,cse)",
     ),
     (
         "bufferize",
         "builtin.module(one-shot-bufferize{bufferize-function-boundaries "
         "function-boundary-type-conversion=identity-layout-map},"
         "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
-        "func.func(buffer-hoisting),buffer-deallocation-pipeline)",
+        "func.func(buffer-hoisting),buffer-deallocation-pipeline,"
+        "func.func(optimize-allocation-liveness,host-reuse-buffers))",
     ),
     (
         "lower-to-llvm",
-        "builtin.module(convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
-        "convert-math-to-llvm,convert-math-to-libm,convert-scf-to-cf,convert-to-llvm,"
-        "reconcile-unrealized-casts)",
+        "builtin.module(func.func(scf-forall-to-parallel),convert-linalg-to-loops,"
+        # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
+        f"async-parallel-for{{num-workers={os.cpu_count() or 1} min-task-size=1}},"
+        "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
+        "expand-strided-metadata,lower-affine,cpu-approximate-math,"
+        "convert-math-to-llvm,convert-math-to-libm,convert-async-to-llvm,convert-scf-to-cf,"
+        "convert-to-llvm,reconcile-unrealized-casts)",
     ),
 )
+
+# memrefCopy (copies between strided views) and the async task runtime.
+RUNTIME_LIBRARIES = ("mlir_c_runner_utils", "mlir_async_runtime")
+
+
+@functools.cache
+def _load_runtime_libraries() -> None:
+    """Makes the runtime libraries' symbols visible to every JIT in the process.
+
+    They are loaded once, globally, rather than passed to each
+    ExecutionEngine: an engine tears down the async runtime it was given when
+    it is destroyed, which would break every other live executable.
+    """
+    for lib in RUNTIME_LIBRARIES:
+        ctypes.CDLL(str(mlir_runtime_library(lib)), mode=ctypes.RTLD_GLOBAL)
 
 _DTYPES = {
     "f32": np.dtype(np.float32),
@@ -154,9 +177,8 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
         tir.run_passes(work, pipeline, print_ir_after_all=print_ir_after_all, timing=timing)
         seconds[stage] = time.perf_counter() - start
     start = time.perf_counter()
-    # c_runner_utils provides memrefCopy, which copies between strided views.
-    engine = execution_engine.ExecutionEngine(
-        work, opt_level=opt_level, shared_libs=[str(mlir_runtime_library("mlir_c_runner_utils"))])
+    _load_runtime_libraries()
+    engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)
     engine.initialize()
     seconds["jit"] = time.perf_counter() - start
     return CPUExecutable(engine, name, inputs, outputs, seconds)
