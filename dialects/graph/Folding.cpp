@@ -9,6 +9,7 @@
 #include "dialects/graph/Graph.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/APSInt.h"
@@ -66,13 +67,15 @@ std::optional<double> floatResult(Operation *op, ArrayRef<double> x) {
 
 /// Integer semantics match the lowering: division truncates toward zero;
 /// division by zero is not folded (the kernel's behaviour is undefined).
-std::optional<int64_t> intResult(Operation *op, ArrayRef<int64_t> x) {
+std::optional<int64_t> intResult(Operation *op, ArrayRef<int64_t> x,
+                                 int64_t minValue) {
   return llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
       .Case([&](AddOp) { return x[0] + x[1]; })
       .Case([&](SubOp) { return x[0] - x[1]; })
       .Case([&](MulOp) { return x[0] * x[1]; })
       .Case([&](DivOp) -> std::optional<int64_t> {
-        if (x[1] == 0)
+        // x / 0 and MIN / -1 are undefined in the kernel too.
+        if (x[1] == 0 || (x[1] == -1 && x[0] == minValue))
           return std::nullopt;
         return x[0] / x[1];
       })
@@ -111,13 +114,16 @@ SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> operand,
   return strides;
 }
 
+/// A splat of `value`; for floats the sign of a zero must match too.
 bool isSplatOf(Attribute attr, double value) {
   auto dense = dyn_cast_if_present<DenseElementsAttr>(attr);
   if (!dense || !dense.isSplat())
     return false;
   Type elem = dense.getElementType();
-  if (isa<FloatType>(elem))
-    return toDouble(dense.getSplatValue<APFloat>()) == value;
+  if (isa<FloatType>(elem)) {
+    double v = toDouble(dense.getSplatValue<APFloat>());
+    return v == value && std::signbit(v) == std::signbit(value);
+  }
   return dense.getSplatValue<APInt>().getSExtValue() == int64_t(value);
 }
 
@@ -126,10 +132,12 @@ bool isSplatOf(Attribute attr, double value) {
 Value foldIdentity(Operation *op, ArrayRef<Attribute> operands) {
   if (op->getNumOperands() != 2)
     return {};
+  // x + (-0.0) is x for every float x; x + 0.0 is not for x = -0.0.
+  bool isFloat = isa<FloatType>(getElementTypeOrSelf(op->getResult(0)));
   auto identityAt = [&](unsigned i) -> bool {
     Attribute c = operands[i];
     return llvm::TypeSwitch<Operation *, bool>(op)
-        .Case([&](AddOp) { return isSplatOf(c, 0); })
+        .Case([&](AddOp) { return isSplatOf(c, isFloat ? -0.0 : 0.0); })
         .Case([&](SubOp) { return i == 1 && isSplatOf(c, 0); })
         .Case([&](MulOp) { return isSplatOf(c, 1); })
         .Case([&](DivOp) { return i == 1 && isSplatOf(c, 1); })
@@ -201,7 +209,8 @@ OpFoldResult tessel::graph::foldElementwise(Operation *op,
         return {};
       floats.push_back(fromDouble(*r, floatType));
     } else {
-      std::optional<int64_t> r = intResult(op, xi);
+      std::optional<int64_t> r = intResult(
+          op, xi, APInt::getSignedMinValue(elem.getIntOrFloatBitWidth()).getSExtValue());
       if (!r)
         return {};
       ints.push_back(APInt(elem.getIntOrFloatBitWidth(), *r, /*isSigned=*/true,

@@ -265,6 +265,7 @@ static FailureOr<int64_t> windowOutput(std::optional<Location> loc,
 /// Checks the 2-element strides/dilations, 4-element padding and a
 /// 2-element kernel, all positive (padding non-negative).
 static LogicalResult checkWindowAttrs(std::optional<Location> loc,
+                                      StringRef kernelName,
                                       ArrayRef<int64_t> kernel,
                                       ArrayRef<int64_t> strides,
                                       ArrayRef<int64_t> dilations,
@@ -277,7 +278,7 @@ static LogicalResult checkWindowAttrs(std::optional<Location> loc,
                                shapeString(v));
     return success();
   };
-  return success(succeeded(check("kernel", kernel, 2, 1)) &&
+  return success(succeeded(check(kernelName, kernel, 2, 1)) &&
                  succeeded(check("strides", strides, 2, 1)) &&
                  succeeded(check("dilations", dilations, 2, 1)) &&
                  succeeded(check("padding", padding, 4, 0)));
@@ -300,7 +301,9 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                              input, " and ", weight);
   if (input.getElementType() != weight.getElementType())
     return emitOptionalError(loc, "conv2d operands have different element "
-                                  "types");
+                                  "types: ",
+                             input.getElementType(), " and ",
+                             weight.getElementType());
   bool nchw = adaptor.getLayout() == ImageLayout::nchw;
   // Weight dims: (F, C/g, KH, KW) for nchw, (KH, KW, C/g, F) for nhwc.
   int64_t f = weight.getDimSize(nchw ? 0 : 3);
@@ -310,7 +313,8 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   auto [cDim, hDim, wDim] = imageDims(adaptor.getLayout());
   int64_t groups = adaptor.getGroups();
   int64_t c = input.getDimSize(cDim);
-  if (failed(checkWindowAttrs(loc, {kh, kw}, adaptor.getStrides(),
+  if (failed(checkWindowAttrs(loc, "weight window (KH, KW)", {kh, kw},
+                              adaptor.getStrides(),
                               adaptor.getDilations(), adaptor.getPadding())))
     return failure();
   if (groups < 1 || c % groups != 0 || f % groups != 0)
@@ -356,7 +360,7 @@ LogicalResult Pool2DOp::inferReturnTypes(MLIRContext *,
   ArrayRef<int64_t> k = adaptor.getKernel(), s = adaptor.getStrides(),
                     p = adaptor.getPadding();
   int64_t ones[] = {1, 1};
-  if (failed(checkWindowAttrs(loc, k, s, ones, p)))
+  if (failed(checkWindowAttrs(loc, "kernel", k, s, ones, p)))
     return failure();
   if (p[0] >= k[0] || p[2] >= k[0] || p[1] >= k[1] || p[3] >= k[1])
     return emitOptionalError(loc, "padding must be smaller than the kernel, "
@@ -427,7 +431,8 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
     getInputMutable().assign(inner.getInput());
     return getResult();
   }
-  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+      dense && getType().hasStaticShape())
     return dense.reshape(getType());
   return {};
 }
@@ -450,7 +455,7 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
   if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
-      dense && dense.isSplat())
+      dense && dense.isSplat() && getType().hasStaticShape())
     return dense.resizeSplat(getType());
   return {};
 }
@@ -477,7 +482,10 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, "concat input #", i, " ", t,
                                " does not match input #0 ", first,
                                " outside axis ", *axis);
-    shape[*axis] += t.getDimSize(*axis);
+    shape[*axis] = ShapedType::isDynamic(t.getDimSize(*axis)) ||
+                           ShapedType::isDynamic(shape[*axis])
+                       ? ShapedType::kDynamic
+                       : shape[*axis] + t.getDimSize(*axis);
   }
   results.push_back(first.clone(shape));
   return success();

@@ -321,12 +321,17 @@ struct ConstantToArith : OpConversionPattern<graph::ConstantOp> {
   LogicalResult
   matchAndRewrite(graph::ConstantOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto value = cast<DenseElementsAttr>(op.getValue());
+    auto value = cast<TypedAttr>(op.getValue());
     auto type = storageType(getTypeConverter(), value.getType());
-    if (type != value.getType())
-      value = value.mapValues(type.getElementType(), [](const APInt &bit) {
+    if (type != value.getType()) {
+      auto dense = dyn_cast<DenseElementsAttr>(value);
+      if (!dense)
+        return rewriter.notifyMatchFailure(
+            op, "boolean constants must be dense elements");
+      value = dense.mapValues(type.getElementType(), [](const APInt &bit) {
         return bit.zext(8);
       });
+    }
     rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, value);
     return success();
   }
@@ -596,6 +601,8 @@ struct ConcatToTensor : OpConversionPattern<graph::ConcatOp> {
     int64_t offset = 0;
     for (Value in : adaptor.getInputs()) {
       auto inType = cast<RankedTensorType>(in.getType());
+      if (inType.getNumElements() == 0)
+        continue; // nothing to insert, and its offset may be out of bounds
       SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
       offsets[axis] = offset;
       offset += inType.getDimSize(axis);

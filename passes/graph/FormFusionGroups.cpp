@@ -76,7 +76,7 @@ struct Group {
   SmallVector<Operation *> ops;
   FusionKind kind = FusionKind::elementwise;
   Operation *root = nullptr; // the contraction, or the first reduction
-  llvm::SmallPtrSet<Group *, 8> deps; // groups this one (transitively) uses
+  bool opaque = false;       // a non-graph op: only tracked for dependencies
   SmallVector<std::string> reasons;
 };
 
@@ -96,6 +96,8 @@ struct GroupBuilder {
 
   /// Why `op` may join `g` (one of R1-R3), or nullopt.
   std::optional<StringRef> rule(Operation *op, Group &g) {
+    if (g.opaque)
+      return std::nullopt;
     OpClass c = classify(op);
     if (c == OpClass::contraction)
       return std::nullopt;
@@ -113,19 +115,51 @@ struct GroupBuilder {
     case FusionKind::reduction:
       return StringRef("R3 epilogue of a reduction");
     case FusionKind::contraction:
-      if (op->getResult(0).getType() != g.root->getResult(0).getType())
+      if (cast<ShapedType>(op->getResult(0).getType()).getShape() !=
+          cast<ShapedType>(g.root->getResult(0).getType()).getShape())
         return std::nullopt;
       return StringRef("R3 epilogue of a contraction");
     }
     llvm_unreachable("unknown fusion kind");
   }
 
+  /// Whether `from` uses, transitively, a value of `to`. Computed on the
+  /// current membership: groups grow, so a cached answer would go stale.
+  bool dependsOn(Group *from, Group *to) {
+    SmallVector<Group *> stack = {from};
+    llvm::SmallPtrSet<Group *, 16> seen = {from};
+    while (!stack.empty()) {
+      Group *g = stack.pop_back_val();
+      for (Operation *op : g->ops)
+        for (Value v : op->getOperands()) {
+          Group *h = producerGroup(v);
+          if (!h || h == g)
+            continue;
+          if (h == to)
+            return true;
+          if (seen.insert(h).second)
+            stack.push_back(h);
+        }
+    }
+    return false;
+  }
+
   /// Joining `g` is cyclic if another operand's group depends on `g`.
   bool wouldCycle(Operation *op, Group &g) {
     for (Value v : op->getOperands())
-      if (Group *h = producerGroup(v); h && h != &g && h->deps.contains(&g))
+      if (Group *h = producerGroup(v); h && h != &g && dependsOn(h, &g))
         return true;
     return false;
+  }
+
+  /// Non-graph ops are kept out of groups but take part in dependencies.
+  void addOpaque(Operation *op) {
+    groups.push_back(std::make_unique<Group>());
+    Group &g = *groups.back();
+    g.id = groups.size() - 1;
+    g.opaque = true;
+    g.ops.push_back(op);
+    groupOf[op] = &g;
   }
 
   void add(Operation *op, Group &g, StringRef why) {
@@ -140,11 +174,6 @@ struct GroupBuilder {
       g.kind = FusionKind::reduction;
       g.root = op;
     }
-    for (Value v : op->getOperands())
-      if (Group *h = producerGroup(v); h && h != &g) {
-        g.deps.insert(h);
-        g.deps.insert(h->deps.begin(), h->deps.end());
-      }
   }
 
   void visit(Operation *op) {
@@ -228,6 +257,8 @@ struct GraphFormFusionGroupsPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
     if (!func.getBody().hasOneBlock()) {
       func.emitOpError("graph-form-fusion-groups expects a single-block "
                        "function");
@@ -235,23 +266,31 @@ struct GraphFormFusionGroupsPass
     }
     Block &block = func.getBody().front();
     GroupBuilder builder;
-    for (Operation &op : block)
-      if (isa<GraphDialect>(op.getDialect()) &&
-          !isa<ConstantOp, FusedOp>(op))
+    for (Operation &op : block) {
+      if (isa<ConstantOp>(op) || op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      if (isa<GraphDialect>(op.getDialect()) && !isa<FusedOp>(op))
         builder.visit(&op);
+      else
+        builder.addOpaque(&op);
+    }
 
     OpBuilder b(func.getContext());
+    unsigned formed = 0;
     for (auto &g : builder.groups) {
+      if (g->opaque)
+        continue;
       if (report) {
         std::string text;
         llvm::raw_string_ostream os(text);
-        os << "fusion group " << g->id << " ("
+        os << "fusion group " << formed << " ("
            << stringifyFusionKind(g->kind) << ", " << g->ops.size()
            << " ops): ";
         llvm::interleave(g->reasons, os, ", ");
         g->ops.front()->emitRemark(text);
       }
       materialize(*g, b);
+      ++formed;
     }
     // Ops placed between a group's members may use its results.
     sortTopologically(&block);

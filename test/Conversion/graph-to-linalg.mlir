@@ -553,3 +553,44 @@ func.func @composites(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> (tensor<4x8x
   %2 = graph.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
   return %0, %1, %2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// A full reduction gives a rank-0 result.
+// CHECK-LABEL: func.func @reduce_to_scalar
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["reduction", "reduction"]
+// CHECK-SAME: outs(%{{.*}} : tensor<f32>)
+func.func @reduce_to_scalar(%x: tensor<4x8xf32>) -> tensor<f32> {
+  %0 = graph.reduce sum %x axes [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Empty concat inputs are skipped.
+// CHECK-LABEL: func.func @concat_empty_last
+// CHECK-COUNT-1: tensor.insert_slice
+// CHECK-NOT: tensor.insert_slice
+func.func @concat_empty_last(%a: tensor<2x0xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = graph.concat %b, %a axis 1 : (tensor<2x3xf32>, tensor<2x0xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// Resource-backed constants (imported weights) lower as they are.
+// CHECK-LABEL: func.func @resource_constant
+// CHECK: arith.constant dense_resource<blob1> : tensor<2xf32>
+func.func @resource_constant() -> tensor<2xf32> {
+  %0 = graph.constant dense_resource<blob1> : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x040000000000803F00000040"
+    }
+  }
+#-}

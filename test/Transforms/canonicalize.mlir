@@ -369,17 +369,18 @@ func.func @fold_broadcast_to(%x: tensor<3xf32>) -> (tensor<2x3xf32>, tensor<2x3x
 
 // -----
 
-// x + 0, 0 + x, 1 * x, x - 0, x / 1 are x, also when the constant broadcasts
-// to x's shape.
+// x + (-0.0), -0.0 + x, 1 * x, x - 0, x / 1 are x, also when the constant
+// broadcasts to x's shape. (x + 0.0 is not: -0.0 + 0.0 is +0.0.)
 // CHECK-LABEL: func.func @identities
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[I:.*]]: tensor<4xi32>)
 // CHECK-NOT: graph.
 // CHECK: return %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[I]], %[[I]]
 func.func @identities(%x: tensor<2x3xf32>, %i: tensor<4xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xi32>, tensor<4xi32>) {
   %z = graph.constant dense<0.0> : tensor<3xf32>
+  %nz = graph.constant dense<-0.0> : tensor<3xf32>
   %o = graph.constant dense<1.0> : tensor<2x3xf32>
-  %0 = graph.add %x, %z : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
-  %1 = graph.add %z, %x : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %0 = graph.add %x, %nz : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = graph.add %nz, %x : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   %2 = graph.mul %o, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   %3 = graph.sub %x, %z : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   %4 = graph.div %x, %o : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -388,6 +389,17 @@ func.func @identities(%x: tensor<2x3xf32>, %i: tensor<4xi32>) -> (tensor<2x3xf32
   %io = graph.constant dense<1> : tensor<1xi32>
   %6 = graph.mul %io, %i : (tensor<1xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0, %1, %2, %3, %4, %5, %6 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xi32>, tensor<4xi32>
+}
+
+// -----
+
+// Not an identity for floats: x + 0.0 (x = -0.0 gives +0.0).
+// CHECK-LABEL: func.func @add_positive_zero
+// CHECK: graph.add
+func.func @add_positive_zero(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %z = graph.constant dense<0.0> : tensor<3xf32>
+  %0 = graph.add %x, %z : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
 }
 
 // -----
@@ -620,4 +632,33 @@ func.func @no_fold_parameter_argument(%x: tensor<1x2x4x4xf32>, %scale: tensor<2x
   %0 = graph.conv2d nchw %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
   %1 = graph.batch_norm %0, %scale, %shift, %mean, %var axis 1 eps 1.0 : tensor<1x2x4x4xf32>, tensor<2xf32>
   return %1 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// MIN / -1 overflows like x / 0: neither folds.
+// CHECK-LABEL: func.func @int_div_overflow
+// CHECK-COUNT-2: graph.div
+func.func @int_div_overflow() -> (tensor<i64>, tensor<i32>) {
+  %min = graph.constant dense<-9223372036854775808> : tensor<i64>
+  %m1 = graph.constant dense<-1> : tensor<i64>
+  %0 = graph.div %min, %m1 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %min32 = graph.constant dense<-2147483648> : tensor<i32>
+  %m132 = graph.constant dense<-1> : tensor<i32>
+  %1 = graph.div %min32, %m132 : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  return %0, %1 : tensor<i64>, tensor<i32>
+}
+
+// -----
+
+// Constants are not folded into dynamically shaped results.
+// CHECK-LABEL: func.func @no_fold_to_dynamic
+// CHECK: graph.reshape
+// CHECK: graph.broadcast_to
+func.func @no_fold_to_dynamic() -> (tensor<?x4xf32>, tensor<?xf32>) {
+  %c = graph.constant dense<1.0> : tensor<2x4xf32>
+  %0 = graph.reshape %c : tensor<2x4xf32> -> tensor<?x4xf32>
+  %s = graph.constant dense<2.0> : tensor<1xf32>
+  %1 = graph.broadcast_to %s : tensor<1xf32> -> tensor<?xf32>
+  return %0, %1 : tensor<?x4xf32>, tensor<?xf32>
 }

@@ -342,3 +342,60 @@ func.func @foreign_ops(%x: tensor<4xf32>) -> f32 {
   %2 = tensor.extract %1[%c0] : tensor<4xf32>
   return %2 : f32
 }
+
+// -----
+
+// Dependencies are computed on current membership: when %b2 joins %b's group
+// it makes that group (and the slice group %c, which uses %b) depend on %d's
+// group through %t, so %e = %d + %c must not join %d's group.
+// CHECK-LABEL: func.func @late_dependency
+// CHECK-COUNT-4: graph.fused
+func.func @late_dependency(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<8x8xf32>) -> (tensor<4x16xf32>, tensor<4x8xf32>) {
+  // expected-remark @+1 {{fusion group 0 (contraction, 1 ops): graph.matmul [starts the group]}}
+  %d = graph.matmul %x, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-remark @+1 {{fusion group 1 (contraction, 2 ops): graph.matmul [starts the group], graph.add [R3 epilogue of a contraction]}}
+  %b = graph.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{fusion group 2 (elementwise, 2 ops): graph.slice [starts the group], graph.add [R1 elementwise chain]}}
+  %c = graph.slice %b[[0, 0] : [4, 16] : [1, 2]] : tensor<4x16xf32> -> tensor<4x8xf32>
+  // expected-remark @+1 {{fusion group 3 (elementwise, 1 ops): graph.concat [starts the group]}}
+  %t = graph.concat %d, %d axis 1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  %b2 = graph.add %b, %t : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e = graph.add %d, %c : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %b2, %e : tensor<4x16xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A dependency through a non-graph op also counts: %1 must not join %0's
+// group, since it uses %t, which uses %0.
+// CHECK-LABEL: func.func @dependency_through_foreign_op
+// CHECK-COUNT-2: graph.fused
+func.func @dependency_through_foreign_op(%x: tensor<4xf32>, %f: f32) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  // expected-remark @+1 {{fusion group 0 (elementwise, 1 ops): graph.exp [starts the group]}}
+  %0 = graph.exp %x : tensor<4xf32>
+  %t = tensor.insert %f into %0[%c0] : tensor<4xf32>
+  // expected-remark @+1 {{fusion group 1 (elementwise, 1 ops): graph.add [starts the group]}}
+  %1 = graph.add %0, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// A cast keeps the contraction's shape, so it is an epilogue (R3).
+// CHECK-LABEL: func.func @cast_epilogue
+// CHECK-COUNT-1: graph.fused contraction
+// CHECK-NOT: graph.fused
+func.func @cast_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf16> {
+  // expected-remark @+1 {{fusion group 0 (contraction, 3 ops): graph.matmul [starts the group], graph.relu [R3 epilogue of a contraction], graph.cast [R3 epilogue of a contraction]}}
+  %0 = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %1 = graph.relu %0 : tensor<4x16xf32>
+  %2 = graph.cast %1 to f16 : tensor<4x16xf32>
+  return %2 : tensor<4x16xf16>
+}
+
+// -----
+
+// Declarations have nothing to group.
+// CHECK-LABEL: func.func private @declaration
+func.func private @declaration(tensor<4xf32>) -> tensor<4xf32>

@@ -333,3 +333,11 @@ func.func @gather(%table: tensor<100x16xf16>, %ids: tensor<2x7xi64>, %x: tensor<
   %2 = graph.gather %x [%k] axis -1 : (tensor<3x4x5xi32>, tensor<i32>) -> tensor<3x4xi32>
   return %0, %1, %2 : tensor<2x7x16xf16>, tensor<3x6x5xi32>, tensor<3x4xi32>
 }
+
+// A dynamic size along the concat axis makes the result's dynamic.
+// CHECK-LABEL: func.func @concat_dynamic
+// CHECK: graph.concat %{{.*}}, %{{.*}} axis 0 : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+func.func @concat_dynamic(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  %0 = graph.concat %a, %b axis 0 : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
