@@ -95,22 +95,65 @@ def HostReuseBuffers : Pass<"host-reuse-buffers", "mlir::func::FuncOp"> {
 // CPU code generation
 //===----------------------------------------------------------------------===//
 
+def CpuFuseElementwise : Pass<"cpu-fuse-elementwise"> {
+  let summary = "Fuse elementwise linalg producers into their consumers";
+  let description = [{
+    Upstream's elementwise fusion (a producer with a single use is inlined
+    into its consumer's linalg.generic) without the reshape propagation of
+    `linalg-fuse-elementwise-ops`, which would turn a batched x @ W's 2-D
+    linalg.matmul back into a generic.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def CpuTileAndFuse : Pass<"cpu-tile-and-fuse", "mlir::func::FuncOp"> {
   let summary = "Tile each kernel's root op with scf.forall and fuse its producers";
   let description = [{
     Runs on functions marked `tessel.kernel` (see graph-outline-kernels),
     after graph-to-linalg. The last linalg op whose result the kernel
     returns is tiled along its outer parallel dimensions into tiles of about
-    `tile-elements` points, and all linalg producers are fused into the
-    tile, so intermediates stay in cache and tiles run in parallel.
+    `tile-elements` points (contraction kernels: blocks of `contraction-rows`
+    x `contraction-columns` of the result), and all linalg producers are
+    fused into the tile, so intermediates stay in cache and tiles run in
+    parallel.
   }];
   let options = [
     Option<"tileElements", "tile-elements", "int64_t", /*default=*/"16384",
            "Points of the root's parallel iteration space per tile">,
+    Option<"contractionRows", "contraction-rows", "int64_t", /*default=*/"64",
+           "Rows of a contraction kernel's result tile">,
+    Option<"contractionColumns", "contraction-columns", "int64_t",
+           /*default=*/"128", "Columns of a contraction kernel's result tile">,
   ];
   let dependentDialects = [
     "mlir::scf::SCFDialect",
     "mlir::tensor::TensorDialect",
+  ];
+}
+
+def CpuVectorizeMatmul : Pass<"cpu-vectorize-matmul", "mlir::func::FuncOp"> {
+  let summary = "Tile kernel matmuls into register blocks and vectorize them";
+  let description = [{
+    Runs on `tessel.kernel` functions after cpu-tile-and-fuse, on tensors.
+    Every static linalg.matmul is tiled with scf.for, first along its depth
+    into `depth-block` steps (so a block of B stays in L2), then into
+    register blocks of `register-tile` (rows, columns, depth; each reduced
+    to a divisor of its dimension), and vectorized into vector.contract; the
+    accumulator's transfer_read/transfer_write pair is hoisted out of the
+    depth loop.
+    Lower the result with convert-vector-to-scf and convert-vector-to-llvm
+    (vector-contract-lowering=outerproduct).
+  }];
+  let options = [
+    ListOption<"registerTile", "register-tile", "int64_t",
+               "Rows, columns and depth of a register block">,
+    Option<"depthBlock", "depth-block", "int64_t", /*default=*/"256",
+           "Depth (K) of the cache block walked by the register blocks">,
+  ];
+  let dependentDialects = [
+    "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
+    "mlir::vector::VectorDialect",
   ];
 }
 

@@ -337,8 +337,22 @@ struct ConstantToArith : OpConversionPattern<graph::ConstantOp> {
   }
 };
 
-/// 2-D matmuls become linalg.matmul; batched ones a generic contraction whose
-/// batch maps broadcast. f16/bf16 accumulate in f32.
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  Type elem) {
+  return tensor::EmptyOp::create(b, loc, shape, elem);
+}
+
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   TypedAttr value) {
+  Value v = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, v,
+                                emptyTensor(b, loc, shape, value.getType()))
+      .result();
+}
+
+/// A 2-D weight makes one linalg.matmul (the lhs's batch dims fold into its
+/// rows, as in x @ W of a transformer); other batched matmuls are a generic
+/// contraction whose batch maps broadcast. f16/bf16 accumulate in f32.
 struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -350,20 +364,26 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
     Type elem = resultType.getElementType();
     Type acc = isLowPrecisionFloat(elem) ? rewriter.getF32Type() : elem;
     auto accType = resultType.clone(acc);
-    Value zero =
-        arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(acc));
-    Value empty =
-        tensor::EmptyOp::create(rewriter, loc, accType.getShape(), acc);
-    Value init = linalg::FillOp::create(rewriter, loc, zero, empty).result();
+    Value init = filledTensor(rewriter, loc, accType.getShape(),
+                              rewriter.getZeroAttr(acc));
 
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    int64_t lhsRank = cast<RankedTensorType>(lhs.getType()).getRank();
     Value product;
-    if (resultType.getRank() == 2 &&
-        cast<RankedTensorType>(lhs.getType()).getRank() == 2 &&
-        cast<RankedTensorType>(rhs.getType()).getRank() == 2) {
-      product = linalg::MatmulOp::create(rewriter, loc, ValueRange{lhs, rhs},
-                                         ValueRange{init})
+    if (cast<RankedTensorType>(rhs.getType()).getRank() == 2) {
+      SmallVector<ReassociationIndices> rows = {
+          llvm::to_vector(llvm::seq<int64_t>(0, lhsRank - 1)), {lhsRank - 1}};
+      Value lhs2d = lhs, init2d = init;
+      if (lhsRank > 2) {
+        lhs2d = tensor::CollapseShapeOp::create(rewriter, loc, lhs, rows);
+        init2d = tensor::CollapseShapeOp::create(rewriter, loc, init, rows);
+      }
+      product = linalg::MatmulOp::create(rewriter, loc, ValueRange{lhs2d, rhs},
+                                         ValueRange{init2d})
                     .getResult(0);
+      if (lhsRank > 2)
+        product = tensor::ExpandShapeOp::create(rewriter, loc, accType, product,
+                                                rows);
     } else {
       // Loops: batch dims of the result, then m, n, and the reduction k.
       int64_t rank = resultType.getRank();
@@ -421,19 +441,6 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
     return success();
   }
 };
-
-Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                  Type elem) {
-  return tensor::EmptyOp::create(b, loc, shape, elem);
-}
-
-Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                   TypedAttr value) {
-  Value v = arith::ConstantOp::create(b, loc, value);
-  return linalg::FillOp::create(b, loc, v,
-                                emptyTensor(b, loc, shape, value.getType()))
-      .result();
-}
 
 /// The neutral element of a max (lowest) or min (highest) reduction.
 TypedAttr extremeAttr(OpBuilder &b, Type t, bool lowest) {

@@ -27,6 +27,34 @@ using namespace tessel;
 
 namespace {
 
+/// Contraction kernels: blocks of at most `rows` x `columns` of the result
+/// (its last two dims), so that a block's rows of A and columns of B stay
+/// in cache; batch dims are tiled by 1.
+SmallVector<int64_t> contractionTileSizes(TilingInterface op, OpBuilder &b,
+                                          int64_t rows, int64_t columns) {
+  SmallVector<Range> domain = op.getIterationDomain(b);
+  SmallVector<utils::IteratorType> iterators = op.getLoopIteratorTypes();
+  SmallVector<int64_t> parallel;
+  for (auto [d, it] : llvm::enumerate(iterators))
+    if (it == utils::IteratorType::parallel)
+      parallel.push_back(d);
+  SmallVector<int64_t> sizes(domain.size(), 0);
+  if (parallel.size() < 2)
+    return {};
+  for (int64_t d : ArrayRef(parallel).drop_back(2))
+    sizes[d] = 1;
+  int64_t limits[] = {rows, columns};
+  for (auto [d, limit] : llvm::zip(ArrayRef(parallel).take_back(2), limits)) {
+    std::optional<int64_t> extent = getConstantIntValue(domain[d].size);
+    if (!extent)
+      return {};
+    sizes[d] = *extent > limit ? limit : 0;
+  }
+  if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
+    return {};
+  return sizes;
+}
+
 /// Tile sizes (0 = untiled) giving tiles of about `target` parallel points:
 /// inner dims are kept whole, the first dim that overflows is split, outer
 /// dims are tiled by 1. Nothing is tiled when the whole op fits.
@@ -66,18 +94,28 @@ struct CpuTileAndFusePass
     if (!func->hasAttr("tessel.kernel") || func.isExternal())
       return;
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-    // The root: the last op in the body whose result the kernel returns.
+    // The root: the last linalg op whose result the kernel returns, maybe
+    // through reshapes (a batched x @ W is a 2-D matmul between two).
+    llvm::SmallPtrSet<Operation *, 4> returned;
+    for (Value v : ret.getOperands()) {
+      while (isa_and_present<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+          v.getDefiningOp()))
+        v = v.getDefiningOp()->getOperand(0);
+      if (isa_and_present<linalg::LinalgOp>(v.getDefiningOp()))
+        returned.insert(v.getDefiningOp());
+    }
     TilingInterface root;
     for (Operation &op : func.getBody().front())
-      if (auto t = dyn_cast<TilingInterface>(&op);
-          t && isa<linalg::LinalgOp>(&op) &&
-          llvm::any_of(op.getUsers(),
-                       [&](Operation *u) { return u == ret.getOperation(); }))
-        root = t;
+      if (returned.contains(&op))
+        root = cast<TilingInterface>(&op);
     if (!root)
       return;
     OpBuilder b(root);
-    SmallVector<int64_t> sizes = chooseTileSizes(root, b, tileElements);
+    auto kind = func->getAttrOfType<StringAttr>("tessel.kernel");
+    SmallVector<int64_t> sizes =
+        kind && kind.getValue() == "contraction"
+            ? contractionTileSizes(root, b, contractionRows, contractionColumns)
+            : chooseTileSizes(root, b, tileElements);
     if (sizes.empty())
       return;
 
@@ -92,8 +130,8 @@ struct CpuTileAndFusePass
             -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
           if (!isa<linalg::LinalgOp>(producer.getOwner()))
             return std::nullopt;
-          bool returned = llvm::is_contained(ret.getOperands(), producer);
-          return scf::SCFTileAndFuseOptions::ControlFnResult{returned};
+          return scf::SCFTileAndFuseOptions::ControlFnResult{
+              returned.contains(producer.getOwner())};
         });
     IRRewriter rewriter(&getContext());
     FailureOr<scf::SCFTileAndFuseResult> result =

@@ -34,8 +34,8 @@ STAGES: tuple[tuple[str, str], ...] = (
     (
         "graph-to-linalg",
         "builtin.module(graph-to-linalg,canonicalize,cse,"
-        "func.func(linalg-fuse-elementwise-ops),canonicalize,"
-        "func.func(cpu-tile-and-fuse),canonicalize,cse)",
+        "func.func(cpu-fuse-elementwise),canonicalize,"
+        "func.func(cpu-tile-and-fuse,cpu-vectorize-matmul{register-tile=4,16,8}),canonicalize,cse)",
     ),
     (
         "bufferize",
@@ -48,11 +48,13 @@ STAGES: tuple[tuple[str, str], ...] = (
     (
         "lower-to-llvm",
         "builtin.module(func.func(scf-forall-to-parallel),convert-linalg-to-loops,"
+        "convert-vector-to-scf{full-unroll},"
         # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
         f"async-parallel-for{{num-workers={os.cpu_count() or 1} min-task-size=1}},"
         "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
         "expand-strided-metadata,lower-affine,cpu-approximate-math,"
         "convert-math-to-llvm,convert-math-to-libm,convert-async-to-llvm,convert-scf-to-cf,"
+        "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
         "convert-to-llvm,reconcile-unrealized-casts)",
     ),
 )
@@ -180,5 +182,8 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     _load_runtime_libraries()
     engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)
     engine.initialize()
+    # Code generation is lazy: look the entry up now so that it is part of
+    # the compile (and its errors surface here), not of the first call.
+    engine.lookup(name)
     seconds["jit"] = time.perf_counter() - start
     return CPUExecutable(engine, name, inputs, outputs, seconds)
