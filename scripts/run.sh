@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fresh machine -> main job: makes .venv, builds and installs tessel, then
-# compiles the example MLP for the CPU and checks it against numpy.
+# compiles the example transformer encoder block for the CPU and checks it
+# against numpy (arguments go to examples/transformer_block.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,4 +9,4 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --upgrade --quiet pip
 .venv/bin/python -m pip install -e .
 
-.venv/bin/python examples/mlp.py "$@"
+.venv/bin/python examples/transformer_block.py "$@"

@@ -1,0 +1,333 @@
+"""CPU benchmark: tessel against numpy (and torch eager when installed), in the same run.
+
+    python bench/cpu.py [--quick] [--json PATH] [--only NAME ...]
+
+Each workload is built with ``tessel.trace`` and ``tessel.ops``, compiled with
+``tessel.compile(module, target="cpu")`` and checked against numpy before
+anything is timed. Every implementation is then timed the same way: warm-up
+calls (see ``time_calls``), then the median of N calls, N chosen so that the
+timed calls take about ``--budget`` seconds. Ratios are peer time / tessel
+time, so > 1 means tessel is faster. Exits 1 only when a result is wrong;
+missed goals are reported, not failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+import tessel
+from tessel import ops
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+REPO = Path(__file__).resolve().parent.parent
+EPS = 1e-5
+
+
+@dataclass(frozen=True)
+class Goal:
+    """tessel should be at least ``ratio`` times as fast as ``peer``."""
+
+    peer: str
+    ratio: float
+
+    def __str__(self) -> str:
+        return f">= {self.ratio:g}x {self.peer}"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One computation written three times: traced for tessel, in numpy and in torch."""
+
+    name: str
+    inputs: tuple[np.ndarray, ...]
+    traced: Callable[..., tessel.Tensor]
+    numpy: Callable[..., np.ndarray]
+    torch: Callable[..., Any]
+    goal: Goal
+    rtol: float
+
+
+@dataclass
+class Timing:
+    """Times of one implementation, in milliseconds."""
+
+    first_ms: float
+    median_ms: float
+    runs: int
+
+
+@dataclass
+class Result:
+    """Everything measured for one workload; times in milliseconds."""
+
+    name: str
+    goal: str
+    max_error: float
+    trace_ms: float
+    stage_ms: dict[str, float]
+    tessel: Optional[Timing] = None
+    numpy: Optional[Timing] = None
+    torch: Optional[Timing] = None
+    error: Optional[str] = None
+    ratios: dict[str, float] = field(default_factory=dict)
+    goal_met: Optional[bool] = None
+
+
+def _mlp_numpy(x: np.ndarray, *params: np.ndarray) -> np.ndarray:
+    for i in range(0, len(params), 2):
+        x = x @ params[i] + params[i + 1]
+        if i < len(params) - 2:
+            x = np.maximum(x, 0)
+    return x
+
+
+def _mlp_traced(x: tessel.Tensor, *params: tessel.Tensor) -> tessel.Tensor:
+    for i in range(0, len(params), 2):
+        x = x @ params[i] + params[i + 1]
+        if i < len(params) - 2:
+            x = ops.relu(x)
+    return x
+
+
+def _mlp_torch(x: Any, *params: Any) -> Any:
+    for i in range(0, len(params), 2):
+        x = torch.addmm(params[i + 1], x, params[i])  # what nn.Linear runs
+        if i < len(params) - 2:
+            x = torch.relu(x)
+    return x
+
+
+def _layer_norm_numpy(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    mean = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + EPS) * w + b
+
+
+def _softmax_numpy(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def workloads(quick: bool) -> list[Workload]:
+    """The issue's workloads; ``quick`` shrinks every shape for a smoke run."""
+    rng = np.random.default_rng(0)
+
+    def normal(*shape: int, scale: float = 1.0) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    scale, shift = 0.5, 0.25  # constants of the elementwise chain
+    chain_n = 1 << (16 if quick else 24)
+    rows, cols = (512, 256) if quick else (4096, 4096)
+    ln_rows, ln_cols = (512, 256) if quick else (8192, 1024)
+    batch, width, layers = (32, 128, 3) if quick else (256, 1024, 3)
+    mlp_params = []
+    for _ in range(layers):
+        mlp_params += [normal(width, width, scale=width**-0.5), normal(width)]
+
+    result = [
+        Workload(
+            f"matmul {n}x{n}x{n}", (normal(n, n), normal(n, n)),
+            traced=lambda x, y: x @ y, numpy=lambda x, y: x @ y, torch=lambda x, y: x @ y,
+            goal=Goal("numpy", 0.6), rtol=1e-4,
+        )
+        for n in ((128, 256) if quick else (1024, 2048))
+    ]
+    result += [
+        Workload(
+            f"softmax {rows}x{cols}", (normal(rows, cols),),
+            traced=lambda x: ops.softmax(x, -1), numpy=_softmax_numpy,
+            torch=lambda x: torch.softmax(x, -1), goal=Goal("numpy", 2.0), rtol=1e-4,
+        ),
+        Workload(
+            f"layer_norm {ln_rows}x{ln_cols}", (normal(ln_rows, ln_cols), normal(ln_cols), normal(ln_cols)),
+            traced=lambda x, w, b: ops.layer_norm(x, w, b, eps=EPS), numpy=_layer_norm_numpy,
+            torch=lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, EPS),
+            goal=Goal("numpy", 2.0), rtol=1e-4,
+        ),
+        Workload(
+            f"elementwise 2^{chain_n.bit_length() - 1} relu(tanh(x*a+b))*x", (normal(chain_n),),
+            traced=lambda x: ops.relu(ops.tanh(x * scale + shift)) * x,
+            numpy=lambda x: np.maximum(np.tanh(x * scale + shift), 0) * x,
+            torch=lambda x: torch.relu(torch.tanh(x * scale + shift)) * x,
+            goal=Goal("numpy", 2.0), rtol=1e-5,
+        ),
+        Workload(
+            f"mlp {layers}x{width} batch {batch}", (normal(batch, width), *mlp_params),
+            traced=_mlp_traced, numpy=_mlp_numpy, torch=_mlp_torch, goal=Goal("torch", 1.0), rtol=1e-4,
+        ),
+    ]
+    return result
+
+
+def timed(call: Callable[[], Any]) -> tuple[Any, float]:
+    """The result of ``call()`` and its wall time in seconds."""
+    start = time.perf_counter()
+    value = call()
+    return value, time.perf_counter() - start
+
+
+def time_calls(call: Callable[[], Any], first_s: float, budget_s: float, max_runs: int) -> Timing:
+    """Median time of ``call`` after warm-up; ``first_s`` is the time of its first call.
+
+    The first calls pay one-time costs (lazy JIT, thread pools, page faults),
+    so at least two more warm up, then more until a quarter of the budget is
+    spent; a call longer than the budget and 1 s ends the warm-up.
+    """
+    warm = [first_s]
+    long_s = max(budget_s, 1.0)
+    while warm[-1] < long_s and len(warm) < max_runs and (len(warm) < 3 or sum(warm[1:]) < budget_s / 4):
+        warm.append(timed(call)[1])
+    runs = max(1, min(max_runs, int(budget_s / warm[-1])))
+    times = [timed(call)[1] for _ in range(runs)]
+    return Timing(first_s * 1e3, statistics.median(times) * 1e3, runs)
+
+
+def max_error(out: np.ndarray, expected: np.ndarray) -> float:
+    """Largest absolute difference, relative to the largest magnitude of ``expected``."""
+    return float(np.abs(out - expected).max() / max(np.abs(expected).max(), np.finfo(np.float32).tiny))
+
+
+def check(what: str, out: np.ndarray, expected: np.ndarray, rtol: float) -> None:
+    """assert_allclose with an absolute tolerance scaled to the result's magnitude."""
+    np.testing.assert_allclose(out, expected, rtol=rtol, atol=rtol * float(np.abs(expected).max()),
+                               err_msg=what)
+
+
+def run(workload: Workload, budget_s: float, max_runs: int) -> Result:
+    """Compiles, checks and times one workload."""
+    module, trace_s = timed(lambda: tessel.trace(workload.traced, *workload.inputs))
+    exe = tessel.compile(module, target="cpu")
+    out, tessel_first = timed(lambda: exe(*workload.inputs))
+    expected, numpy_first = timed(lambda: workload.numpy(*workload.inputs))
+    result = Result(workload.name, str(workload.goal), max_error(out, expected), trace_s * 1e3,
+                    {stage: s * 1e3 for stage, s in exe.stage_seconds.items()})
+    try:
+        check(f"tessel vs numpy: {workload.name}", out, expected, workload.rtol)
+    except AssertionError as e:
+        result.error = str(e)
+        return result
+    result.tessel = time_calls(lambda: exe(*workload.inputs), tessel_first, budget_s, max_runs)
+    result.numpy = time_calls(lambda: workload.numpy(*workload.inputs), numpy_first, budget_s, max_runs)
+    result.ratios["numpy"] = result.numpy.median_ms / result.tessel.median_ms
+    if torch is not None:
+        args = [torch.from_numpy(x) for x in workload.inputs]
+        with torch.inference_mode():
+            out, torch_first = timed(lambda: workload.torch(*args))
+            check(f"torch vs numpy: {workload.name}", out.numpy(), expected, workload.rtol)
+            result.torch = time_calls(lambda: workload.torch(*args), torch_first, budget_s, max_runs)
+        result.ratios["torch"] = result.torch.median_ms / result.tessel.median_ms
+    if workload.goal.peer in result.ratios:
+        result.goal_met = result.ratios[workload.goal.peer] >= workload.goal.ratio
+    return result
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers depend on: CPU, load, library versions, tessel's commit."""
+    cpuinfo = Path("/proc/cpuinfo")
+    models = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+              if line.startswith("model name")] if cpuinfo.exists() else []
+
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cpu": models[0] if models else platform.processor(),
+        "cores": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "python": platform.python_version(),
+        "tessel_commit": commit + ("+dirty" if commit and git("status", "--porcelain") else ""),
+        "numpy": np.__version__,
+        "blas": f"{blas.get('name', '?')} {blas.get('version', '?')}",
+        "torch": f"{torch.__version__} ({torch.get_num_threads()} threads)" if torch is not None else None,
+    }
+
+
+def _ms(timing: Optional[Timing]) -> str:
+    return f"{timing.median_ms:.2f}" if timing else "n/a"
+
+
+def _ratio(result: Result, peer: str) -> str:
+    return f"{result.ratios[peer]:.3g}x" if peer in result.ratios else "n/a"
+
+
+def report(results: list[Result]) -> None:
+    """Prints the run-time table and the compile-time table."""
+    name_w = max(len(r.name) for r in results) + 2
+    print(f"{'workload':<{name_w}}{'tessel ms':>11}{'numpy ms':>11}{'vs numpy':>10}{'torch ms':>11}"
+          f"{'vs torch':>10}{'runs':>6}  {'goal':<15}met")
+    for r in results:
+        met = "WRONG" if r.error else {None: "n/a", True: "yes", False: "no"}[r.goal_met]
+        print(f"{r.name:<{name_w}}{_ms(r.tessel):>11}{_ms(r.numpy):>11}{_ratio(r, 'numpy'):>10}"
+              f"{_ms(r.torch):>11}{_ratio(r, 'torch'):>10}{r.tessel.runs if r.tessel else 0:>6}  "
+              f"{r.goal:<15}{met}")
+    stages = list(dict.fromkeys(s for r in results for s in r.stage_ms))
+    columns = ["trace", *stages, "total", "1st call"]
+    widths = [max(len(c), 8) + 2 for c in columns]
+    print("\ncompile time (ms); '1st call' is tessel's first run, which includes lazy JIT work")
+    print(f"{'workload':<{name_w}}" + "".join(f"{c:>{w}}" for c, w in zip(columns, widths)))
+    for r in results:
+        stage_ms = [r.stage_ms.get(s, 0.0) for s in stages]
+        values = [r.trace_ms, *stage_ms, r.trace_ms + sum(stage_ms)]
+        first = f"{r.tessel.first_ms:.1f}" if r.tessel else "n/a"
+        cells = "".join(f"{v:>{w}.1f}" for v, w in zip(values, widths)) + f"{first:>{widths[-1]}}"
+        print(f"{r.name:<{name_w}}{cells}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small shapes, short timing: a smoke run")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write machine info and results here")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run the workloads whose name starts so")
+    parser.add_argument("--budget", type=float, help="seconds of timed calls per implementation "
+                        "(default 2, 0.25 with --quick); a call longer than this runs once after warm-up")
+    args = parser.parse_args()
+    budget_s = args.budget if args.budget is not None else 0.25 if args.quick else 2.0
+    max_runs = 5 if args.quick else 100
+
+    info = machine()
+    print(f"tessel {info['tessel_commit'] or '?'} on {info['cpu']}, {info['cores']} cores, "
+          f"load average {info['load_average'][0]:.2f}; numpy {info['numpy']} ({info['blas']}), "
+          f"torch {info['torch'] or 'not installed'}")
+    selected = [w for w in workloads(args.quick)
+                if not args.only or any(w.name.startswith(o) for o in args.only)]
+    if not selected:
+        parser.error(f"no workload name starts with any of {args.only}")
+    results = []
+    for workload in selected:
+        print(f"  {workload.name} ...", file=sys.stderr, flush=True)
+        results.append(run(workload, budget_s, max_runs))
+    print()
+    report(results)
+    for r in results:
+        if r.error:
+            print(f"\nWRONG RESULT ({r.name}, max relative error {r.max_error:.2e}):\n{r.error}")
+    info["load_average_end"] = os.getloadavg()
+    if args.json:
+        args.json.write_text(json.dumps({"machine": info, "quick": args.quick, "budget_s": budget_s,
+                                         "results": [asdict(r) for r in results]}, indent=2) + "\n")
+    return 1 if any(r.error for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
