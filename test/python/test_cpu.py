@@ -216,3 +216,13 @@ def test_example_mlp_runs_and_matches_numpy():
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK: matches numpy" in proc.stdout
+
+
+def test_dropping_a_parallel_executable_does_not_break_the_next():
+    # Tiles run as async-runtime tasks; the engine of a dropped executable
+    # must outlive the workers' last instructions in its code.
+    x = np.ones((512, 512), np.float32)
+    for _ in range(3):
+        exe = tessel.compile(tessel.trace(lambda a: tessel.ops.softmax(a @ a), x))
+        np.testing.assert_allclose(exe(x), np.full((512, 512), 1 / 512, np.float32), rtol=1e-5)
+        del exe
