@@ -136,7 +136,8 @@ def CpuVectorizeMatmul : Pass<"cpu-vectorize-matmul", "mlir::func::FuncOp"> {
   let description = [{
     Runs on `tessel.kernel` functions after cpu-tile-and-fuse, on tensors.
     Every static linalg.matmul is tiled with scf.for, first along its depth
-    into `depth-block` steps (so a block of B stays in L2), then into
+    into `depth-block` steps (so a block of B stays in L2; the A and B blocks
+    are copied into contiguous tensors, sparing a TLB miss per row), then into
     register blocks of `register-tile` (rows, columns, depth; each reduced
     to a divisor of its dimension), and vectorized into vector.contract; the
     accumulator's transfer_read/transfer_write pair is hoisted out of the

@@ -37,6 +37,23 @@ int64_t fittingTile(int64_t extent, int64_t wanted) {
   return std::max<int64_t>(wanted, 1);
 }
 
+/// Copies the A and B blocks of a cache block into contiguous buffers: rows
+/// of the original matrices are a page or more apart, so the register
+/// blocks' walk over them would miss the TLB at every row.
+void packOperands(RewriterBase &rewriter, linalg::MatmulOp op) {
+  rewriter.setInsertionPoint(op);
+  for (OpOperand *operand : op.getDpsInputOperands()) {
+    auto type = cast<RankedTensorType>(operand->get().getType());
+    Value empty = tensor::EmptyOp::create(rewriter, op.getLoc(),
+                                          type.getShape(),
+                                          type.getElementType());
+    Value packed = linalg::CopyOp::create(rewriter, op.getLoc(), operand->get(),
+                                          empty)
+                       .getResult(0);
+    rewriter.modifyOpInPlace(op, [&] { operand->set(packed); });
+  }
+}
+
 struct CpuVectorizeMatmulPass
     : tessel::impl::CpuVectorizeMatmulBase<CpuVectorizeMatmulPass> {
   using CpuVectorizeMatmulBase::CpuVectorizeMatmulBase;
@@ -83,6 +100,7 @@ struct CpuVectorizeMatmulPass
           return signalPassFailure();
         }
         target = cacheBlocks->tiledOps.front();
+        packOperands(rewriter, cast<linalg::MatmulOp>(target));
       }
       SmallVector<int64_t> extents = {bounds[0], bounds[1], kBlock};
       SmallVector<int64_t> sizes;

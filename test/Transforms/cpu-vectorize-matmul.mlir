@@ -1,11 +1,14 @@
 // RUN: tessel-opt %s -pass-pipeline='builtin.module(func.func(cpu-vectorize-matmul{register-tile=4,16,8 depth-block=32}),canonicalize)' -split-input-file | FileCheck %s
 // RUN: not tessel-opt %s -pass-pipeline='builtin.module(func.func(cpu-vectorize-matmul{register-tile=4,16}))' -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
-// K is blocked by 32, then 4x16x8 register blocks are vector.contracts whose
+// K is blocked by 32 (A and B blocks packed), then 4x16x8 register blocks are vector.contracts whose
 // accumulator is a loop-carried vector (read before, written after the
 // depth loop).
 // CHECK-LABEL: func.func private @matmul
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32
+// The K block's A and B slices are packed into contiguous tensors.
+// CHECK: linalg.copy ins(%{{.*}} : tensor<8x32xf32>)
+// CHECK: linalg.copy ins(%{{.*}} : tensor<32x32xf32>)
 // CHECK: scf.for %{{.*}} = %c0 to %c8 step %c4
 // CHECK: scf.for %{{.*}} = %c0 to %c32 step %c16
 // CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<4x16xf32>, vector<4x16xf32>
