@@ -231,7 +231,8 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
                              input.getElementType(), " and ",
                              weight.getElementType());
   int64_t k = input.getShape().back(), n = weight.getDimSize(0);
-  if (weight.getDimSize(1) != k)
+  if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(weight.getDimSize(1)) &&
+      weight.getDimSize(1) != k)
     return emitOptionalError(loc, "linear weight ", weight,
                              " does not match input features K = ", k);
   if (Value bias = adaptor.getBias()) {
@@ -252,6 +253,8 @@ static FailureOr<int64_t> windowOutput(std::optional<Location> loc,
                                        int64_t window, int64_t stride,
                                        int64_t dilation, int64_t padBefore,
                                        int64_t padAfter) {
+  if (ShapedType::isDynamic(size) || ShapedType::isDynamic(window))
+    return ShapedType::kDynamic;
   int64_t span = dilation * (window - 1) + 1;
   int64_t padded = size + padBefore + padAfter;
   if (span > padded) {
@@ -508,7 +511,7 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = input.getDimSize(d);
     if (steps[d] < 1 || starts[d] < 0 || starts[d] > limits[d] ||
-        limits[d] > size)
+        (!ShapedType::isDynamic(size) && limits[d] > size))
       return emitOptionalError(loc, "slice ", starts[d], ":", limits[d], ":",
                                steps[d], " of dimension ", d, " (size ", size,
                                ") needs 0 <= start <= limit <= size and "

@@ -341,3 +341,15 @@ func.func @concat_dynamic(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x
   %0 = graph.concat %a, %b axis 0 : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
   return %0 : tensor<?x3xf32>
 }
+
+// Dynamic spatial sizes and sliced dims give dynamic (not sentinel) results.
+// CHECK-LABEL: func.func @dynamic_windows
+// CHECK: graph.conv2d nchw {{.*}} -> tensor<1x4x?x3xf32>
+// CHECK: graph.pool2d max nchw {{.*}} -> tensor<1x3x?x2xf32>
+// CHECK: graph.slice {{.*}} -> tensor<2x4xf32>
+func.func @dynamic_windows(%x: tensor<1x3x?x5xf32>, %w: tensor<4x3x3x3xf32>, %y: tensor<?x4xf32>) -> (tensor<1x4x?x3xf32>, tensor<1x3x?x2xf32>, tensor<2x4xf32>) {
+  %0 = graph.conv2d nchw %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 : (tensor<1x3x?x5xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x?x3xf32>
+  %1 = graph.pool2d max nchw %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] : tensor<1x3x?x5xf32> -> tensor<1x3x?x2xf32>
+  %2 = graph.slice %y[[0, 0] : [2, 4] : [1, 1]] : tensor<?x4xf32> -> tensor<2x4xf32>
+  return %0, %1, %2 : tensor<1x4x?x3xf32>, tensor<1x3x?x2xf32>, tensor<2x4xf32>
+}
