@@ -80,6 +80,16 @@ def ConvertGraphToLinalg : Pass<"graph-to-linalg", "mlir::ModuleOp"> {
 // Host program
 //===----------------------------------------------------------------------===//
 
+def HostDedupeKernelResults : Pass<"host-dedupe-kernel-results", "mlir::ModuleOp"> {
+  let summary = "Give each kernel one result per distinct returned value";
+  let description = [{
+    A `tessel.kernel` function that returns the same value more than once
+    (after canonicalization, e.g. `select(c, x, x)` became `x`) returns it
+    once; its calls are rewritten and their duplicate results forwarded.
+    Run before bufferization: aliased results cannot become out-params.
+  }];
+}
+
 def HostReuseBuffers : Pass<"host-reuse-buffers", "mlir::func::FuncOp"> {
   let summary = "Write results in place and reuse freed intermediate buffers";
   let description = [{

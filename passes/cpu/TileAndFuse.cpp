@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
 namespace tessel {
@@ -140,8 +141,13 @@ struct CpuTileAndFusePass
       root.emitError("cpu-tile-and-fuse could not tile this op");
       return signalPassFailure();
     }
+    // Only uses after the loop take its results: the untiled ops before it
+    // (the root, producers) and leftovers inside it keep theirs and die.
+    DominanceInfo dominance(func);
     for (auto [original, replacement] : result->replacements)
-      rewriter.replaceAllUsesWith(original, replacement);
+      rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
+        return dominance.properlyDominates(replacement, use.getOwner());
+      });
   }
 };
 

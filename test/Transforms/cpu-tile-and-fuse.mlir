@@ -97,3 +97,32 @@ func.func @host(%x: tensor<4096xf32>) -> tensor<4096xf32> {
   } -> tensor<4096xf32>
   return %r : tensor<4096xf32>
 }
+
+// -----
+
+// A fused producer the kernel also returns is yielded by the loop; the
+// untiled ops before the loop keep their own operands (they die).
+// CHECK-LABEL: func.func private @returned_producer
+// CHECK: %[[L:.*]]:2 = scf.forall
+// CHECK: return %[[L]]#{{.*}}, %[[L]]#{{.*}}
+#c_in = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#c_w = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#c_out = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#e = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func private @returned_producer(%x: tensor<2x4x5xf32>, %w: tensor<2x5x3xf32>) -> (tensor<2x4x3xf32>, tensor<2x4x3xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x3xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+  %mm = linalg.generic {indexing_maps = [#c_in, #c_w, #c_out], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x, %w : tensor<2x4x5xf32>, tensor<2x5x3xf32>) outs(%f : tensor<2x4x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %c, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x3xf32>
+  %n = linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel", "parallel"]} ins(%mm : tensor<2x4x3xf32>) outs(%e : tensor<2x4x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.negf %a : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x3xf32>
+  return %mm, %n : tensor<2x4x3xf32>, tensor<2x4x3xf32>
+}

@@ -38,7 +38,8 @@ STAGES: tuple[tuple[str, str], ...] = (
         "func.func(cpu-fuse-elementwise),canonicalize,"
         # 8x16 accumulators are 16 AVX2 registers; the fastest of the
         # register blocks tried on 1024^3 (4x16, 8x8, 2x32, 4x32, 8x32, 16x16).
-        "func.func(cpu-tile-and-fuse,cpu-vectorize-matmul{register-tile=8,16,8}),canonicalize,cse)",
+        "func.func(cpu-tile-and-fuse,cpu-vectorize-matmul{register-tile=8,16,8}),canonicalize,cse,"
+        "host-dedupe-kernel-results)",
     ),
     (
         "bufferize",
