@@ -130,7 +130,7 @@ def CpuTileAndFuse : Pass<"cpu-tile-and-fuse", "mlir::func::FuncOp"> {
   let options = [
     Option<"tileElements", "tile-elements", "int64_t", /*default=*/"16384",
            "Points of the root's parallel iteration space per tile">,
-    Option<"contractionRows", "contraction-rows", "int64_t", /*default=*/"64",
+    Option<"contractionRows", "contraction-rows", "int64_t", /*default=*/"128",
            "Rows of a contraction kernel's result tile">,
     Option<"contractionColumns", "contraction-columns", "int64_t",
            /*default=*/"128", "Columns of a contraction kernel's result tile">,

@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s -pass-pipeline='builtin.module(func.func(cpu-tile-and-fuse{tile-elements=256}))' -split-input-file | FileCheck %s
+// RUN: tessel-opt %s -pass-pipeline='builtin.module(func.func(cpu-tile-and-fuse{tile-elements=256 contraction-rows=64}))' -split-input-file | FileCheck %s
 
 // A row-wise reduction kernel: the root (the division) is tiled along rows
 // and both reductions and the exp are fused into the tile.
