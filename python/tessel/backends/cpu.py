@@ -1,7 +1,10 @@
-"""CPU backend: graph -> linalg -> bufferized loops -> LLVM -> ExecutionEngine.
+"""CPU backend: graph -> kernels of linalg -> tiled, vectorized, bufferized code -> LLVM JIT.
 
-The current pipeline lowers every linalg op to plain loops; tiling,
-vectorization and multi-threading for the host are the next steps (issue #3).
+``STAGES`` is the whole pipeline: graph passes and kernel outlining; lowering
+to linalg with each kernel tiled (scf.forall), fused and its matmuls
+vectorized; bufferization with a generated host program that reuses
+buffers; then the tiles become async-runtime tasks and everything lowers to
+LLVM for the ExecutionEngine. docs/architecture.md lists the passes.
 """
 
 from __future__ import annotations
