@@ -52,7 +52,7 @@ FailureOr<int64_t> normalizeAxis(std::optional<Location> loc, int64_t axis,
                             rank, " (valid: ", -rank, " to ", rank - 1, ")");
     return failure();
   }
-  return axis < 0 ? axis + rank : axis;
+  return positiveAxis(axis, rank);
 }
 
 LogicalResult inferBroadcastResultType(std::optional<Location> loc, Type lhs,

@@ -38,6 +38,11 @@ llvm::FailureOr<int64_t> normalizeAxis(std::optional<mlir::Location> loc,
                                        int64_t axis, int64_t rank,
                                        llvm::StringRef what = "axis");
 
+/// A verified op's `axis` in [-rank, rank) as a non-negative dimension.
+inline int64_t positiveAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
 /// "[2, 3, ?]"
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 

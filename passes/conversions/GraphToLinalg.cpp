@@ -601,8 +601,7 @@ struct ConcatToTensor : OpConversionPattern<graph::ConcatOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = storageType(getTypeConverter(), op.getType());
-    int64_t axis = int64_t(op.getAxis()) < 0 ? int64_t(op.getAxis()) + type.getRank()
-                                              : int64_t(op.getAxis());
+    int64_t axis = graph::positiveAxis(op.getAxis(), type.getRank());
     Value result = emptyTensor(rewriter, loc, type.getShape(),
                                type.getElementType());
     int64_t offset = 0;
@@ -657,8 +656,7 @@ struct GatherToLinalg : OpConversionPattern<graph::GatherOp> {
     auto idxType = cast<RankedTensorType>(indices.getType());
     auto type = storageType(getTypeConverter(), op.getType());
     int64_t rank = type.getRank();
-    int64_t axis = int64_t(op.getAxis()) < 0 ? int64_t(op.getAxis()) + inType.getRank()
-                                              : int64_t(op.getAxis());
+    int64_t axis = graph::positiveAxis(op.getAxis(), inType.getRank());
     int64_t idxRank = idxType.getRank();
     SmallVector<AffineExpr> idxExprs;
     for (int64_t d = 0; d < idxRank; ++d)

@@ -69,8 +69,7 @@ struct DecomposeSoftmax : OpRewritePattern<OpTy> {
     Value x = op.getInput();
     Type elem = tensorOf(x).getElementType();
     int64_t rank = tensorOf(x).getRank();
-    int64_t axis = int64_t(op.getAxis()) < 0 ? int64_t(op.getAxis()) + rank
-                                              : int64_t(op.getAxis());
+    int64_t axis = graph::positiveAxis(op.getAxis(), rank);
     Value wide = castTo(rewriter, loc, x, computeType(x));
     Value shifted = SubOp::create(
         rewriter, loc, wide, reduce(rewriter, loc, ReduceKind::max, wide, axis));
@@ -95,8 +94,7 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
     Location loc = op.getLoc();
     Value x = op.getInput();
     int64_t rank = tensorOf(x).getRank();
-    int64_t axis = int64_t(op.getAxis()) < 0 ? int64_t(op.getAxis()) + rank
-                                              : int64_t(op.getAxis());
+    int64_t axis = graph::positiveAxis(op.getAxis(), rank);
     Type elem = tensorOf(x).getElementType(), wideType = computeType(x);
     SmallVector<int64_t> dims = dimsFrom(axis, rank);
     Value wide = castTo(rewriter, loc, x, wideType);
@@ -125,8 +123,7 @@ struct DecomposeRmsNorm : OpRewritePattern<RmsNormOp> {
     Location loc = op.getLoc();
     Value x = op.getInput();
     int64_t rank = tensorOf(x).getRank();
-    int64_t axis = int64_t(op.getAxis()) < 0 ? int64_t(op.getAxis()) + rank
-                                              : int64_t(op.getAxis());
+    int64_t axis = graph::positiveAxis(op.getAxis(), rank);
     Type elem = tensorOf(x).getElementType(), wideType = computeType(x);
     Value wide = castTo(rewriter, loc, x, wideType);
     Value ms = reduce(rewriter, loc, ReduceKind::mean,
@@ -154,8 +151,7 @@ struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
     Value x = op.getInput();
     auto xType = tensorOf(x);
     int64_t rank = xType.getRank();
-    int64_t axis = int64_t(op.getAxis()) < 0 ? int64_t(op.getAxis()) + rank
-                                              : int64_t(op.getAxis());
+    int64_t axis = graph::positiveAxis(op.getAxis(), rank);
     Type elem = xType.getElementType(), wideType = computeType(x);
     auto wide = [&](Value v) { return castTo(rewriter, loc, v, wideType); };
     Value eps = scalar(rewriter, loc, wideType, op.getEpsilon().convertToDouble());

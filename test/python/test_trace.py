@@ -8,6 +8,7 @@ import pytest
 
 import tessel
 from tessel import ops
+from tessel.testing import fuzz
 
 try:
     import ml_dtypes
@@ -338,31 +339,11 @@ for dtype in (F32, F16):
           _rand((2, 1, 7), dtype), _rand((13, 7), dtype), _rand((13,), dtype))
 
 
-def _pads(padding):
-    """[top, left, bottom, right] from ops' padding spellings."""
-    return np.resize(padding, 4) if np.ndim(padding) == 0 or len(padding) == 4 else (*padding, *padding)
-
-
 def _conv_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, layout="NCHW"):
-    """Direct convolution in float64: NCHW input, [F, C/groups, KH, KW] weight."""
-    if layout == "NHWC":
-        x, w = x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)
-    (sh, sw), (dh, dw) = (np.broadcast_to(v, 2) for v in (stride, dilation))
-    top, left, bottom, right = _pads(padding)
-    x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    f, cg, kh, kw = w.shape
-    oh, ow = (x.shape[2] - dh * (kh - 1) - 1) // sh + 1, (x.shape[3] - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((x.shape[0], f, oh, ow))
-    fg = f // groups
-    for g in range(groups):
-        for i in range(kh):
-            for j in range(kw):
-                rows, cols = slice(i * dh, i * dh + sh * (oh - 1) + 1, sh), slice(j * dw, j * dw + sw * (ow - 1) + 1, sw)
-                patch = x[:, g * cg:(g + 1) * cg, rows, cols]
-                out[:, g * fg:(g + 1) * fg] += np.einsum("nchw,fc->nfhw", patch, w[g * fg:(g + 1) * fg, :, i, j])
-    if b is not None:
-        out += b[:, None, None]
-    return out.transpose(0, 2, 3, 1) if layout == "NHWC" else out
+    """ops.conv2d's defaults over the fuzzer's direct convolution."""
+    bias = () if b is None else (b,)
+    return fuzz.conv2d_reference(x, w, *bias, stride=stride, padding=padding, dilation=dilation,
+                                 groups=groups, layout=layout)
 
 
 CONV = [
@@ -383,21 +364,8 @@ _case("conv2d-i32", ops.conv2d, _conv_ref, _rand((1, 2, 4, 4), I32), _rand((3, 2
 
 
 def _pool_ref(x, kind, kernel_size, stride=None, padding=0, count_include_pad=True, layout="NCHW"):
-    """Pooling in float64 (torch semantics): -inf padding for max, zeros counted or not for avg."""
-    if layout == "NHWC":
-        nchw = _pool_ref(x.transpose(0, 3, 1, 2), kind, kernel_size, stride, padding, count_include_pad)
-        return nchw.transpose(0, 2, 3, 1)
-    kernel = tuple(np.broadcast_to(kernel_size, 2))
-    sh, sw = np.broadcast_to(kernel if stride is None else stride, 2)
-    top, left, bottom, right = _pads(padding)
-    pads = ((0, 0), (0, 0), (top, bottom), (left, right))
-    windows = np.lib.stride_tricks.sliding_window_view
-    fill = -np.inf if kind == "max" else 0
-    padded = windows(np.pad(x.astype(np.float64), pads, constant_values=fill), kernel, axis=(2, 3))[:, :, ::sh, ::sw]
-    if kind == "max":
-        return padded.max(axis=(-2, -1))
-    counted = windows(np.pad(np.ones_like(x), pads, constant_values=int(count_include_pad)), kernel, axis=(2, 3))
-    return padded.sum(axis=(-2, -1)) / counted[:, :, ::sh, ::sw].sum(axis=(-2, -1))
+    """ops' pooling defaults over the fuzzer's reference, in float64."""
+    return fuzz.pool2d_reference(x.astype(np.float64), kind, kernel_size, stride, padding, count_include_pad, layout)
 
 
 POOL = [

@@ -44,7 +44,7 @@ from ..compiler import compile as compile_module
 from ..trace import Tensor, as_tensor, trace
 
 __all__ = ["Node", "Graph", "Outcome", "random_graph", "trace_graphs", "run", "run_seeds", "run_isolated", "check",
-           "report", "OPS"]
+           "report", "OPS", "conv2d_reference", "pool2d_reference"]
 
 F32, F16, I32, I64, BOOL = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.int64, np.bool_))
 NUMERIC = (F32, F16, I32)
@@ -176,7 +176,7 @@ def _padding(v: Any) -> tuple[int, int, int, int]:
     return (v,) * 4 if isinstance(v, int) else tuple(v) * 2 if len(v) == 2 else tuple(v)
 
 
-def _conv2d(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Any, padding: Any, dilation: Any,
+def conv2d_reference(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Any, padding: Any, dilation: Any,
             groups: int, layout: str) -> np.ndarray:
     """Direct convolution: NCHW input with [F, C/groups, KH, KW] weight, or NHWC with HWIO."""
     if layout == "NHWC":
@@ -201,15 +201,15 @@ def _conv2d(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Any, paddin
 
 def _conv2d_ref(r: Rounding, x: np.ndarray, w: np.ndarray, *bias: np.ndarray, **attrs: Any) -> np.ndarray:
     k = w[0].size if attrs["layout"] == "NCHW" else w[..., 0].size
-    value = _conv2d(x, w, *bias, **attrs)
-    return _contract(r, value, _conv2d(np.abs(x), np.abs(w), *map(np.abs, bias), **attrs), k)
+    value = conv2d_reference(x, w, *bias, **attrs)
+    return _contract(r, value, conv2d_reference(np.abs(x), np.abs(w), *map(np.abs, bias), **attrs), k)
 
 
-def _pool2d(x: np.ndarray, kind: str, kernel: Any, stride: Any, padding: Any, count_include_pad: bool,
+def pool2d_reference(x: np.ndarray, kind: str, kernel: Any, stride: Any, padding: Any, count_include_pad: bool,
             layout: str) -> np.ndarray:
     """Pooling with torch's semantics: -inf padding for max; avg counts padded zeros or not."""
     if layout == "NHWC":
-        return _pool2d(x.transpose(0, 3, 1, 2), kind, kernel, stride, padding, count_include_pad,
+        return pool2d_reference(x.transpose(0, 3, 1, 2), kind, kernel, stride, padding, count_include_pad,
                        "NCHW").transpose(0, 2, 3, 1)
     kernel = _pair(kernel)
     sh, sw = _pair(kernel if stride is None else stride)
@@ -225,10 +225,10 @@ def _pool2d(x: np.ndarray, kind: str, kernel: Any, stride: Any, padding: Any, co
 
 
 def _pool2d_ref(r: Rounding, x: np.ndarray, **attrs: Any) -> np.ndarray:
-    value = _pool2d(x, **attrs)
+    value = pool2d_reference(x, **attrs)
     if attrs["kind"] == "max":
         return value
-    return _contract(r, value, _pool2d(np.abs(x), **attrs), math.prod(_pair(attrs["kernel"])))
+    return _contract(r, value, pool2d_reference(np.abs(x), **attrs), math.prod(_pair(attrs["kernel"])))
 
 
 def _pool2d_build(x: Tensor, kind: str, kernel: Any, stride: Any, padding: Any, count_include_pad: bool,
