@@ -93,11 +93,13 @@ def HostDedupeKernelResults : Pass<"host-dedupe-kernel-results", "mlir::ModuleOp
 def HostReuseBuffers : Pass<"host-reuse-buffers", "mlir::func::FuncOp"> {
   let summary = "Write results in place and reuse freed intermediate buffers";
   let description = [{
-    Runs on bufferized host functions (not `tessel.kernel` ones). The alloc
-    whose contents are finally copied into an output argument is replaced
-    by that argument, and an alloc whose type matches a buffer deallocated
-    earlier in the block takes that buffer instead of new memory. Run
-    `optimize-allocation-liveness` first so that deallocs follow last uses.
+    Runs on bufferized functions. The alloc whose contents are finally
+    copied into an output argument, directly or through a reshape, is
+    replaced by that argument (or its inverse reshape). In host functions
+    (not `tessel.kernel` ones), an alloc whose type matches a buffer
+    deallocated earlier in the block takes that buffer instead of new
+    memory. Run `optimize-allocation-liveness` first so that deallocs follow
+    last uses.
   }];
 }
 
@@ -168,6 +170,17 @@ def CpuVectorizeMatmul : Pass<"cpu-vectorize-matmul", "mlir::func::FuncOp"> {
   ];
 }
 
+def CpuSerializeInnerForalls : Pass<"cpu-serialize-inner-foralls"> {
+  let summary = "Turn scf.forall loops nested in another forall into scf.for";
+  let description = [{
+    On the CPU only the outermost forall of a nest runs in parallel (its
+    iterations become async-runtime tasks); nested foralls, such as the
+    thread level of a GPU schedule checked on the CPU, run sequentially.
+    Works on tensors or buffers.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect"];
+}
+
 def CpuApproximateMath : Pass<"cpu-approximate-math"> {
   let summary = "Replace transcendental math ops by inline polynomials";
   let description = [{
@@ -179,6 +192,91 @@ def CpuApproximateMath : Pass<"cpu-approximate-math"> {
     "mlir::arith::ArithDialect",
     "mlir::math::MathDialect",
     "mlir::vector::VectorDialect",
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Schedules (loop dialect) and GPU code generation
+//===----------------------------------------------------------------------===//
+
+def LinalgSinkReshapes : Pass<"linalg-sink-reshapes", "mlir::func::FuncOp"> {
+  let summary = "Move reshapes of kernel-computed values out to the kernel's results";
+  let description = [{
+    Runs on `tessel.kernel` functions on linalg tensors. A linalg.generic
+    that consumes a tensor.expand_shape of a value computed in the kernel
+    (the epilogue of a batched x @ W) is collapsed to the unexpanded shape,
+    so the expand_shape moves to its result and the contraction and its
+    epilogue form one nest that tiling fuses.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
+def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
+  let summary = "Give every kernel without a schedule the target's default one";
+  let description = [{
+    Runs after graph-to-linalg. Each `tessel.kernel` function that no
+    `loop.schedule` names gets one for `target`: its root's parallel loops
+    are tiled over blocks and then threads (one thread per point); in
+    kernels built around a reduction the innermost loop of an elementwise
+    root stays whole, so each thread walks whole rows and reductions are
+    never recomputed. A kernel with nothing to distribute gets no schedule
+    (gpu-map-kernels runs it in one thread). This schedule runs every kernel
+    class correctly; faster schedules for contractions and reductions
+    replace it per class.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
+           "GPU target the schedules are for (sm_80, sm_90, sm_90a)">,
+  ];
+  let dependentDialects = ["tessel::loop::LoopDialect", "mlir::gpu::GPUDialect"];
+}
+
+def LoopValidateSchedules : Pass<"loop-validate", "mlir::ModuleOp"> {
+  let summary = "Reject schedules that cannot run on their target";
+  let description = [{
+    Walks each `loop.schedule` against its kernel and the target's limits:
+    one tile size per loop of the kernel's root, a block-level tile before
+    any warp or thread level, at most 1024 threads per block. Errors name
+    the knob or tile, the value and the limit.
+  }];
+}
+
+def LoopApplySchedules : Pass<"loop-apply-schedule", "mlir::ModuleOp"> {
+  let summary = "Carry out each kernel's loop.schedule on its linalg";
+  let description = [{
+    For every `loop.schedule`, applies its primitives in order to the
+    kernel's root op on tensors: `loop.tile` with a mapping tiles into an
+    scf.forall carrying that mapping (#gpu.block, #gpu.warp, #gpu.thread),
+    without one into scf.for loops; every linalg producer is fused into each
+    tile. The schedule op is erased once applied. Run loop-validate first.
+  }];
+  let dependentDialects = [
+    "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
+    "mlir::gpu::GPUDialect",
+  ];
+}
+
+def GpuMapKernels : Pass<"gpu-map-kernels", "mlir::ModuleOp"> {
+  let summary = "Turn each bufferized kernel's mapped scf.forall nests into gpu.launch ops";
+  let description = [{
+    After bufferization, each top-level block-mapped scf.forall of a
+    `tessel.kernel` function becomes a gpu.launch whose grid is the forall's
+    trip counts, and nested thread/warp-mapped foralls become thread ids
+    (upstream's map_forall_to_blocks and map_nested_forall_to_threads, run
+    through the transform interpreter); the block size is the largest
+    thread-level forall. Computation outside any such forall runs in a
+    1x1x1 launch. Buffers allocated inside a launch become per-thread stack
+    allocations, and views of the kernel's buffers and constant globals are
+    recreated inside each launch that uses them, so that a launch's operands
+    are the host program's buffers. Follow with gpu-kernel-outlining.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::transform::TransformDialect",
   ];
 }
 

@@ -34,7 +34,11 @@ def Loop_ScheduleOp : Loop_Op<"schedule", [
   let summary = "The schedule of one kernel";
   let description = [{
     Names the kernel (a function in the same module) and the target, and
-    holds the primitives in the order they apply. Knob names are unique in a
+    holds the primitives in the order they apply. They apply to the
+    kernel's root: the linalg op computing its last result. A kernel whose
+    results do not all feed that one (siblings) has further roots, each
+    named by `result N` (the index of a result it computes) and scheduled
+    apart. Knob names are unique in a
     schedule, so a point of its search space is a map from names to values.
 
     ```mlir
@@ -47,9 +51,13 @@ def Loop_ScheduleOp : Loop_Op<"schedule", [
     }
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$kernel, StrAttr:$target);
+  let arguments = (ins FlatSymbolRefAttr:$kernel,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$result,
+                       StrAttr:$target);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$kernel `target` $target attr-dict-with-keyword $body";
+  let assemblyFormat = [{
+    $kernel (`result` $result^)? `target` $target attr-dict-with-keyword $body
+  }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{

@@ -11,12 +11,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TileAndFuseRoot.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
-#include "mlir/IR/Dominance.h"
-#include "mlir/Interfaces/TilingInterface.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_CPUTILEANDFUSE
@@ -94,21 +92,8 @@ struct CpuTileAndFusePass
     func::FuncOp func = getOperation();
     if (!func->hasAttr("tessel.kernel") || func.isExternal())
       return;
-    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-    // The root: the last linalg op whose result the kernel returns, maybe
-    // through reshapes (a batched x @ W is a 2-D matmul between two).
     llvm::SmallPtrSet<Operation *, 4> returned;
-    for (Value v : ret.getOperands()) {
-      while (isa_and_present<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
-          v.getDefiningOp()))
-        v = v.getDefiningOp()->getOperand(0);
-      if (isa_and_present<linalg::LinalgOp>(v.getDefiningOp()))
-        returned.insert(v.getDefiningOp());
-    }
-    TilingInterface root;
-    for (Operation &op : func.getBody().front())
-      if (returned.contains(&op))
-        root = cast<TilingInterface>(&op);
+    TilingInterface root = findKernelRoot(func, returned);
     if (!root)
       return;
     OpBuilder b(root);
@@ -120,34 +105,12 @@ struct CpuTileAndFusePass
     if (sizes.empty())
       return;
 
-    scf::SCFTileAndFuseOptions options;
-    options.tilingOptions.setTileSizes(
-        getAsIndexOpFoldResult(&getContext(), sizes));
-    options.tilingOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-    // A fused producer the kernel also returns is yielded from the loop
-    // instead of being computed a second time outside it.
-    options.setFusionControlFn(
-        [&](tensor::ExtractSliceOp, OpResult producer, bool)
-            -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-          if (!isa<linalg::LinalgOp>(producer.getOwner()))
-            return std::nullopt;
-          return scf::SCFTileAndFuseOptions::ControlFnResult{
-              returned.contains(producer.getOwner())};
-        });
     IRRewriter rewriter(&getContext());
-    FailureOr<scf::SCFTileAndFuseResult> result =
-        scf::tileConsumerAndFuseProducersUsingSCF(rewriter, root, options);
-    if (failed(result)) {
+    if (failed(tileAndFuseRoot(rewriter, root, sizes, /*sequential=*/false,
+                               /*mapping=*/{}, returned))) {
       root.emitError("cpu-tile-and-fuse could not tile this op");
       return signalPassFailure();
     }
-    // Only uses after the loop take its results: the untiled ops before it
-    // (the root, producers) and leftovers inside it keep theirs and die.
-    DominanceInfo dominance(func);
-    for (auto [original, replacement] : result->replacements)
-      rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
-        return dominance.properlyDominates(replacement, use.getOwner());
-      });
   }
 };
 

@@ -1,12 +1,14 @@
 //===- ReuseBuffers.cpp - buffer reuse in the host program ----------------===//
 //
-// After bufferization the host function allocates one buffer per
-// intermediate and copies its final result into the caller's output buffer.
-// On its straight-line top-level code this pass
-//   1. lets the kernel that produces a result write straight into the
-//      output argument (drops the alloc and the copy), and
-//   2. hands a buffer freed by a dealloc to the next alloc of the same type
-//      (run optimize-allocation-liveness first so deallocs follow last uses).
+// After bufferization a function allocates one buffer per intermediate and
+// copies its final result into the caller's output buffer. On its
+// straight-line top-level code this pass
+//   1. lets the code that produces a result write straight into the output
+//      argument, or into a reshaped view of it (drops the alloc and the
+//      copy), in host and kernel functions, and
+//   2. in host functions, hands a buffer freed by a dealloc to the next alloc
+//      of the same type (run optimize-allocation-liveness first so deallocs
+//      follow last uses).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,17 +32,41 @@ memref::AllocOp topLevelAlloc(Value v, Block &block) {
   return alloc && alloc->getBlock() == &block ? alloc : memref::AllocOp();
 }
 
+/// The alloc a copy's source is, directly or through one reshape, with
+/// that reshape (or null).
+std::pair<memref::AllocOp, Operation *> copiedAlloc(Value source, Block &block) {
+  Operation *reshape = source.getDefiningOp();
+  if (isa_and_present<memref::CollapseShapeOp, memref::ExpandShapeOp>(reshape))
+    return {topLevelAlloc(reshape->getOperand(0), block), reshape};
+  return {topLevelAlloc(source, block), nullptr};
+}
+
+/// `out` reshaped back to the type of `reshape`'s source: the inverse view.
+Value inverseReshape(OpBuilder &b, Operation *reshape, Value out) {
+  if (auto collapse = dyn_cast<memref::CollapseShapeOp>(reshape))
+    return memref::ExpandShapeOp::create(
+        b, reshape->getLoc(), collapse.getSrcType(), out,
+        collapse.getReassociationIndices());
+  auto expand = cast<memref::ExpandShapeOp>(reshape);
+  return memref::CollapseShapeOp::create(b, reshape->getLoc(), out,
+                                         expand.getReassociationIndices());
+}
+
 void elideOutputCopies(Block &block) {
   for (auto copy : llvm::make_early_inc_range(block.getOps<memref::CopyOp>())) {
     auto out = dyn_cast<BlockArgument>(copy.getTarget());
-    memref::AllocOp alloc = topLevelAlloc(copy.getSource(), block);
+    auto [alloc, reshape] = copiedAlloc(copy.getSource(), block);
     if (!out || out.getOwner() != &block || !out.hasOneUse() || !alloc ||
-        alloc.getType() != out.getType())
+        copy.getSource().getType() != out.getType() ||
+        (reshape && !reshape->hasOneUse()) ||
+        !alloc.getType().getLayout().isIdentity())
       continue;
     // Every other use must come before the copy (or free the buffer).
     bool ordered = llvm::all_of(alloc->getUsers(), [&](Operation *user) {
-      return user == copy || isa<memref::DeallocOp>(user) ||
-             (user->getBlock() == &block && user->isBeforeInBlock(copy));
+      if (user == copy || user == reshape || isa<memref::DeallocOp>(user))
+        return true;
+      Operation *ancestor = block.findAncestorOpInBlock(*user);
+      return ancestor && ancestor->isBeforeInBlock(copy);
     });
     if (!ordered)
       continue;
@@ -48,7 +74,13 @@ void elideOutputCopies(Block &block) {
       if (isa<memref::DeallocOp>(user))
         user->erase();
     copy.erase();
-    alloc.replaceAllUsesWith(out);
+    Value replacement = out;
+    if (reshape) {
+      OpBuilder b(alloc);
+      replacement = inverseReshape(b, reshape, out);
+      reshape->erase();
+    }
+    alloc.replaceAllUsesWith(replacement);
     alloc.erase();
   }
 }
@@ -81,11 +113,12 @@ struct HostReuseBuffersPass
     : tessel::impl::HostReuseBuffersBase<HostReuseBuffersPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (func->hasAttr("tessel.kernel") || func.isExternal())
+    if (func.isExternal())
       return;
     Block &block = func.getBody().front();
     elideOutputCopies(block);
-    reuseFreedBuffers(block);
+    if (!func->hasAttr("tessel.kernel"))
+      reuseFreedBuffers(block);
   }
 };
 

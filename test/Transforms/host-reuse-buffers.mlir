@@ -53,3 +53,27 @@ func.func @no_reuse(%x: memref<64xf32>, %out: memref<32xf32>) {
   return
 }
 func.func private @k(memref<64xf32>, memref<64xf32>)
+
+// -----
+
+// A kernel whose result leaves through a reshape (a transpose then a merge
+// of heads) writes into the matching view of its output argument instead of
+// a buffer that is then copied.
+// CHECK-LABEL: func.func private @merge_heads
+// CHECK-SAME: (%[[X:.*]]: memref<2x4x16xf32>, %[[OUT:.*]]: memref<2x64xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: %[[VIEW:.*]] = memref.expand_shape %[[OUT]] {{\[}}[0], [1, 2]] output_shape [2, 16, 4] : memref<2x64xf32> into memref<2x16x4xf32>
+// CHECK: scf.forall
+// CHECK: linalg.transpose ins(%[[X]] : memref<2x4x16xf32>) outs(%[[VIEW]] : memref<2x16x4xf32>)
+// CHECK-NOT: memref.copy
+// CHECK-NOT: memref.dealloc
+func.func private @merge_heads(%x: memref<2x4x16xf32>, %out: memref<2x64xf32>) attributes {tessel.kernel = "elementwise"} {
+  %a = memref.alloc() : memref<2x16x4xf32>
+  scf.forall (%i) in (1) {
+    linalg.transpose ins(%x : memref<2x4x16xf32>) outs(%a : memref<2x16x4xf32>) permutation = [0, 2, 1]
+  }
+  %flat = memref.collapse_shape %a [[0], [1, 2]] : memref<2x16x4xf32> into memref<2x64xf32>
+  memref.copy %flat, %out : memref<2x64xf32> to memref<2x64xf32>
+  memref.dealloc %a : memref<2x16x4xf32>
+  return
+}

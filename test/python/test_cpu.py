@@ -195,7 +195,7 @@ def test_non_contiguous_and_dlpack_inputs():
 
 def test_unsupported_target_and_signatures():
     module = tessel.parse("func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n return %x : tensor<4xf32>\n}")
-    with pytest.raises(tessel.UnsupportedError, match="target 'tpu' is not supported yet"):
+    with pytest.raises(tessel.UnsupportedError, match="unknown target 'tpu'; available: cpu, cuda:sm_80"):
         tessel.compile(module, target="tpu")
     dyn = tessel.parse("func.func @f(%x: tensor<?xf32>) -> tensor<?xf32> {\n return %x : tensor<?xf32>\n}")
     with pytest.raises(tessel.UnsupportedError, match="dynamic shape"):

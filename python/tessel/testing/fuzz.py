@@ -40,6 +40,7 @@ import numpy as np
 from mlir import ir
 
 from .. import ops
+from ..backends.cpu import compile_cpu
 from ..compiler import compile as compile_module
 from ..trace import Tensor, as_tensor, trace
 
@@ -869,9 +870,18 @@ def trace_graphs(graphs: Sequence[Graph], name: str = "fuzz") -> ir.Module:
     return trace(fn, *(a for g in graphs for a in g.arrays()), name=name)
 
 
-def run(graphs: Sequence[Graph]) -> list[list[np.ndarray]]:
-    """Compiles ``graphs`` as one module for the CPU and runs it; the outputs of each graph."""
-    executable = compile_module(trace_graphs(graphs), target="cpu")
+def run(graphs: Sequence[Graph], schedules: Optional[str] = None) -> list[list[np.ndarray]]:
+    """Compiles ``graphs`` as one module for the CPU and runs it; the outputs of each graph.
+
+    With ``schedules`` (a GPU target such as ``"sm_90"``) the kernels run
+    under that target's default schedules instead of the CPU's tiling, and
+    the module must also compile for that GPU (every kernel assembled by
+    ptxas when it is installed).
+    """
+    module = trace_graphs(graphs)
+    if schedules is not None:
+        compile_module(module, target=f"cuda:{schedules}")
+    executable = compile_cpu(module, schedules=schedules)
     results = executable(*(a for g in graphs for a in g.arrays()))
     results = list(results) if isinstance(results, tuple) else [results]
     split, at = [], 0
@@ -884,23 +894,23 @@ def run(graphs: Sequence[Graph]) -> list[list[np.ndarray]]:
 Outcome = Union[list[np.ndarray], str]  # a graph's outputs, or why there are none
 
 
-def run_seeds(seeds: Sequence[int]) -> dict[int, Outcome]:
+def run_seeds(seeds: Sequence[int], schedules: Optional[str] = None) -> dict[int, Outcome]:
     """Runs the graphs of ``seeds`` as one module; if that fails, each alone to find the culprits."""
     graphs = [random_graph(seed) for seed in seeds]
     try:
-        return dict(zip(seeds, run(graphs)))
+        return dict(zip(seeds, run(graphs, schedules)))
     except Exception:
         outcomes: dict[int, Outcome] = {}
         for graph in graphs:
             try:
-                outcomes[graph.seed] = run([graph])[0]
+                outcomes[graph.seed] = run([graph], schedules)[0]
             except Exception as e:
                 outcomes[graph.seed] = f"{type(e).__name__}: {e}"
         return outcomes
 
 
 def run_isolated(batches: Sequence[Sequence[int]], workers: int, per_process: int = 4,
-                 timeout: float = 300) -> dict[int, Outcome]:
+                 timeout: float = 300, schedules: Optional[str] = None) -> dict[int, Outcome]:
     """:func:`run_seeds` on each batch, in ``workers`` parallel processes of ``per_process`` batches each.
 
     A compiler crash or hang then fails only the graphs involved (each
@@ -908,12 +918,14 @@ def run_isolated(batches: Sequence[Sequence[int]], workers: int, per_process: in
     """
     groups = [list(batches[i:i + per_process]) for i in range(0, len(batches), per_process)]
     with ThreadPoolExecutor(workers) as pool:
-        parts = list(pool.map(lambda group: _run_process(group, timeout), groups))
+        parts = list(pool.map(lambda group: _run_process(group, timeout, schedules), groups))
     return {seed: outcome for part in parts for seed, outcome in part.items()}
 
 
-def _run_process(batches: list[Sequence[int]], timeout: float) -> dict[int, Outcome]:
-    command = [sys.executable, "-m", __name__, *(",".join(map(str, batch)) for batch in batches)]
+def _run_process(batches: list[Sequence[int]], timeout: float,
+                 schedules: Optional[str]) -> dict[int, Outcome]:
+    command = [sys.executable, "-m", __name__, schedules or "cpu",
+               *(",".join(map(str, batch)) for batch in batches)]
     try:
         done = subprocess.run(command, capture_output=True, timeout=timeout)
         stdout, failure = done.stdout, f"compiling or running killed the process (exit status {done.returncode})"
@@ -934,7 +946,7 @@ def _run_process(batches: list[Sequence[int]], timeout: float) -> dict[int, Outc
         outcomes[failed[0]] = failure
     else:
         rest = [[seed] for seed in failed] + rest
-    return {**outcomes, **(_run_process(rest, timeout) if rest else {})}
+    return {**outcomes, **(_run_process(rest, timeout, schedules) if rest else {})}
 
 
 def check(graph: Graph, got: Sequence[np.ndarray]) -> list[str]:
@@ -973,7 +985,8 @@ def report(graph: Graph, problem: str) -> str:
     return f"fuzz graph seed {graph.seed}: {problem}\nops:\n{graph}\nmodule:\n{module}"
 
 
-if __name__ == "__main__":  # a worker of run_isolated: each argument is a batch "seed,seed,..."
-    for argument in sys.argv[1:]:
-        pickle.dump(run_seeds([int(seed) for seed in argument.split(",")]), sys.stdout.buffer)
+if __name__ == "__main__":  # a worker of run_isolated: "cpu" or a GPU target, then batches "seed,seed,..."
+    target = None if sys.argv[1] == "cpu" else sys.argv[1]
+    for argument in sys.argv[2:]:
+        pickle.dump(run_seeds([int(seed) for seed in argument.split(",")], target), sys.stdout.buffer)
         sys.stdout.buffer.flush()

@@ -36,3 +36,10 @@ loop.schedule @matmul_kernel target "sm_80" {
 loop.schedule @matmul_kernel target "cpu" {
   loop.tile [32, 0, 0] mapping [#gpu.thread<x>]
 }
+
+// A schedule for a sibling root names the result it computes.
+// CHECK-LABEL: loop.schedule @matmul_kernel result 0 target "sm_80" {
+// CHECK-NEXT: loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+loop.schedule @matmul_kernel result 0 target "sm_80" {
+  loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+}

@@ -1,0 +1,120 @@
+//===- TileAndFuseRoot.cpp - tiling a kernel's root with its producers ----===//
+
+#include "passes/TileAndFuseRoot.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+
+using namespace mlir;
+
+/// The linalg op computing a returned value, looking through reshapes (a
+/// batched x @ W is a 2-D matmul between two).
+static Operation *returnedLinalgOp(Value v) {
+  while (isa_and_present<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+      v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  return isa_and_present<linalg::LinalgOp>(v.getDefiningOp()) ? v.getDefiningOp()
+                                                              : nullptr;
+}
+
+TilingInterface
+tessel::findKernelRoot(func::FuncOp func,
+                       llvm::SmallPtrSetImpl<Operation *> &returned) {
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  for (Value v : ret.getOperands())
+    if (Operation *op = returnedLinalgOp(v))
+      returned.insert(op);
+  TilingInterface root;
+  for (Operation &op : func.getBody().front())
+    if (returned.contains(&op))
+      root = cast<TilingInterface>(&op);
+  return root;
+}
+
+SmallVector<std::pair<unsigned, TilingInterface>>
+tessel::findKernelRoots(func::FuncOp func) {
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  llvm::DenseMap<Operation *, unsigned> firstResult;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (Operation *op = returnedLinalgOp(v))
+      firstResult.try_emplace(op, i);
+  SmallVector<std::pair<unsigned, TilingInterface>> roots;
+  llvm::SmallPtrSet<Operation *, 16> covered;
+  for (Operation &op : llvm::reverse(func.getBody().front())) {
+    if (!firstResult.count(&op) || covered.contains(&op))
+      continue;
+    roots.push_back({firstResult[&op], cast<TilingInterface>(&op)});
+    // Everything this root computes through its producers.
+    SmallVector<Operation *> worklist = {&op};
+    while (!worklist.empty()) {
+      Operation *current = worklist.pop_back_val();
+      if (!covered.insert(current).second)
+        continue;
+      for (Value operand : current->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && def->getBlock() == &func.getBody().front())
+          worklist.push_back(def);
+    }
+  }
+  return roots;
+}
+
+TilingInterface tessel::scheduledRoot(
+    Operation *schedule, func::FuncOp func,
+    ArrayRef<std::pair<unsigned, TilingInterface>> roots,
+    std::optional<uint64_t> result) {
+  if (roots.empty()) {
+    schedule->emitError("kernel '")
+        << func.getSymName() << "' has no linalg root to schedule";
+    return nullptr;
+  }
+  if (!result)
+    return roots.front().second;
+  for (auto [index, root] : roots)
+    if (index == *result)
+      return root;
+  InFlightDiagnostic diag = schedule->emitError("result ")
+                            << *result << " of kernel '" << func.getSymName()
+                            << "' is not a root; roots compute results";
+  for (auto [index, root] : roots)
+    diag << " " << index;
+  return nullptr;
+}
+
+FailureOr<TilingInterface>
+tessel::tileAndFuseRoot(RewriterBase &rewriter, TilingInterface root,
+                        ArrayRef<int64_t> sizes, bool sequential,
+                        ArrayRef<Attribute> mapping,
+                        const llvm::SmallPtrSetImpl<Operation *> &returned) {
+  scf::SCFTileAndFuseOptions options;
+  options.tilingOptions.setTileSizes(
+      getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  options.tilingOptions.setLoopType(
+      sequential ? scf::SCFTilingOptions::LoopType::ForOp
+                 : scf::SCFTilingOptions::LoopType::ForallOp);
+  if (!mapping.empty())
+    options.tilingOptions.setMapping(mapping);
+  options.setFusionControlFn(
+      [&](tensor::ExtractSliceOp, OpResult producer, bool)
+          -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+        if (!isa<linalg::LinalgOp>(producer.getOwner()))
+          return std::nullopt;
+        return scf::SCFTileAndFuseOptions::ControlFnResult{
+            returned.contains(producer.getOwner())};
+      });
+  rewriter.setInsertionPoint(root);
+  FailureOr<scf::SCFTileAndFuseResult> result =
+      scf::tileConsumerAndFuseProducersUsingSCF(rewriter, root, options);
+  if (failed(result))
+    return failure();
+  // Only uses after the loop take its results: the untiled ops before it
+  // (the root, producers) and leftovers inside it keep theirs and die.
+  DominanceInfo dominance(root->getParentOfType<func::FuncOp>());
+  for (auto [original, replacement] : result->replacements)
+    rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
+      return dominance.properlyDominates(replacement, use.getOwner());
+    });
+  // The first tiled op is the tiled root.
+  return cast<TilingInterface>(result->tiledAndFusedOps.front());
+}

@@ -1,0 +1,53 @@
+//===- TileAndFuseRoot.h - tiling a kernel's root with its producers -*- C++ -*-===//
+//
+// Shared by cpu-tile-and-fuse and loop-apply-schedule: both tile the root of
+// a kernel function (the last linalg op whose result it returns) and fuse
+// every linalg producer into the tile.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_PASSES_TILEANDFUSEROOT_H
+#define TESSEL_PASSES_TILEANDFUSEROOT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+namespace tessel {
+
+/// The root of a `tessel.kernel` function: the last linalg op whose result
+/// it returns, maybe through reshapes (a batched x @ W is a 2-D matmul
+/// between two). Null when the kernel returns no linalg result. `returned`
+/// receives every linalg op whose result the kernel returns.
+mlir::TilingInterface
+findKernelRoot(mlir::func::FuncOp func,
+               llvm::SmallPtrSetImpl<mlir::Operation *> &returned);
+
+/// The roots of a `tessel.kernel` function with the index of the first
+/// result each computes, last root first: the returned linalg ops that are
+/// not producers of a later root. Tiling each root fused with its producers
+/// computes every result of the kernel.
+llvm::SmallVector<std::pair<unsigned, mlir::TilingInterface>>
+findKernelRoots(mlir::func::FuncOp func);
+
+/// The root a schedule names: the first root (the last result's) when
+/// `result` is empty, else the root computing that result. Emits an error
+/// at `schedule` and returns null when there is none.
+mlir::TilingInterface scheduledRoot(
+    mlir::Operation *schedule, mlir::func::FuncOp func,
+    llvm::ArrayRef<std::pair<unsigned, mlir::TilingInterface>> roots,
+    std::optional<uint64_t> result);
+
+/// Tiles `root` by `sizes` (0 = untiled) into an scf.forall (with `mapping`,
+/// which may be empty) or, when `sequential`, scf.for loops, fuses every
+/// linalg producer into the innermost tile, and redirects later uses to the
+/// loop's results. A producer in `returned` is yielded from the loop rather
+/// than recomputed outside it. Returns the tiled root, or failure.
+mlir::FailureOr<mlir::TilingInterface>
+tileAndFuseRoot(mlir::RewriterBase &rewriter, mlir::TilingInterface root,
+                llvm::ArrayRef<int64_t> sizes, bool sequential,
+                llvm::ArrayRef<mlir::Attribute> mapping,
+                const llvm::SmallPtrSetImpl<mlir::Operation *> &returned);
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_TILEANDFUSEROOT_H

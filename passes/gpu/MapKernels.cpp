@@ -1,0 +1,265 @@
+//===- MapKernels.cpp - mapped scf.forall nests to gpu.launch -------------===//
+//
+// Each top-level block-mapped forall of a bufferized kernel becomes a
+// gpu.launch. Upstream implements the mapping as transform ops; this pass
+// runs them per forall through the transform interpreter with that forall's
+// block size, which only the bufferized nest knows (its largest thread-level
+// forall). Computation left outside any forall (a reduction to a scalar)
+// runs in a one-thread launch, so that nothing of a kernel runs on the host.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Transform/IR/TransformOps.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Parser/Parser.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_GPUMAPKERNELS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+
+namespace {
+
+constexpr int64_t kWarpSize = 32;
+
+bool isBlockMapped(scf::ForallOp forall) {
+  std::optional<ArrayAttr> mapping = forall.getMapping();
+  return mapping && !mapping->empty() &&
+         isa<gpu::GPUBlockMappingAttr>((*mapping)[0]);
+}
+
+/// Threads along x, y, z that a thread-, warp- or lane-mapped forall needs.
+std::array<int64_t, 3> threadsOf(scf::ForallOp forall) {
+  std::array<int64_t, 3> dims = {1, 1, 1};
+  int64_t linear = 1;
+  bool isLinear = false;
+  for (auto [count, id] :
+       llvm::zip(forall.getStaticUpperBound(), *forall.getMapping())) {
+    auto mappingId = cast<DeviceMappingAttrInterface>(id);
+    int64_t per = isa<gpu::GPUWarpMappingAttr>(id)        ? kWarpSize
+                  : isa<gpu::GPUWarpgroupMappingAttr>(id) ? 4 * kWarpSize
+                                                          : 1;
+    if (mappingId.isLinearMapping() || per > 1) {
+      isLinear = true;
+      linear *= count * per;
+    } else {
+      dims[mappingId.getMappingId()] = count;
+    }
+  }
+  if (isLinear)
+    dims = {linear, 1, 1};
+  return dims;
+}
+
+/// Ops that stay on the kernel function's top level: they allocate, alias or
+/// name memory rather than compute (the host program reads them), or copy
+/// one whole buffer to another (a device-to-device copy of the host
+/// program). A copy into or out of part of a buffer is computation.
+bool isWholeBuffer(Value v) {
+  while (isa_and_present<memref::CollapseShapeOp, memref::ExpandShapeOp>(
+      v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  return isa<BlockArgument>(v) ||
+         isa<memref::AllocOp, memref::GetGlobalOp>(v.getDefiningOp());
+}
+
+bool staysOutside(Operation &op) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return isWholeBuffer(copy.getSource()) && isWholeBuffer(copy.getTarget());
+  return op.hasTrait<OpTrait::IsTerminator>() ||
+         isa<arith::ConstantOp, memref::AllocOp, memref::DeallocOp,
+             memref::GetGlobalOp, gpu::LaunchOp>(op) ||
+         (isa<ViewLikeOpInterface>(op) && isMemoryEffectFree(&op));
+}
+
+/// Moves `ops` (consecutive top-level ops) into a new 1x1x1 launch.
+void launchInOneThread(ArrayRef<Operation *> ops) {
+  OpBuilder b(ops.front());
+  Location loc = ops.front()->getLoc();
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  auto terminator = gpu::TerminatorOp::create(b, loc);
+  for (Operation *op : ops)
+    op->moveBefore(terminator);
+}
+
+/// Maps one block-mapped forall (and the thread foralls in it) to a launch.
+LogicalResult mapForall(scf::ForallOp forall) {
+  std::array<int64_t, 3> block = {1, 1, 1};
+  WalkResult result = forall.walk([&](scf::ForallOp nested) {
+    if (nested == forall || !nested.getMapping() ||
+        nested.getMapping()->empty())
+      return WalkResult::advance();
+    if (ShapedType::isDynamicShape(nested.getStaticUpperBound())) {
+      nested.emitError("a thread-level scf.forall has a dynamic trip count; "
+                       "block sizes must be static");
+      return WalkResult::interrupt();
+    }
+    std::array<int64_t, 3> dims = threadsOf(nested);
+    for (int i = 0; i < 3; ++i)
+      block[i] = std::max(block[i], dims[i]);
+    return WalkResult::advance();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  std::string script;
+  llvm::raw_string_ostream os(script);
+  os << R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @map(%f: !transform.any_op {transform.consumed}) {
+    %l = transform.gpu.map_forall_to_blocks %f {generate_gpu_launch}
+        : (!transform.any_op) -> !transform.any_op
+    transform.gpu.map_nested_forall_to_threads %l block_dims = [)mlir"
+     << block[0] << ", " << block[1] << ", " << block[2] << R"mlir(]
+        : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+})mlir";
+  OwningOpRef<ModuleOp> transforms =
+      parseSourceString<ModuleOp>(script, ParserConfig(forall.getContext()));
+  if (!transforms)
+    return failure();
+  Operation *sequence = SymbolTable::lookupSymbolIn(*transforms, "map");
+  Location loc = forall.getLoc();
+  if (failed(transform::applyTransformNamedSequence(
+          forall, sequence, *transforms, transform::TransformOptions())))
+    return emitError(loc, "could not map these loops to the GPU");
+  return success();
+}
+
+/// Buffers allocated inside a launch belong to one thread: they become
+/// stack (local memory) allocations instead of device-heap mallocs. Copies
+/// become linalg.copy, which lowers to loops (memref.copy of strided views
+/// would call a host runtime function).
+LogicalResult privatizeAllocations(gpu::LaunchOp launch) {
+  IRRewriter rewriter(launch.getContext());
+  launch.walk([&](memref::CopyOp copy) {
+    rewriter.setInsertionPoint(copy);
+    rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                copy.getTarget());
+  });
+  SmallVector<memref::AllocOp> allocs;
+  launch.walk([&](memref::AllocOp alloc) {
+    if (!alloc.getType().getMemorySpace())
+      allocs.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : allocs) {
+    if (!alloc.getType().hasStaticShape())
+      return alloc.emitError("a kernel-local buffer has a dynamic shape");
+    for (Operation *user : llvm::to_vector(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        rewriter.eraseOp(user);
+    rewriter.setInsertionPoint(alloc);
+    rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType(),
+                                                  alloc.getAlignmentAttr());
+  }
+  return success();
+}
+
+/// Views of the kernel's arguments (a batched matmul reads its input
+/// collapsed to 2-D) and constant globals used in a launch are recreated
+/// inside it, so that outlining passes the arguments themselves: a launch's
+/// ABI is buffers of the host program.
+void sinkViews(gpu::LaunchOp launch) {
+  Block &body = launch.getBody().front();
+  IRMapping mapping;
+  SmallVector<Operation *> worklist;
+  launch.getBody().walk([&](Operation *op) {
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && !launch->isAncestor(def) &&
+          (isa<memref::GetGlobalOp>(def) ||
+           (isa<ViewLikeOpInterface>(def) && isMemoryEffectFree(def))))
+        worklist.push_back(def);
+  });
+  // Clone each needed view (and the views it is built on) at the top of the
+  // launch, producers first.
+  SetVector<Operation *> needed;
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!needed.insert(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && (isa<memref::GetGlobalOp>(def) ||
+                  (isa<ViewLikeOpInterface>(def) && isMemoryEffectFree(def))))
+        worklist.push_back(def);
+  }
+  SmallVector<Operation *> ordered = needed.takeVector();
+  llvm::sort(ordered, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  OpBuilder b(&body, body.begin());
+  for (Operation *op : ordered) {
+    Operation *clone = b.clone(*op, mapping);
+    for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
+      from.replaceUsesWithIf(to, [&](OpOperand &use) {
+        return launch->isProperAncestor(use.getOwner());
+      });
+  }
+  for (Operation *op : llvm::reverse(ordered))
+    if (op->use_empty())
+      op->erase();
+}
+
+struct GpuMapKernelsPass
+    : tessel::impl::GpuMapKernelsBase<GpuMapKernelsPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (!func->hasAttr("tessel.kernel") || func.isExternal())
+        continue;
+      // Upstream maps only normalized foralls (from 0, step 1).
+      SmallVector<scf::ForallOp> foralls;
+      func.walk([&](scf::ForallOp forall) { foralls.push_back(forall); });
+      for (scf::ForallOp forall : foralls)
+        if (!forall.isNormalized() &&
+            failed(normalizeForallOp(rewriter, forall))) {
+          forall.emitError("could not normalize this loop for GPU mapping");
+          return signalPassFailure();
+        }
+      // Segments of the top level: each block-mapped forall, and each run of
+      // other computation (which gets one thread).
+      Block &body = func.getBody().front();
+      SmallVector<scf::ForallOp> mapped;
+      SmallVector<SmallVector<Operation *>> serial(1);
+      for (Operation &op : body) {
+        auto forall = dyn_cast<scf::ForallOp>(op);
+        if (forall && isBlockMapped(forall)) {
+          mapped.push_back(forall);
+          serial.emplace_back();
+        } else if (!staysOutside(op)) {
+          serial.back().push_back(&op);
+        } else if (!serial.back().empty() && !isa<arith::ConstantOp>(op)) {
+          serial.emplace_back();
+        }
+      }
+      for (ArrayRef<Operation *> run : serial)
+        if (!run.empty())
+          launchInOneThread(run);
+      for (scf::ForallOp forall : mapped)
+        if (failed(mapForall(forall)))
+          return signalPassFailure();
+      for (auto launch : llvm::to_vector(body.getOps<gpu::LaunchOp>())) {
+        if (failed(privatizeAllocations(launch)))
+          return signalPassFailure();
+        sinkViews(launch);
+      }
+    }
+  }
+};
+
+} // namespace

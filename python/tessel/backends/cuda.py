@@ -1,0 +1,308 @@
+"""CUDA backend: graph -> scheduled linalg -> GPU kernels -> PTX + manifest.
+
+Compiling and running are separate steps: :func:`compile_cuda` produces a
+:class:`CudaArtifact` (the PTX of every kernel plus a manifest of launch
+shapes, argument ABI, constants and the host's launch sequence, as data),
+which :meth:`CudaArtifact.save` writes to a directory that the CUDA runtime
+loads on a machine with a GPU and no compiler.
+
+``pipelines.cuda_stages(target)`` is the whole pipeline. Each kernel gets its
+``loop.schedule`` (a default one unless the module brings its own), the
+schedule is validated and applied on tensors, everything is bufferized with
+the same host program as on the CPU, each kernel's mapped loops become a
+``gpu.launch`` that is outlined and lowered through NVVM to PTX.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import gpu
+
+from .. import ir as tir
+from ..errors import CompileError, UnsupportedError
+from ..tools import ptxas
+from .pipelines import GPU_TARGETS, cuda_stages, run_stages
+from .signature import TensorSpec, entry_function, signature
+
+__all__ = ["CudaArtifact", "KernelInfo", "compile_cuda"]
+
+MANIFEST_FORMAT = "tessel-cuda-artifact"
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One kernel of an artifact: its PTX entry and how to launch it."""
+
+    name: str
+    ptx: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int
+    # From `ptxas -v` when ptxas is installed: registers, spill_stores,
+    # spill_loads, shared_bytes, stack_bytes.
+    ptxas: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A device buffer of the host program."""
+
+    id: int
+    kind: str  # input, output, constant, temporary or view
+    shape: tuple[int, ...]
+    dtype: str  # numpy dtype name; i1 tensors are stored as one byte
+    index: int | None = None  # position among inputs/outputs
+    view_of: int | None = None  # a view's buffer: same bytes, another shape
+
+
+class CudaArtifact:
+    """PTX of each kernel plus the manifest that says how to run them."""
+
+    def __init__(self, target: str, name: str, inputs: Sequence[TensorSpec],
+                 outputs: Sequence[TensorSpec], kernels: Sequence[KernelInfo],
+                 buffers: Sequence[Buffer], constants: dict[int, np.ndarray],
+                 steps: Sequence[dict[str, Any]], stage_seconds: dict[str, float]) -> None:
+        self.target = target
+        self.name = name
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.kernels = tuple(kernels)
+        self.buffers = tuple(buffers)
+        self.constants = dict(constants)
+        self.steps = tuple(steps)
+        self.stage_seconds = dict(stage_seconds)
+
+    def manifest(self) -> dict[str, Any]:
+        """The manifest as JSON-ready data (file names relative to the artifact)."""
+        def spec(s: TensorSpec) -> dict[str, Any]:
+            return {"shape": list(s.shape), "dtype": s.dtype.name}
+
+        return {
+            "format": MANIFEST_FORMAT,
+            "version": MANIFEST_VERSION,
+            "target": self.target,
+            "entry": self.name,
+            "inputs": [spec(s) for s in self.inputs],
+            "outputs": [spec(s) for s in self.outputs],
+            "buffers": [
+                {**asdict(b), "shape": list(b.shape),
+                 **({"file": f"constants/{b.id}.npy"} if b.kind == "constant" else {})}
+                for b in self.buffers
+            ],
+            "kernels": [
+                {"name": k.name, "file": f"kernels/{k.name}.ptx", "grid": list(k.grid),
+                 "block": list(k.block), "dynamic_shared_bytes": k.dynamic_shared_bytes,
+                 "ptxas": k.ptxas}
+                for k in self.kernels
+            ],
+            "steps": list(self.steps),
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """Writes ``manifest.json``, ``kernels/*.ptx`` and ``constants/*.npy``
+        under directory ``path`` (created if missing); returns the path."""
+        root = Path(path)
+        (root / "kernels").mkdir(parents=True, exist_ok=True)
+        (root / "constants").mkdir(exist_ok=True)
+        for k in self.kernels:
+            (root / "kernels" / f"{k.name}.ptx").write_text(k.ptx)
+        for buffer_id, value in self.constants.items():
+            np.save(root / "constants" / f"{buffer_id}.npy", value)
+        (root / "manifest.json").write_text(json.dumps(self.manifest(), indent=1) + "\n")
+        return root
+
+
+_PTXAS_FIELDS = {
+    "registers": r"Used (\d+) registers",
+    "shared_bytes": r"(\d+) bytes smem",
+    "stack_bytes": r"(\d+) bytes stack frame",
+    "spill_stores": r"(\d+) bytes spill stores",
+    "spill_loads": r"(\d+) bytes spill loads",
+}
+
+
+def assemble(ptx: str, target: str, name: str) -> dict[str, int]:
+    """Assembles ``ptx`` with ``ptxas -v`` and returns its resource usage;
+    raises CompileError with ptxas's log if it rejects the PTX."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / f"{name}.ptx"
+        source.write_text(ptx)
+        run = subprocess.run(
+            [str(ptxas()), f"-arch={target}", "-v", str(source), "-o", str(Path(tmp) / "k.cubin")],
+            capture_output=True, text=True,
+        )
+    if run.returncode != 0:
+        raise CompileError(f"ptxas rejected the PTX of kernel {name}:\n{run.stderr}")
+    info = {}
+    for key, pattern in _PTXAS_FIELDS.items():
+        match = re.search(pattern, run.stderr)
+        info[key] = int(match.group(1)) if match else 0
+    return info
+
+
+def _constant_index(value: ir.Value) -> int:
+    op = value.owner
+    if not isinstance(op, ir.OpView) or op.operation.name != "arith.constant":
+        raise UnsupportedError(f"a launch dimension is not a constant: {value}")
+    return ir.IntegerAttr(op.attributes["value"]).value
+
+
+def _memref_spec(t: ir.Type) -> tuple[tuple[int, ...], str]:
+    memref = ir.MemRefType(t)
+    element = str(memref.element_type)
+    dtypes = {"f32": "float32", "f16": "float16", "i32": "int32", "i64": "int64",
+              "i8": "int8", "i1": "bool"}
+    if element not in dtypes:
+        raise UnsupportedError(f"buffers of {element} are not supported by the CUDA backend")
+    return tuple(memref.shape), dtypes[element]
+
+
+def _ptx_objects(module: ir.Module) -> dict[str, str]:
+    """PTX text per gpu.module name, from the gpu.binary ops."""
+    objects = {}
+    for op in module.body.operations:
+        if op.operation.name == "gpu.binary":
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
+            objects[name] = obj.object.decode()
+    return objects
+
+
+def _launch(launch: Any, ptx: dict[str, str], target: str, run_ptxas: bool) -> KernelInfo:
+    """The KernelInfo of one gpu.launch_func (operands filled in by the caller)."""
+    symbol = str(ir.SymbolRefAttr(launch.attributes["kernel"]))  # @module::@func
+    module_name, func_name = (part.lstrip("@") for part in symbol.split("::"))
+    dims = [_constant_index(v) for v in (
+        launch.gridSizeX, launch.gridSizeY, launch.gridSizeZ,
+        launch.blockSizeX, launch.blockSizeY, launch.blockSizeZ)]
+    shared = launch.dynamicSharedMemorySize
+    text = ptx[module_name]
+    return KernelInfo(
+        name=func_name, ptx=text, grid=tuple(dims[:3]), block=tuple(dims[3:]),
+        dynamic_shared_bytes=_constant_index(shared) if shared is not None else 0,
+        ptxas=assemble(text, target, func_name) if run_ptxas else {},
+    )
+
+
+_VIEWS = ("memref.collapse_shape", "memref.expand_shape")
+
+
+def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
+                  outputs: Sequence[TensorSpec], target: str, run_ptxas: bool):
+    """Reads the bufferized, outlined module into kernels, buffers and steps.
+
+    The entry function and the kernel functions it calls are walked as one
+    straight-line program (calls inlined): allocations, frees, copies,
+    reshaped views and constants become buffers and steps, each
+    gpu.launch_func a kernel launch.
+    """
+    funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op
+             for op in module.body.operations if op.operation.name == "func.func"}
+    globals_ = {ir.StringAttr(op.attributes["sym_name"]).value: op
+                for op in module.body.operations if op.operation.name == "memref.global"}
+    ptx = _ptx_objects(module)
+    buffers: list[Buffer] = []
+    constants: dict[int, np.ndarray] = {}
+    kernels: list[KernelInfo] = []
+    kernel_index: dict[str, int] = {}
+    steps: list[dict[str, Any]] = []
+
+    def add(value: ir.Value, kind: str, index: int | None = None, view_of: int | None = None) -> int:
+        shape, dtype = _memref_spec(value.type)
+        memref = ir.MemRefType(value.type)
+        if view_of is not None and memref.affine_map != ir.AffineMap.get_identity(memref.rank):
+            raise UnsupportedError(f"a view with a strided layout ({value.type}) between kernels "
+                                   "is not supported by the CUDA backend")
+        buffers.append(Buffer(len(buffers), kind, shape, dtype, index, view_of))
+        return buffers[-1].id
+
+    def walk(func: Any, ids: dict[Any, int]) -> None:
+        name = ir.StringAttr(func.attributes["sym_name"]).value
+        for op in func.regions[0].blocks[0].operations:
+            kind = op.operation.name
+            if kind == "memref.get_global":
+                symbol = ir.FlatSymbolRefAttr(op.attributes["name"]).value
+                ids[op.result] = add(op.result, "constant")
+                initial = globals_[symbol].attributes["initial_value"]
+                constants[ids[op.result]] = np.array(ir.DenseElementsAttr(initial))
+            elif kind == "memref.alloc":
+                ids[op.result] = add(op.result, "temporary")
+                steps.append({"op": "alloc", "buffer": ids[op.result]})
+            elif kind == "memref.dealloc":
+                steps.append({"op": "free", "buffer": ids[op.operands[0]]})
+            elif kind in _VIEWS:
+                base = ids[op.operands[0]]
+                ids[op.result] = add(op.result, "view", view_of=buffers[base].view_of
+                                     if buffers[base].view_of is not None else base)
+            elif kind == "memref.copy":
+                steps.append({"op": "copy", "source": ids[op.operands[0]],
+                              "target": ids[op.operands[1]]})
+            elif kind == "func.call":
+                callee = funcs[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+                args = callee.regions[0].blocks[0].arguments
+                walk(callee, {arg: ids[v] for arg, v in zip(args, op.operands)})
+            elif kind == "gpu.launch_func":
+                symbol = str(ir.SymbolRefAttr(op.attributes["kernel"]))
+                if symbol not in kernel_index:
+                    kernel_index[symbol] = len(kernels)
+                    kernels.append(_launch(op, ptx, target, run_ptxas))
+                steps.append({"op": "launch", "kernel": kernel_index[symbol],
+                              "args": [ids[v] for v in op.kernelOperands]})
+            elif kind == "func.return":
+                return
+            elif kind != "arith.constant":
+                raise UnsupportedError(f"@{name} keeps a {kind} on the host; the CUDA "
+                                       "backend's launch sequence cannot express it")
+
+    host = funcs[entry]
+    args = list(host.regions[0].blocks[0].arguments)
+    if len(args) != len(inputs) + len(outputs):
+        raise UnsupportedError(f"@{entry} lost its signature during bufferization")
+    ids: dict[Any, int] = {}
+    for i, arg in enumerate(args):
+        is_input = i < len(inputs)
+        ids[arg] = add(arg, "input" if is_input else "output", i if is_input else i - len(inputs))
+    walk(host, ids)
+    return kernels, buffers, constants, steps
+
+
+def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None = None,
+                 run_ptxas: bool | None = None, print_ir_after_all: bool = False,
+                 timing: bool = False) -> CudaArtifact:
+    """Compiles the entry function of a graph module for an NVIDIA GPU.
+
+    ``target`` is a chip in ``GPU_TARGETS``. ``run_ptxas`` assembles every
+    kernel with ``ptxas -v`` and records its registers, spills and shared
+    memory in the manifest (default: when ptxas is installed); a kernel
+    that ptxas rejects is a CompileError. ``module`` is not modified.
+    """
+    if target not in GPU_TARGETS:
+        raise UnsupportedError(f"unknown CUDA target {target!r}; available: {', '.join(GPU_TARGETS)}")
+    text = module.operation.get_asm(enable_debug_info=True)
+    work = tir.parse(text, ctx=module.context, source_name="<compile>")
+    func = entry_function(work, entry)
+    name, inputs, outputs = signature(func, "the CUDA backend")
+    if run_ptxas is None:
+        try:
+            ptxas()
+            run_ptxas = True
+        except FileNotFoundError:
+            run_ptxas = False
+    seconds = run_stages(work, cuda_stages(target), print_ir_after_all=print_ir_after_all, timing=timing)
+    start = time.perf_counter()
+    with work.context:
+        kernels, buffers, constants, steps = _host_program(
+            work, name, inputs, outputs, target, run_ptxas)
+    seconds["manifest"] = time.perf_counter() - start
+    return CudaArtifact(target, name, inputs, outputs, kernels, buffers, constants, steps, seconds)

@@ -1,0 +1,118 @@
+"""The pass pipelines of every target, stage by stage.
+
+A stage is ``(name, pipeline)``; backends time each stage and any stage can
+be replayed with ``tessel-opt --pass-pipeline='<pipeline>'``. Targets share
+the graph and bufferization stages; GPU targets schedule kernels through the
+``loop`` dialect, and the CPU can run those same schedules
+(:func:`cpu_stages` with a GPU target) to check their semantics here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from mlir import ir
+
+from .. import ir as tir
+
+__all__ = ["GPU_TARGETS", "cpu_stages", "cuda_stages", "run_stages"]
+
+Stages = tuple[tuple[str, str], ...]
+
+# Chips a GPU target names, with the PTX ISA version their features need.
+GPU_TARGETS = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
+
+GRAPH = (
+    "graph",
+    "builtin.module(graph-decompose,canonicalize,cse,"
+    "func.func(graph-form-fusion-groups),graph-outline-kernels)",
+)
+
+CPU_LINALG = (
+    "graph-to-linalg",
+    "builtin.module(graph-to-linalg,canonicalize,cse,"
+    "func.func(cpu-fuse-elementwise),canonicalize,"
+    # 8x16 accumulators are 16 AVX2 registers; the fastest of the
+    # register blocks tried on 1024^3 (4x16, 8x8, 2x32, 4x32, 8x32, 16x16).
+    "func.func(cpu-tile-and-fuse,cpu-vectorize-matmul{register-tile=8,16,8}),canonicalize,cse,"
+    "host-dedupe-kernel-results)",
+)
+
+SCHEDULED_LINALG = (
+    "graph-to-linalg",
+    "builtin.module(graph-to-linalg,canonicalize,cse,"
+    "func.func(cpu-fuse-elementwise,linalg-sink-reshapes),canonicalize,"
+    "host-dedupe-kernel-results)",
+)
+
+BUFFERIZE = (
+    "bufferize",
+    "builtin.module(one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
+    "func.func(buffer-hoisting),buffer-deallocation-pipeline,"
+    "func.func(optimize-allocation-liveness,host-reuse-buffers))",
+)
+
+CPU_LOWER = (
+    "lower-to-llvm",
+    "builtin.module(cpu-serialize-inner-foralls,func.func(scf-forall-to-parallel),"
+    "convert-linalg-to-loops,"
+    "convert-vector-to-scf{full-unroll},"
+    # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
+    f"async-parallel-for{{num-workers={os.cpu_count() or 1} min-task-size=1}},"
+    "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
+    "expand-strided-metadata,lower-affine,cpu-approximate-math,"
+    "convert-math-to-llvm,convert-math-to-libm,convert-async-to-llvm,convert-scf-to-cf,"
+    "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
+    "convert-to-llvm,reconcile-unrealized-casts)",
+)
+
+
+def schedule(target: str) -> tuple[str, str]:
+    """Default schedules for kernels that have none, validated, then applied."""
+    return (
+        "schedule",
+        f"builtin.module(loop-default-schedule{{target={target}}},loop-validate,"
+        "loop-apply-schedule,canonicalize,cse)",
+    )
+
+
+def gpu_lower(target: str) -> tuple[str, str]:
+    """Mapped loops to launches, outlined kernels, NVVM, PTX."""
+    return (
+        "gpu",
+        "builtin.module(gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,"
+        "gpu-kernel-outlining,canonicalize,"
+        f"nvvm-attach-target{{chip={target} features={GPU_TARGETS[target]} O=3}},"
+        # Only kernels are lowered: views between launches stay views for
+        # the host program. One pointer per (static) memref argument.
+        "gpu.module(convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+        "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},canonicalize,cse),"
+        "reconcile-unrealized-casts,gpu-module-to-binary{format=isa})",
+    )
+
+
+def cpu_stages(schedules: str | None = None) -> Stages:
+    """The CPU pipeline; with ``schedules`` (a GPU target), kernels are tiled
+    by that target's schedules instead of the CPU's own tiling."""
+    if schedules is None:
+        return (GRAPH, CPU_LINALG, BUFFERIZE, CPU_LOWER)
+    return (GRAPH, SCHEDULED_LINALG, schedule(schedules), BUFFERIZE, CPU_LOWER)
+
+
+def cuda_stages(target: str) -> Stages:
+    """The pipeline of a GPU target in ``GPU_TARGETS``."""
+    return (GRAPH, SCHEDULED_LINALG, schedule(target), BUFFERIZE, gpu_lower(target))
+
+
+def run_stages(module: ir.Module, stages: Stages, *, print_ir_after_all: bool = False,
+               timing: bool = False) -> dict[str, float]:
+    """Runs ``stages`` on ``module`` in place; the seconds each took."""
+    seconds: dict[str, float] = {}
+    for stage, pipeline in stages:
+        start = time.perf_counter()
+        tir.run_passes(module, pipeline, print_ir_after_all=print_ir_after_all, timing=timing)
+        seconds[stage] = time.perf_counter() - start
+    return seconds

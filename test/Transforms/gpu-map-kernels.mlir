@@ -1,0 +1,70 @@
+// RUN: tessel-opt %s --split-input-file --gpu-map-kernels --canonicalize | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --pass-pipeline="builtin.module(gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,nvvm-attach-target{chip=sm_90 features=+ptx80},gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
+
+// The grid is the block forall's trip counts (x innermost), the block size
+// the thread forall's. A buffer allocated per thread goes on its stack; the
+// reshaped view of an argument moves into the launch, so that the kernel
+// takes the argument itself.
+// CHECK-LABEL: func.func private @k
+// CHECK-NOT: memref.collapse_shape
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c512, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c250, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: memref.collapse_shape
+// CHECK: gpu.block_id x
+// CHECK: gpu.thread_id x
+// CHECK: memref.alloca() : memref<4xf32>
+// CHECK-NOT: memref.dealloc
+// CHECK: gpu.terminator
+
+// Bare-pointer ABI: one pointer per memref argument.
+// PTX: gpu.binary @k_kernel
+// PTX-SAME: .visible .entry k_kernel(
+// PTX-SAME: .param .u64 .ptr .align 1 k_kernel_param_0,
+// PTX-SAME: .param .u64 .ptr .align 1 k_kernel_param_1\0A)
+// PTX-SAME: %ctaid.x
+// PTX-SAME: %tid.x
+// PTX-SAME: ld.global
+// PTX-SAME: neg.f32
+// PTX-SAME: st.global
+#map = affine_map<(d0) -> (d0 * 250)>
+func.func private @k(%a: memref<512x2x500xf32>, %out: memref<512x1000xf32>) attributes {tessel.kernel = "elementwise"} {
+  %flat = memref.collapse_shape %a [[0], [1, 2]] : memref<512x2x500xf32> into memref<512x1000xf32>
+  scf.forall (%i, %j) in (512, 4) {
+    scf.forall (%t) in (250) {
+      %c0 = arith.constant 0 : index
+      %col = affine.apply #map(%j)
+      %c = arith.addi %col, %t : index
+      %tmp = memref.alloc() : memref<4xf32>
+      %x = memref.load %flat[%i, %c] : memref<512x1000xf32>
+      memref.store %x, %tmp[%c0] : memref<4xf32>
+      %y = memref.load %tmp[%c0] : memref<4xf32>
+      %z = arith.negf %y : f32
+      memref.store %z, %out[%i, %c] : memref<512x1000xf32>
+      memref.dealloc %tmp : memref<4xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
+// Nothing mapped: the kernel runs as one thread of one block.
+// CHECK-LABEL: func.func private @scalar
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: scf.for
+// CHECK: gpu.terminator
+// CHECK: return
+// PTX: gpu.binary @scalar_kernel
+// PTX-SAME: .visible .entry scalar_kernel(
+func.func private @scalar(%a: memref<1000xf32>, %out: memref<f32>) attributes {tessel.kernel = "reduction"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1000 = arith.constant 1000 : index
+  %zero = arith.constant 0.0 : f32
+  %s = scf.for %i = %c0 to %c1000 step %c1 iter_args(%acc = %zero) -> f32 {
+    %x = memref.load %a[%i] : memref<1000xf32>
+    %y = arith.addf %acc, %x : f32
+    scf.yield %y : f32
+  }
+  memref.store %s, %out[] : memref<f32>
+  return
+}

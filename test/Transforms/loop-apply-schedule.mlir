@@ -1,0 +1,100 @@
+// RUN: tessel-opt %s --split-input-file --loop-validate --loop-apply-schedule --canonicalize | FileCheck %s
+
+// Blocks, then threads: each level tiles the previous level's tiled root
+// (the epilogue), and its producers (the matmul, the fill) are fused into
+// every level.
+// CHECK-LABEL: func.func private @mm_relu
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (128, 256) step (32, 64)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (32, 64) step (4, 4)
+// CHECK: linalg.fill {{.*}} -> tensor<4x4xf32>
+// CHECK: linalg.matmul {{.*}} tensor<4x512xf32>, tensor<512x4xf32>{{.*}} -> tensor<4x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<4x4xf32>)
+// CHECK: } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+// CHECK-NOT: loop.schedule
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @mm_relu(%a: tensor<128x512xf32>, %b: tensor<512x256xf32>) -> tensor<128x256xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x256xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<128x256xf32>) -> tensor<128x256xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<128x512xf32>, tensor<512x256xf32>) outs(%f : tensor<128x256xf32>) -> tensor<128x256xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m : tensor<128x256xf32>) outs(%e : tensor<128x256xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.maximumf %x, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<128x256xf32>
+  return %r : tensor<128x256xf32>
+}
+loop.schedule @mm_relu target "sm_90" {
+  %bm = loop.knob "block_m" = 32 choices [16, 32, 64]
+  loop.tile [%bm, 64] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [4, 4] mapping [#gpu.thread<y>, #gpu.thread<x>]
+}
+
+// -----
+
+// A tile without a mapping gives sequential scf.for loops.
+// CHECK-LABEL: func.func private @seq
+// CHECK: scf.forall (%{{.*}}) = (0) to (1024) step (256)
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c32
+// CHECK: arith.negf
+// CHECK: } {mapping = [#gpu.block<x>]}
+#id1 = affine_map<(d0) -> (d0)>
+func.func private @seq(%a: tensor<1024xf32>) -> tensor<1024xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<1024xf32>
+  %0 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : tensor<1024xf32>) outs(%e : tensor<1024xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<1024xf32>
+  return %0 : tensor<1024xf32>
+}
+loop.schedule @seq target "sm_90" {
+  loop.tile [256] mapping [#gpu.block<x>]
+  loop.tile [32]
+}
+
+// -----
+
+// Each root gets its own nest; a root's returned producer is yielded from
+// its nest rather than recomputed (%neg here, returned and used by %abs).
+// CHECK-LABEL: func.func private @roots
+// CHECK: %[[B:.*]] = scf.forall {{.*}} -> (tensor<16xf32>) {
+// CHECK: math.exp
+// CHECK: } {mapping = [#gpu.block<x>]}
+// CHECK: %[[A:.*]]:2 = scf.forall {{.*}} -> (tensor<16xf32>, tensor<16xf32>) {
+// CHECK: arith.negf
+// CHECK: math.absf
+// CHECK: } {mapping = [#gpu.block<x>]}
+// CHECK: return %[[A]]#0, %[[B]], %[[A]]#1
+#id1 = affine_map<(d0) -> (d0)>
+func.func private @roots(%a: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<16xf32>
+  %neg = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<16xf32>
+  %exp = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.exp %x : f32
+    linalg.yield %y : f32
+  } -> tensor<16xf32>
+  %abs = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%neg : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.absf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<16xf32>
+  return %abs, %exp, %neg : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+loop.schedule @roots target "sm_90" {
+  loop.tile [8] mapping [#gpu.block<x>]
+}
+loop.schedule @roots result 1 target "sm_90" {
+  loop.tile [4] mapping [#gpu.block<x>]
+}

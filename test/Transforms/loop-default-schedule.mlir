@@ -1,0 +1,146 @@
+// RUN: tessel-opt %s --loop-default-schedule=target=sm_90 --split-input-file | FileCheck %s
+
+// An elementwise kernel: the inner loop in blocks of 256 threads (a divisor
+// of 1000 here: 250), outer loops one index per block, one point per thread.
+// CHECK-LABEL: func.func private @ew
+// CHECK: loop.schedule @ew target "sm_90" {
+// CHECK-NEXT: loop.tile [1, 250] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: loop.tile [0, 1] mapping [#gpu.thread<x>]
+// CHECK-NEXT: }
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @ew(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<512x1000xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<512x1000xf32>) outs(%e : tensor<512x1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<512x1000xf32>
+  return %0 : tensor<512x1000xf32>
+}
+
+// -----
+
+// A reduction kernel whose root is elementwise over the reduced rows (the
+// end of a softmax): each thread walks one whole row, 64 rows per block.
+// CHECK-LABEL: func.func private @rows
+// CHECK: loop.schedule @rows target "sm_90" {
+// CHECK-NEXT: loop.tile [64, 0] mapping [#gpu.block<x>]
+// CHECK-NEXT: loop.tile [1, 0] mapping [#gpu.thread<x>]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#in = affine_map<(d0, d1, d2) -> (d0, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @rows(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<512x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<512x1xf32>) -> tensor<512x1xf32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a : tensor<512x1000xf32>) outs(%f : tensor<512x1xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<512x1xf32>
+  %e = tensor.empty() : tensor<512x1000xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %s : tensor<512x1000xf32>, tensor<512x1xf32>) outs(%e : tensor<512x1000xf32>) {
+  ^bb0(%x: f32, %t: f32, %o: f32):
+    %y = arith.divf %x, %t : f32
+    linalg.yield %y : f32
+  } -> tensor<512x1000xf32>
+  return %0 : tensor<512x1000xf32>
+}
+
+// -----
+
+// A root that reduces (a sum over rows): its parallel loop is distributed,
+// its reduction loop stays whole in each thread.
+// CHECK-LABEL: func.func private @sum
+// CHECK: loop.schedule @sum target "sm_90" {
+// CHECK-NEXT: loop.tile [256, 0, 0] mapping [#gpu.block<x>]
+// CHECK-NEXT: loop.tile [1, 0, 0] mapping [#gpu.thread<x>]
+#in = affine_map<(d0, d1, d2) -> (d0, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @sum(%a: tensor<512x1000xf32>) -> tensor<512x1xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<512x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<512x1xf32>) -> tensor<512x1xf32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a : tensor<512x1000xf32>) outs(%f : tensor<512x1xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<512x1xf32>
+  return %s : tensor<512x1xf32>
+}
+
+// -----
+
+// A kernel that already has a schedule keeps it.
+// CHECK-LABEL: func.func private @mine
+// CHECK: loop.schedule @mine target "sm_90" {
+// CHECK-NEXT: loop.tile [32, 32] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: }
+// CHECK-NOT: loop.schedule
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @mine(%a: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+loop.schedule @mine target "sm_90" {
+  loop.tile [32, 32] mapping [#gpu.block<y>, #gpu.block<x>]
+}
+
+// -----
+
+// Nothing to distribute (a sum to a scalar): no schedule; the kernel runs in
+// one thread.
+// CHECK-LABEL: func.func private @scalar
+// CHECK-NOT: loop.schedule
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+func.func private @scalar(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// Sibling results (neither computes the other) are separate roots: the last
+// result's schedule names no result, the other's names its index.
+// CHECK-LABEL: func.func private @siblings
+// CHECK: loop.schedule @siblings target "sm_90" {
+// CHECK-NEXT: loop.tile [8] mapping [#gpu.block<x>]
+// CHECK: loop.schedule @siblings result 0 target "sm_90" {
+// CHECK-NEXT: loop.tile [8] mapping [#gpu.block<x>]
+#id1 = affine_map<(d0) -> (d0)>
+func.func private @siblings(%a: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<8xf32>
+  %0 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  %1 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.absf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  return %0, %1 : tensor<8xf32>, tensor<8xf32>
+}

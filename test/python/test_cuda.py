@@ -1,0 +1,172 @@
+"""The CUDA backend without a GPU: schedules, PTX, ptxas, artifacts.
+
+Every kernel is assembled by ptxas (a test dependency). The semantics of
+the GPU schedules are checked on the CPU: the same scheduled IR runs there
+(``compile_cpu(..., schedules="sm_90")``) and is compared with numpy.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import ops
+from tessel.backends.cpu import compile_cpu
+from tessel.backends.cuda import CudaArtifact
+from tessel.testing import fuzz
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import transformer_block  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def _randn(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def _block():
+    params = transformer_block.init_params(64, 128, np.random.default_rng(1))
+    x = _randn(2, 16, 64)
+    module = tessel.trace(lambda t: transformer_block.block(t, params, 4), x, name="encoder_block")
+    return module, params, x
+
+
+def test_transformer_block_compiles_to_an_sm90_artifact(tmp_path):
+    module, params, x = _block()
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    assert isinstance(artifact, CudaArtifact)
+    assert artifact.target == "sm_90" and artifact.name == "encoder_block"
+    assert list(artifact.stage_seconds) == ["graph", "graph-to-linalg", "schedule", "bufferize", "gpu", "manifest"]
+    assert len(artifact.kernels) >= 10
+    for kernel in artifact.kernels:
+        assert f".entry {kernel.name}(" in kernel.ptx and ".target sm_90" in kernel.ptx
+        assert all(0 < d for d in kernel.grid + kernel.block) and np.prod(kernel.block) <= 1024
+        # ptxas -v figures are recorded for every kernel.
+        assert kernel.ptxas["registers"] > 0 and kernel.ptxas["spill_stores"] == 0
+
+    path = artifact.save(tmp_path / "block")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["format"] == "tessel-cuda-artifact" and manifest["entry"] == "encoder_block"
+    assert manifest["inputs"] == [{"shape": [2, 16, 64], "dtype": "float32"}]
+    buffers = {b["id"]: b for b in manifest["buffers"]}
+    for kernel in manifest["kernels"]:
+        assert (path / kernel["file"]).read_text().startswith("//")
+    # Every step refers to known buffers and kernels, buffers are allocated
+    # before use and not used after they are freed.
+    live = {i for i, b in buffers.items() if b["kind"] in ("input", "output", "constant")}
+    for step in manifest["steps"]:
+        if step["op"] == "alloc":
+            assert buffers[step["buffer"]]["kind"] == "temporary"
+            live.add(step["buffer"])
+        elif step["op"] == "free":
+            live.remove(step["buffer"])
+        elif step["op"] == "launch":
+            assert 0 <= step["kernel"] < len(manifest["kernels"])
+            bases = {buffers[a].get("view_of") if buffers[a]["kind"] == "view" else a for a in step["args"]}
+            assert bases <= live
+    # The weights travel with the artifact.
+    constants = [b for b in manifest["buffers"] if b["kind"] == "constant"]
+    stored = {np.load(path / b["file"]).tobytes() for b in constants}
+    assert params["w_up"].tobytes() in stored or params["w_up"].T.tobytes() in stored
+
+
+def test_transformer_block_gpu_schedules_match_numpy_on_cpu():
+    module, params, x = _block()
+    executable = compile_cpu(module, schedules="sm_90")
+    np.testing.assert_allclose(executable(x), transformer_block.reference(x, params, 4), rtol=2e-4, atol=2e-5)
+
+
+CASES = {
+    "softmax": (lambda x: ops.softmax(x, axis=-1), lambda x: np.exp(x - x.max(-1, keepdims=True))
+                / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True), [(96, 1000)]),
+    "softmax_1d": (lambda x: ops.softmax(x, axis=0), lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
+                   [(37,)]),
+    "layer_norm": (lambda x, w, b: ops.layer_norm(x, w, b, eps=1e-5),
+                   lambda x, w, b: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w + b,
+                   [(8, 33, 64), (64,), (64,)]),
+    "matmul_bias_gelu": (lambda a, w, b: ops.gelu(a @ w + b, approximate="tanh"),
+                         lambda a, w, b: 0.5 * (a @ w + b) * (1 + np.tanh(0.7978845608 * ((a @ w + b) + 0.044715 * (a @ w + b) ** 3))),
+                         [(3, 17, 40), (40, 24), (24,)]),
+    "sum_to_scalar": (lambda x: ops.sum(x), lambda x: x.sum(), [(7, 9)]),
+    "sum_axis0": (lambda x: ops.sum(x, axis=0), lambda x: x.sum(0), [(300, 5)]),
+    "transpose_merge": (lambda x: x.transpose(0, 2, 1, 3).reshape(2, 8, 24),
+                        lambda x: x.transpose(0, 2, 1, 3).reshape(2, 8, 24), [(2, 3, 8, 8)]),
+    "concat_inner": (lambda x, y: ops.concatenate([x, y], axis=1), lambda x, y: np.concatenate([x, y], 1),
+                     [(4, 3), (4, 5)]),
+    "conv_pool": (lambda x, w: ops.max_pool2d(ops.relu(ops.conv2d(x, w, padding=1)), 2),
+                  lambda x, w: fuzz.pool2d_reference(np.maximum(fuzz.conv2d_reference(
+                      x, w, stride=1, padding=1, dilation=1, groups=1, layout="NCHW"), 0),
+                      "max", kernel=2, stride=2, padding=0, count_include_pad=False, layout="NCHW"),
+                  [(2, 3, 10, 10), (4, 3, 3, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_default_schedules_match_numpy_and_assemble(case):
+    fn, reference, shapes = CASES[case]
+    args = [_randn(*s) for s in shapes]
+    module = tessel.trace(fn, *args, name=case)
+    got = compile_cpu(module, schedules="sm_90")(*args)
+    np.testing.assert_allclose(got, reference(*[a.astype(np.float64) for a in args]), rtol=1e-4, atol=1e-4)
+    artifact = tessel.compile(module, target="cuda:sm_80")
+    assert all(".target sm_80" in k.ptx for k in artifact.kernels)
+
+
+FUZZ_GRAPHS = int(os.environ.get("TESSEL_CUDA_FUZZ_GRAPHS", "40"))
+
+
+@pytest.fixture(scope="module")
+def gpu_fuzz_outcomes():
+    batches = [range(start, start + 5) for start in range(0, FUZZ_GRAPHS, 5)]
+    return fuzz.run_isolated(batches, workers=os.cpu_count() or 1, schedules="sm_90")
+
+
+@pytest.mark.parametrize("seed", range(FUZZ_GRAPHS), ids=lambda s: f"seed{s:06d}")
+def test_random_graph_compiles_for_sm90_and_its_schedules_match_numpy(seed, gpu_fuzz_outcomes):
+    graph, outcome = fuzz.random_graph(seed), gpu_fuzz_outcomes[seed]
+    problems = [outcome] if isinstance(outcome, str) else fuzz.check(graph, outcome)
+    if problems:
+        pytest.fail(fuzz.report(graph, "\n".join(problems)), pytrace=False)
+
+
+def test_unknown_gpu_target_is_a_clear_error():
+    module = tessel.trace(lambda x: -x, _randn(4))
+    with pytest.raises(tessel.UnsupportedError, match="unknown target 'cuda:sm_75'.*cuda:sm_90"):
+        tessel.compile(module, target="cuda:sm_75")
+    with pytest.raises(tessel.UnsupportedError, match="unknown GPU target 'sm_75'"):
+        compile_cpu(module, schedules="sm_75")
+
+
+def test_invalid_schedule_is_reported_with_its_location():
+    text = """
+    #id = affine_map<(d0, d1) -> (d0, d1)>
+    func.func private @k(%a: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "elementwise"} {
+      %e = tensor.empty() : tensor<64x64xf32>
+      %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+          ins(%a : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+      ^bb0(%x: f32, %o: f32):
+        %y = arith.negf %x : f32
+        linalg.yield %y : f32
+      } -> tensor<64x64xf32>
+      return %0 : tensor<64x64xf32>
+    }
+    loop.schedule @k target "sm_90" {
+      loop.tile [1, 64] mapping [#gpu.block<y>, #gpu.block<x>]
+      loop.tile [0, 0] mapping [#gpu.thread<x>]
+    }
+    """
+    with pytest.raises(tessel.CompileError, match="tiles no loop"):
+        tessel.parse(text)
+    # A block of 64 x 64 threads is over the target's limit: the error names
+    # the tile op's line.
+    too_many = text.replace("loop.tile [1, 64] mapping [#gpu.block<y>, #gpu.block<x>]",
+                            "loop.tile [64, 64] mapping [#gpu.block<y>, #gpu.block<x>]").replace(
+        "loop.tile [0, 0] mapping [#gpu.thread<x>]", "loop.tile [1, 1] mapping [#gpu.thread<y>, #gpu.thread<x>]")
+    with pytest.raises(tessel.CompileError, match=r":15:\d+: error: gives 4096 threads per block on target "
+                                                  r"'sm_90'; the limit is 1024"):
+        tessel.run_passes(tessel.parse(too_many), "builtin.module(loop-validate)")
