@@ -6,33 +6,64 @@ The public API lives here; the layers are subpackages:
 * :func:`tessel.trace` - a graph module from a Python function run on symbolic :class:`tessel.Tensor` values
 * :mod:`tessel.ops` - numpy/torch-style op functions to use while tracing
 * :mod:`tessel.dialects` - op classes of the ``graph`` and ``loop`` dialects
-* :mod:`tessel.backends` - targets (the CPU now)
+* :mod:`tessel.backends` - targets: the CPU (an executable) and CUDA (PTX artifacts)
+* :mod:`tessel.runtime` - loads and runs CUDA artifacts; needs only numpy and cuda-bindings
 * :mod:`tessel.tools` - the ``tessel-opt``, FileCheck and mlir-opt binaries
 """
 
-from .backends.cpu import CPUExecutable
-from .backends.signature import TensorSpec
-from .compiler import compile
-from .errors import CompileError, Diagnostic, TesselError, UnsupportedError
-from .ir import context, parse, run_passes, verify
-from .trace import Tensor, trace
-from . import ops
+import importlib
+from typing import Any
+
+from .errors import CompileError, Diagnostic, RuntimeError, TesselError, UnsupportedError
 
 __version__ = "0.1.0"
 
+# Public names and the submodule each comes from. They load on first use
+# (PEP 562), so that `import tessel.runtime` (which runs artifacts on a GPU
+# machine) needs neither MLIR nor the compiler.
+_LAZY = {
+    "CPUExecutable": "backends.cpu",
+    "CudaArtifact": "backends.cuda",
+    "TensorSpec": "backends.signature",
+    "compile": "compiler",
+    "context": "ir",
+    "parse": "ir",
+    "run_passes": "ir",
+    "verify": "ir",
+    "Tensor": "tracing",
+    "trace": "tracing",
+}
+
 __all__ = [
     "CPUExecutable",
+    "CudaArtifact",
     "Tensor",
     "TensorSpec",
     "compile",
     "CompileError",
     "Diagnostic",
+    "RuntimeError",
     "TesselError",
     "UnsupportedError",
     "context",
+    "load",
     "ops",
     "parse",
     "run_passes",
+    "runtime",
     "trace",
     "verify",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in ("ops", "runtime"):
+        value = importlib.import_module(f".{name}", __name__)
+    elif name == "load":
+        value = importlib.import_module(".runtime", __name__).load
+    else:
+        raise AttributeError(f"module 'tessel' has no attribute {name!r}")
+    globals()[name] = value
+    return value

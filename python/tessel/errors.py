@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-__all__ = ["Diagnostic", "TesselError", "CompileError", "UnsupportedError"]
+__all__ = ["Diagnostic", "TesselError", "CompileError", "UnsupportedError", "RuntimeError"]
 
 
 @dataclass(frozen=True)
@@ -44,3 +44,9 @@ class CompileError(TesselError):
 
 class UnsupportedError(CompileError):
     """The input uses an op, attribute or feature tessel does not support."""
+
+
+class RuntimeError(TesselError):  # noqa: A001 - tessel.RuntimeError, as the issue names it
+    """Loading or running an artifact failed: a CUDA error (named, with the
+    kernel it concerns), a missing driver or GPU, or arguments that do not
+    match the artifact's signature."""

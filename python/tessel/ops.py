@@ -2,7 +2,7 @@
 
 Each function builds one ``graph`` op (or, where noted, a short composition)
 at the caller's line. Operands may be :class:`tessel.Tensor`, numpy arrays or
-scalars (see :func:`tessel.trace.tensors` for how those become constants).
+scalars (see :func:`tessel.tracing.tensors` for how those become constants).
 Shape and dtype errors raise :class:`tessel.CompileError`.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence, Union
 from mlir import ir
 
 from .dialects import graph
-from .trace import Axes, Tensor, TensorLike, as_tensor, build, enum_attr, error, tensors
+from .tracing import Axes, Tensor, TensorLike, as_tensor, build, enum_attr, error, tensors
 
 __all__ = [
     "matmul", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",

@@ -3,8 +3,8 @@
 Compiling and running are separate steps: :func:`compile_cuda` produces a
 :class:`CudaArtifact` (the PTX of every kernel plus a manifest of launch
 shapes, argument ABI, constants and the host's launch sequence, as data),
-which :meth:`CudaArtifact.save` writes to a directory that the CUDA runtime
-loads on a machine with a GPU and no compiler.
+which :meth:`CudaArtifact.save` writes to a directory that
+:func:`tessel.runtime.load` runs on a machine with a GPU and no compiler.
 
 ``pipelines.cuda_stages(target)`` is the whole pipeline. Each kernel gets its
 ``loop.schedule`` (a default one unless the module brings its own), the
@@ -20,7 +20,7 @@ import re
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -30,29 +30,12 @@ from mlir.dialects import gpu
 
 from .. import ir as tir
 from ..errors import CompileError, UnsupportedError
+from ..runtime.artifact import FORMAT, VERSION, KernelInfo
 from ..tools import ptxas
 from .pipelines import GPU_TARGETS, cuda_stages, run_stages
 from .signature import TensorSpec, entry_function, signature
 
 __all__ = ["CudaArtifact", "KernelInfo", "compile_cuda"]
-
-MANIFEST_FORMAT = "tessel-cuda-artifact"
-MANIFEST_VERSION = 1
-
-
-@dataclass(frozen=True)
-class KernelInfo:
-    """One kernel of an artifact: its PTX entry and how to launch it."""
-
-    name: str
-    ptx: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    dynamic_shared_bytes: int
-    # From `ptxas -v` when ptxas is installed: registers, spill_stores,
-    # spill_loads, shared_bytes, stack_bytes.
-    ptxas: dict[str, int] = field(default_factory=dict)
-
 
 @dataclass(frozen=True)
 class Buffer:
@@ -89,8 +72,8 @@ class CudaArtifact:
             return {"shape": list(s.shape), "dtype": s.dtype.name}
 
         return {
-            "format": MANIFEST_FORMAT,
-            "version": MANIFEST_VERSION,
+            "format": FORMAT,
+            "version": VERSION,
             "target": self.target,
             "entry": self.name,
             "inputs": [spec(s) for s in self.inputs],

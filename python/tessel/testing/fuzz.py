@@ -42,7 +42,7 @@ from mlir import ir
 from .. import ops
 from ..backends.cpu import compile_cpu
 from ..compiler import compile as compile_module
-from ..trace import Tensor, as_tensor, trace
+from ..tracing import Tensor, as_tensor, trace
 
 __all__ = ["Node", "Graph", "Outcome", "random_graph", "trace_graphs", "run", "run_seeds", "run_isolated", "check",
            "report", "OPS", "conv2d_reference", "pool2d_reference"]

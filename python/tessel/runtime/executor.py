@@ -1,0 +1,260 @@
+"""Running an artifact's host program on a device driver.
+
+:class:`Executable` walks the manifest's steps (alloc, launch, copy, free)
+against a :class:`Driver`: :class:`~tessel.runtime.cuda_driver.CudaDriver`
+on a GPU, :class:`DryDriver` anywhere (it checks every step, pointer and
+launch shape, and launches nothing). Temporaries and uploaded inputs are
+freed even when a step fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from ..errors import RuntimeError
+from .artifact import Artifact, BufferInfo, KernelInfo
+
+__all__ = ["DeviceArray", "Driver", "DryDriver", "Executable"]
+
+
+class Driver(Protocol):
+    """What the executor needs from a device."""
+
+    device_name: str
+
+    def load(self, kernel: KernelInfo) -> Any: ...
+    def alloc(self, nbytes: int) -> int: ...
+    def free(self, pointer: int) -> None: ...
+    def upload(self, pointer: int, array: np.ndarray) -> None: ...
+    def download(self, array: np.ndarray, pointer: int) -> None: ...
+    def copy(self, target: int, source: int, nbytes: int) -> None: ...
+    def launch(self, function: Any, kernel: KernelInfo, pointers: Sequence[int]) -> None: ...
+    def synchronize(self) -> None: ...
+
+
+class DryDriver:
+    """A device that checks instead of running: allocations are address
+    ranges, every pointer a step passes must be a live allocation, launch
+    shapes must fit the hardware. Kernels do not run; downloads give zeros."""
+
+    device_name = "dry run (no device)"
+    MAX_THREADS = 1024
+    MAX_GRID = (2**31 - 1, 65535, 65535)
+    MAX_DYNAMIC_SHARED = 227 * 1024
+
+    def __init__(self) -> None:
+        self._next = 1 << 20
+        self.live: dict[int, int] = {}  # pointer -> bytes
+        self.launches: list[tuple[str, tuple[int, ...]]] = []
+
+    def load(self, kernel: KernelInfo) -> str:
+        return kernel.name
+
+    def alloc(self, nbytes: int) -> int:
+        pointer, self._next = self._next, self._next + max(nbytes, 1) + 255 & ~255
+        self.live[pointer] = nbytes
+        return pointer
+
+    def free(self, pointer: int) -> None:
+        if self.live.pop(pointer, None) is None:
+            raise RuntimeError(f"dry run: free of {pointer:#x}, which is not allocated")
+
+    def _check(self, pointer: int, nbytes: int, what: str) -> None:
+        if self.live.get(pointer, -1) < nbytes:
+            raise RuntimeError(f"dry run: {what} touches {nbytes} bytes at {pointer:#x}, "
+                               "which is not a live allocation of that size")
+
+    def upload(self, pointer: int, array: np.ndarray) -> None:
+        self._check(pointer, array.nbytes, "an upload")
+
+    def download(self, array: np.ndarray, pointer: int) -> None:
+        self._check(pointer, array.nbytes, "a download")
+        array[...] = 0
+
+    def copy(self, target: int, source: int, nbytes: int) -> None:
+        self._check(source, nbytes, "a copy")
+        self._check(target, nbytes, "a copy")
+
+    def launch(self, function: str, kernel: KernelInfo, pointers: Sequence[int]) -> None:
+        if int(np.prod(kernel.block)) > self.MAX_THREADS or any(
+                g > m for g, m in zip(kernel.grid, self.MAX_GRID)):
+            raise RuntimeError(f"dry run: kernel {kernel.name} launch {kernel.grid} x {kernel.block} "
+                               "is over the hardware limits")
+        if kernel.dynamic_shared_bytes > self.MAX_DYNAMIC_SHARED:
+            raise RuntimeError(f"dry run: kernel {kernel.name} asks {kernel.dynamic_shared_bytes} bytes "
+                               "of shared memory")
+        for pointer in pointers:
+            if pointer not in self.live:
+                raise RuntimeError(f"dry run: kernel {kernel.name} gets {pointer:#x}, "
+                                   "which is not a live allocation")
+        self.launches.append((kernel.name, tuple(pointers)))
+
+    def synchronize(self) -> None:
+        pass
+
+
+class DeviceArray:
+    """A result left on the device; ``__cuda_array_interface__`` lets torch,
+    cupy and numba take it without a copy, ``numpy()`` copies it to the host.
+    Its memory goes back to the executable's pool when the last reference goes."""
+
+    def __init__(self, driver: Driver, pointer: int, shape: tuple[int, ...], dtype: np.dtype,
+                 release: Callable[[int, int], None] | None = None) -> None:
+        self._driver, self.pointer, self.shape, self.dtype = driver, pointer, shape, dtype
+        self._release = release or (lambda pointer, nbytes: driver.free(pointer))
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.pointer, False),
+                "version": 3, "strides": None}
+
+    def numpy(self) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype)
+        self._driver.synchronize()
+        self._driver.download(out, self.pointer)
+        return out
+
+    def __del__(self) -> None:
+        if getattr(self, "pointer", None) is not None:
+            self._release(self.pointer, int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize)
+            self.pointer = None
+
+
+def _device_view(value: Any) -> tuple[int, tuple[int, ...], np.dtype] | None:
+    """(pointer, shape, dtype) of a contiguous CUDA array given through
+    ``__cuda_array_interface__``; None for host arrays."""
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is None:
+        return None
+    shape, dtype = tuple(interface["shape"]), np.dtype(interface["typestr"])
+    strides = interface.get("strides")
+    if strides is not None and tuple(strides) != tuple(np.empty(shape, dtype).strides):
+        raise RuntimeError("device arrays must be contiguous (row-major); "
+                           f"got strides {tuple(strides)} for shape {shape}")
+    return interface["data"][0], shape, dtype
+
+
+class Executable:
+    """An artifact ready to run on ``driver``: kernels loaded, constants
+    uploaded once. Call it with one array per input. Device memory that a
+    call frees is kept in a pool for the next call (allocating on a GPU
+    synchronizes it); :meth:`close` returns everything."""
+
+    def __init__(self, artifact: Artifact, driver: Driver) -> None:
+        self.artifact, self.driver = artifact, driver
+        self._functions = [driver.load(k) for k in artifact.kernels]
+        self._constants: dict[int, int] = {}
+        self.pool: dict[int, list[int]] = {}  # bytes -> free device pointers
+        try:
+            for b in artifact.buffers:
+                if b.kind == "constant":
+                    self._constants[b.id] = driver.alloc(b.nbytes)
+                    driver.upload(self._constants[b.id], np.ascontiguousarray(artifact.constant(b)))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Frees the constants and the pool (also done when collected)."""
+        for pointer in self._constants.values():
+            self.driver.free(pointer)
+        for pointers in self.pool.values():
+            for pointer in pointers:
+                self.driver.free(pointer)
+        self._constants, self.pool = {}, {}
+
+    def __del__(self) -> None:
+        if getattr(self, "_constants", None) or getattr(self, "pool", None):
+            self.close()
+
+    def _alloc(self, nbytes: int) -> int:
+        free = self.pool.get(nbytes)
+        return free.pop() if free else self.driver.alloc(nbytes)
+
+    def _release(self, pointer: int, nbytes: int) -> None:
+        self.pool.setdefault(nbytes, []).append(pointer)
+
+    def _argument(self, index: int, value: Any, owned: list[tuple[int, int]]) -> int:
+        shape, dtype = self.artifact.inputs[index]
+        device = _device_view(value)
+        if device is not None:
+            pointer, got_shape, got_dtype = device
+        else:
+            array = np.asarray(np.from_dlpack(value) if hasattr(value, "__dlpack__")
+                               and not isinstance(value, np.ndarray) else value)
+            got_shape, got_dtype = array.shape, array.dtype
+        if (got_shape, got_dtype) != (shape, dtype):
+            raise RuntimeError(f"{self.artifact.entry}: argument {index} must be {dtype.name}{list(shape)}, "
+                               f"got {got_dtype.name}{list(got_shape)}")
+        if device is None:
+            pointer = self._alloc(array.nbytes)
+            owned.append((pointer, array.nbytes))
+            self.driver.upload(pointer, np.ascontiguousarray(array))
+        return pointer
+
+    def __call__(self, *args: Any, device_outputs: bool = False) -> Any:
+        """Runs the program. Inputs: numpy arrays (copied in) or contiguous
+        CUDA arrays (``__cuda_array_interface__``: used in place). Results:
+        numpy arrays, or :class:`DeviceArray` with ``device_outputs``; a
+        tuple when there are several."""
+        artifact, driver = self.artifact, self.driver
+        if len(args) != len(artifact.inputs):
+            raise RuntimeError(f"{artifact.entry} takes {len(artifact.inputs)} arguments, got {len(args)}")
+        owned: list[tuple[int, int]] = []  # (pointer, bytes) released at the end, whatever happens
+        pointers: dict[int, int] = dict(self._constants)
+        outputs: list[tuple[BufferInfo, int]] = []
+        views: dict[int, list[int]] = {}
+        for b in artifact.buffers:
+            if b.kind == "view":
+                views.setdefault(b.view_of, []).append(b.id)
+
+        def bind(buffer_id: int, pointer: int) -> None:
+            for view in [buffer_id] + views.get(buffer_id, []):
+                pointers[view] = pointer
+
+        try:
+            for b in artifact.buffers:
+                if b.kind == "input":
+                    bind(b.id, self._argument(b.index, args[b.index], owned))
+                elif b.kind == "output":
+                    outputs.append((b, self._alloc(b.nbytes)))
+                    bind(b.id, outputs[-1][1])
+                elif b.kind == "constant":
+                    bind(b.id, self._constants[b.id])
+            for step in artifact.steps:
+                op = step["op"]
+                if op == "alloc":
+                    nbytes = artifact.buffers[step["buffer"]].nbytes
+                    owned.append((self._alloc(nbytes), nbytes))
+                    bind(step["buffer"], owned[-1][0])
+                elif op == "free":
+                    pointer = pointers[step["buffer"]]
+                    entry = next(o for o in owned if o[0] == pointer)
+                    owned.remove(entry)
+                    self._release(*entry)
+                elif op == "copy":
+                    driver.copy(pointers[step["target"]], pointers[step["source"]],
+                                artifact.buffers[step["source"]].nbytes)
+                else:
+                    kernel = artifact.kernels[step["kernel"]]
+                    driver.launch(self._functions[step["kernel"]], kernel,
+                                  [pointers[a] for a in step["args"]])
+            driver.synchronize()
+            results: list[Any] = []
+            for b, pointer in sorted(outputs, key=lambda o: o[0].index):
+                if device_outputs:
+                    results.append(DeviceArray(driver, pointer, b.shape, b.dtype, self._release))
+                else:
+                    host = np.empty(b.shape, b.dtype)
+                    driver.download(host, pointer)
+                    results.append(host)
+            if device_outputs:
+                outputs = []  # the DeviceArrays own them now
+        finally:
+            for pointer, nbytes in owned:
+                self._release(pointer, nbytes)
+            for b, pointer in outputs:
+                self._release(pointer, b.nbytes)
+        return results[0] if len(results) == 1 else tuple(results)

@@ -1,0 +1,152 @@
+"""tessel.runtime without a GPU: loading, checking and dry-running artifacts.
+
+The dry driver does everything a GPU run does except launching: each step's
+buffers must be live allocations of the right size, launch shapes must fit
+the hardware, and memory must be freed afterwards, also after a failure.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import ops, runtime
+from tessel.cli import main as cli
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A saved artifact of a small model with weights, views and temporaries."""
+    w = np.random.default_rng(0).standard_normal((32, 48)).astype(np.float32)
+
+    def model(x):
+        h = ops.layer_norm(x, eps=1e-5)
+        return ops.softmax(ops.gelu(h @ w), axis=-1).reshape(2, 8, 48), h
+
+    module = tessel.trace(model, tessel.TensorSpec((16, 32), np.float32), name="model")
+    return tessel.compile(module, target="cuda:sm_90").save(tmp_path_factory.mktemp("a") / "model")
+
+
+def test_runtime_loads_and_inspects_without_mlir(saved):
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["mlir"] = None  # any import of MLIR now fails
+        import tessel.runtime
+        artifact = tessel.runtime.read({str(saved)!r})
+        print(artifact.entry, len(artifact.kernels), artifact.inputs[0][0], artifact.outputs[1][0])
+        assert not any(m == "mlir" or m.startswith("mlir.") for m in sys.modules if sys.modules[m])
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["model", str(len(json.loads((saved / "manifest.json").read_text())["kernels"])),
+                                   "(16,", "32)", "(16,", "32)"]
+
+
+def pooled(executable):
+    return {p for pointers in executable.pool.values() for p in pointers}
+
+
+def test_dry_run_checks_every_step_and_frees_memory(saved):
+    executable = runtime.load(saved, dry=True)
+    driver = executable.driver
+    constants = set(driver.live)
+    assert constants, "the weights are uploaded once, at load"
+    y, h = executable(np.ones((16, 32), np.float32))
+    assert (y.shape, y.dtype, h.shape) == ((2, 8, 48), np.float32, (16, 32))
+    launches = [s for s in executable.artifact.steps if s["op"] == "launch"]
+    assert len(driver.launches) == len(launches) > 0
+    # Inputs, outputs and temporaries went back to the pool, and the next
+    # call allocates nothing new.
+    assert set(driver.live) == constants | pooled(executable)
+    before = set(driver.live)
+    devices = executable(np.ones((16, 32), np.float32), device_outputs=True)
+    assert devices[0].__cuda_array_interface__["shape"] == (2, 8, 48)
+    assert set(driver.live) == before
+    del devices  # their memory returns to the pool
+    assert set(driver.live) == before and set(driver.live) == constants | pooled(executable)
+    executable.close()
+    assert driver.live == {}
+
+
+def test_a_failing_launch_frees_everything(saved):
+    class Failing(runtime.DryDriver):
+        def launch(self, function, kernel, pointers):
+            if len(self.launches) == 1:
+                raise tessel.RuntimeError(f"cuLaunchKernel failed in kernel {kernel.name}: CUDA_ERROR_LAUNCH_FAILED")
+            super().launch(function, kernel, pointers)
+
+    driver = Failing()
+    executable = runtime.Executable(runtime.read(saved), driver)
+    constants = set(driver.live)
+    with pytest.raises(tessel.RuntimeError, match="CUDA_ERROR_LAUNCH_FAILED"):
+        executable(np.ones((16, 32), np.float32))
+    assert set(driver.live) == constants | pooled(executable)
+    executable.close()
+    assert driver.live == {}
+
+
+def test_arguments_are_checked_before_anything_runs(saved):
+    executable = runtime.load(saved, dry=True)
+    with pytest.raises(tessel.RuntimeError, match=r"argument 0 must be float32\[16, 32\], got float64\[16, 32\]"):
+        executable(np.ones((16, 32)))
+    with pytest.raises(tessel.RuntimeError, match="takes 1 arguments, got 2"):
+        executable(np.ones((16, 32), np.float32), np.ones(3))
+
+    class Strided:
+        __cuda_array_interface__ = {"shape": (16, 32), "typestr": "<f4", "data": (1 << 20, False),
+                                    "version": 3, "strides": (4, 64)}
+
+    with pytest.raises(tessel.RuntimeError, match="must be contiguous"):
+        executable(Strided())
+
+
+def test_bad_artifacts_are_clear_errors(saved, tmp_path):
+    with pytest.raises(tessel.RuntimeError, match="not a tessel artifact"):
+        runtime.read(tmp_path)
+    (tmp_path / "manifest.json").write_text('{"format": "onnx"}')
+    with pytest.raises(tessel.RuntimeError, match="not a tessel artifact .format 'onnx'"):
+        runtime.read(tmp_path)
+
+    def broken(edit):
+        copy = tmp_path / f"copy{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(saved, copy)
+        manifest = json.loads((copy / "manifest.json").read_text())
+        edit(manifest)
+        (copy / "manifest.json").write_text(json.dumps(manifest))
+        return copy
+
+    def use_after_free(m):
+        free = next(i for i, s in enumerate(m["steps"]) if s["op"] == "free")
+        m["steps"].insert(0, m["steps"].pop(free))
+
+    with pytest.raises(tessel.RuntimeError, match="uses a buffer that is not allocated"):
+        runtime.read(broken(use_after_free))
+    with pytest.raises(tessel.RuntimeError, match="launches unknown kernel"):
+        runtime.read(broken(lambda m: next(s for s in m["steps"] if s["op"] == "launch").update(kernel=99)))
+    with pytest.raises(tessel.RuntimeError, match="invalid launch shape"):
+        runtime.read(broken(lambda m: m["kernels"][0].update(block=[2048, 1, 1])))
+    with pytest.raises(tessel.RuntimeError, match="malformed manifest"):
+        runtime.read(broken(lambda m: m.pop("steps")))
+
+
+def test_gpu_run_without_a_gpu_is_one_clear_message(saved):
+    with pytest.raises(tessel.RuntimeError, match="cuda-bindings|no usable CUDA driver or GPU|no CUDA device"):
+        runtime.load(saved)
+
+
+def test_command_line_dry_run(saved, tmp_path, capsys):
+    np.savez(tmp_path / "in.npz", arg0=np.ones((16, 32), np.float32))
+    assert cli(["run", str(saved), "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "out.npz"),
+                "--dry"]) == 0
+    with np.load(tmp_path / "out.npz") as out:
+        assert out["out0"].shape == (2, 8, 48) and out["out1"].shape == (16, 32)
+    assert "ran model" in capsys.readouterr().out
+    np.savez(tmp_path / "bad.npz", x=np.ones(3))
+    assert cli(["run", str(saved), "--inputs", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "o.npz"),
+                "--dry"]) == 1
+    assert "must hold arg0" in capsys.readouterr().err
