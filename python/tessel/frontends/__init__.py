@@ -1,0 +1,1 @@
+"""Front ends: models from other frameworks into the ``graph`` dialect."""

@@ -1,0 +1,646 @@
+"""ONNX models into the ``graph`` dialect: ``tessel.from_onnx(path_or_model)``.
+
+The model's graph is traced with :func:`tessel.trace`: graph inputs become
+the function's arguments, initializers and ``Constant`` nodes numpy arrays
+(constants of the module), and each node a converter on :mod:`tessel.ops`.
+Values computed only from constants (shape arithmetic: ``Shape``,
+``Gather`` on shapes, ``Concat`` of dims, ...) stay numpy arrays, so the
+inputs that must be known while building (a ``Reshape``'s shape, a
+``Slice``'s bounds) are. Opsets 13 and newer of the default domain are
+read. An op, attribute or dtype that is not supported raises
+``tessel.UnsupportedError`` naming the node and listing the supported ops.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from .. import ops
+from ..errors import UnsupportedError
+from ..tracing import Tensor, as_tensor, trace
+
+__all__ = ["from_onnx", "SUPPORTED_OPS"]
+
+Value = Union[Tensor, np.ndarray]
+
+MIN_OPSET = 13
+
+
+class _Node:
+    """One ONNX node while converting: its attributes and input values."""
+
+    def __init__(self, proto: Any, index: int, inputs: list[Optional[Value]], helper: Any) -> None:
+        self.proto, self.index, self.inputs = proto, index, inputs
+        self.attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+        self.op = proto.op_type
+
+    def where(self) -> str:
+        return f"ONNX node {self.proto.name or '#' + str(self.index)} ({self.op})"
+
+    def unsupported(self, reason: str) -> UnsupportedError:
+        return UnsupportedError(f"{self.where()}: {reason}")
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        value = self.attrs.get(name, default)
+        return value.decode() if isinstance(value, bytes) else value
+
+    def input(self, i: int) -> Optional[Value]:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def constant(self, i: int, what: str) -> Optional[np.ndarray]:
+        """Input ``i`` as a numpy array; it must be known while building."""
+        value = self.input(i)
+        if value is None or isinstance(value, np.ndarray):
+            return value
+        raise self.unsupported(f"its {what} (input {i}) must be a constant, not computed at run time")
+
+    def only(self, *names: str) -> None:
+        """Rejects attributes outside ``names`` that change the result."""
+        extra = sorted(set(self.attrs) - set(names))
+        if extra:
+            raise self.unsupported(f"attribute {extra[0]} is not supported")
+
+
+def _numpy_or(values: Sequence[Optional[Value]], numpy_fn: Callable, tensor_fn: Callable) -> Value:
+    """``numpy_fn`` when every value is known while building, else ``tensor_fn``."""
+    if all(v is None or isinstance(v, np.ndarray) for v in values):
+        return numpy_fn(*values)
+    return tensor_fn(*values)
+
+
+def _dtype(node: _Node, onnx_type: int) -> np.dtype:
+    from onnx import helper
+
+    try:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type))
+    except (KeyError, TypeError):
+        raise node.unsupported(f"element type {onnx_type} is not supported") from None
+    if dtype not in (np.float32, np.float16, np.int32, np.int64, np.bool_):
+        raise node.unsupported(f"dtype {dtype.name} is not supported; tessel takes float32, float16, "
+                               "int32, int64 and bool")
+    return dtype
+
+
+def _axes(node: _Node, rank: int, i: int = 1) -> Optional[list[int]]:
+    """Reduction/squeeze axes from the input (opset >= 13/18) or attribute."""
+    axes = node.constant(i, "axes") if node.input(i) is not None else node.attr("axes")
+    if axes is None:
+        return None
+    return [int(a) % rank if rank else 0 for a in np.atleast_1d(axes)]
+
+
+# Converters -----------------------------------------------------------------
+
+def _binary(fn: Callable[[Value, Value], Value]) -> Callable[[_Node], Value]:
+    return lambda n: fn(n.inputs[0], n.inputs[1])
+
+
+def _variadic(fn: Callable[[Value, Value], Value]) -> Callable[[_Node], Value]:
+    def convert(n: _Node) -> Value:
+        result = n.inputs[0]
+        for value in n.inputs[1:]:
+            result = fn(result, value)
+        return result
+    return convert
+
+
+def _unary(tensor_fn: Callable[[Tensor], Tensor], numpy_fn: Callable[[np.ndarray], np.ndarray]):
+    return lambda n: _numpy_or(n.inputs[:1], numpy_fn, lambda x: tensor_fn(as_tensor(x)))
+
+
+def _maximum(a: Value, b: Value) -> Value:
+    return _numpy_or([a, b], np.maximum, ops.maximum)
+
+
+def _minimum(a: Value, b: Value) -> Value:
+    return _numpy_or([a, b], np.minimum, ops.minimum)
+
+
+def _where(c: Value, a: Value, b: Value) -> Value:
+    return _numpy_or([c, a, b], np.where, ops.where)
+
+
+def _zeros_like(x: Value) -> Value:
+    return np.zeros((), np.dtype(x.dtype))
+
+
+def _compare(name: str) -> Callable[[_Node], Value]:
+    import operator
+
+    fn = getattr(operator, name)
+    return lambda n: fn(n.inputs[0], n.inputs[1])
+
+
+def _not(n: _Node) -> Value:
+    return _where(n.inputs[0], np.bool_(False), np.bool_(True))
+
+
+def _logical(kind: str) -> Callable[[_Node], Value]:
+    def convert(n: _Node) -> Value:
+        a, b = n.inputs
+        if kind == "and":
+            return _where(a, b, np.bool_(False))
+        if kind == "or":
+            return _where(a, np.bool_(True), b)
+        return a != b
+    return convert
+
+
+def _cast(n: _Node) -> Value:
+    dtype = _dtype(n, n.attr("to"))
+    return _numpy_or(n.inputs[:1], lambda x: x.astype(dtype), lambda x: ops.cast(x, dtype))
+
+
+def _cast_like(n: _Node) -> Value:
+    dtype = np.dtype(n.inputs[1].dtype)
+    return _numpy_or(n.inputs[:1], lambda x: x.astype(dtype), lambda x: ops.cast(x, dtype))
+
+
+def _clip(n: _Node) -> Value:
+    x = n.inputs[0]
+    if n.input(1) is not None:
+        x = _maximum(x, n.inputs[1])
+    if n.input(2) is not None:
+        x = _minimum(x, n.inputs[2])
+    return x
+
+
+def _matmul(a: Value, b: Value) -> Value:
+    """numpy.matmul, also for 1-D operands (a vector is a row on the left,
+    a column on the right, and its dim is dropped from the result)."""
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim >= 2 and b.ndim >= 2:
+        return a @ b
+    left = a.reshape([1, a.shape[0]]) if a.ndim == 1 else a
+    right = b.reshape([b.shape[0], 1]) if b.ndim == 1 else b
+    result = left @ right
+    shape = list(result.shape)
+    if b.ndim == 1:
+        shape.pop(-1)
+    if a.ndim == 1:
+        shape.pop(-1 if b.ndim == 1 else -2)
+    return result.reshape(shape)
+
+
+def _pow(n: _Node) -> Value:
+    base, exponent = n.inputs
+    if np.dtype(base.dtype).kind != "f":
+        raise n.unsupported(f"Pow of an integer base ({np.dtype(base.dtype).name}) is not supported")
+    if np.dtype(exponent.dtype) != np.dtype(base.dtype):
+        exponent = _numpy_or([exponent], lambda e: e.astype(base.dtype), lambda e: ops.cast(e, base.dtype))
+    return _numpy_or([base, exponent], np.power, ops.pow)
+
+
+def _gemm(n: _Node) -> Value:
+    n.only("alpha", "beta", "transA", "transB")
+    a, b = n.inputs[0], n.inputs[1]
+    if n.attr("transA", 0):
+        a = ops.transpose(a)
+    if n.attr("transB", 0):
+        b = ops.transpose(b)
+    y = as_tensor(a) @ b
+    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
+    if alpha != 1.0:
+        y = y * alpha
+    if n.input(2) is not None:
+        y = y + (n.inputs[2] if beta == 1.0 else n.inputs[2] * np.asarray(beta, n.inputs[2].dtype))
+    return y
+
+
+def _reduce(kind: str) -> Callable[[_Node], Value]:
+    def convert(n: _Node) -> Value:
+        n.only("axes", "keepdims", "noop_with_empty_axes")
+        x = as_tensor(n.inputs[0])
+        axes = _axes(n, x.ndim)
+        if axes is not None and len(axes) == 0:
+            axes = None
+        if axes is None and n.attr("noop_with_empty_axes", 0):
+            return x
+        keep = bool(n.attr("keepdims", 1))
+        axis = None if axes is None else tuple(axes)
+        if kind == "sum_square":
+            return (x * x).sum(axis, keep)
+        if kind == "l1":
+            return abs(x).sum(axis, keep)
+        if kind == "l2":
+            return ops.sqrt((x * x).sum(axis, keep))
+        if kind == "log_sum":
+            return ops.log(x.sum(axis, keep))
+        if kind == "log_sum_exp":
+            top = x.max(axis, True)
+            total = ops.exp(x - top).sum(axis, True)
+            result = ops.log(total) + top
+            return result if keep else ops.squeeze(result, list(range(x.ndim)) if axis is None else list(axis))
+        if x.dtype == np.bool_ and kind in ("max", "min"):  # any / all, through integers
+            return getattr(ops.cast(x, np.int32), kind)(axis, keep) > 0
+        return getattr(x, kind)(axis, keep)
+    return convert
+
+
+def _softmax(log: bool) -> Callable[[_Node], Value]:
+    def convert(n: _Node) -> Value:
+        n.only("axis")
+        fn = ops.log_softmax if log else ops.softmax
+        return fn(n.inputs[0], axis=n.attr("axis", -1))
+    return convert
+
+
+def _layer_norm(n: _Node) -> Union[Value, tuple[Value, ...]]:
+    n.only("axis", "epsilon", "stash_type")
+    x = as_tensor(n.inputs[0])
+    axis = n.attr("axis", -1) % x.ndim
+    eps = n.attr("epsilon", 1e-5)
+    y = ops.layer_norm(x, n.input(1), n.input(2), eps=eps, axis=axis)
+    if not any(n.proto.output[1:]):
+        return y
+    # The optional Mean and InvStdDev outputs keep the normalized dims as 1.
+    axes = tuple(range(axis, x.ndim))
+    mean = x.mean(axes, True)
+    centered = x - mean
+    return y, mean, ops.rsqrt((centered * centered).mean(axes, True) + eps)
+
+
+def _rms_norm(n: _Node) -> Value:
+    n.only("axis", "epsilon", "stash_type")
+    x = as_tensor(n.inputs[0])
+    return ops.rms_norm(x, n.input(1), eps=n.attr("epsilon", 1e-5), axis=n.attr("axis", -1) % x.ndim)
+
+
+def _batch_norm(n: _Node) -> Value:
+    n.only("epsilon", "momentum", "training_mode")
+    if n.attr("training_mode", 0):
+        raise n.unsupported("training_mode=1 is not supported (inference only)")
+    x, scale, bias, mean, var = n.inputs[:5]
+    return ops.batch_norm(x, mean, var, scale, bias, eps=n.attr("epsilon", 1e-5))
+
+
+def _reshape(n: _Node) -> Value:
+    n.only("allowzero")
+    x = n.inputs[0]
+    shape = [int(s) for s in n.constant(1, "shape")]
+    if not n.attr("allowzero", 0):
+        shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
+    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+
+
+def _transpose(n: _Node) -> Value:
+    perm = n.attr("perm")
+    return _numpy_or(n.inputs[:1], lambda v: np.transpose(v, perm), lambda v: ops.transpose(v, perm))
+
+
+def _flatten(n: _Node) -> Value:
+    x = n.inputs[0]
+    axis = n.attr("axis", 1)
+    axis = axis + len(x.shape) if axis < 0 else axis
+    shape = [int(np.prod(x.shape[:axis], dtype=np.int64)), int(np.prod(x.shape[axis:], dtype=np.int64))]
+    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+
+
+def _squeeze(n: _Node) -> Value:
+    x = n.inputs[0]
+    axes = _axes(n, len(x.shape))
+    shape = [s for d, s in enumerate(x.shape) if (s != 1 if axes is None else d not in axes)]
+    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+
+
+def _unsqueeze(n: _Node) -> Value:
+    x = n.inputs[0]
+    rank = len(x.shape) + len(np.atleast_1d(n.constant(1, "axes") if n.input(1) is not None else n.attr("axes")))
+    axes = sorted(_axes(n, rank))
+    shape = list(x.shape)
+    for a in axes:
+        shape.insert(a, 1)
+    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+
+
+def _concat(n: _Node) -> Value:
+    axis = n.attr("axis")
+    values = [v for v in n.inputs if v is not None]
+    return _numpy_or(values, lambda *v: np.concatenate(v, axis), lambda *v: ops.concatenate(list(v), axis))
+
+
+def _slice(n: _Node) -> Value:
+    x = n.inputs[0]
+    starts, ends = n.constant(1, "starts"), n.constant(2, "ends")
+    axes = n.constant(3, "axes")
+    steps = n.constant(4, "steps")
+    rank = len(x.shape)
+    index = [slice(None)] * rank
+    axes = range(len(starts)) if axes is None else [int(a) % rank for a in axes]
+    for i, axis in enumerate(axes):
+        step = 1 if steps is None else int(steps[i])
+        if step < 0:
+            raise n.unsupported("negative slice steps are not supported")
+        size = x.shape[axis]
+        start, end = (int(max(-2**62, min(2**62, v))) for v in (starts[i], ends[i]))
+        index[axis] = slice(*slice(start, end, step).indices(size))
+    return _numpy_or([x], lambda v: v[tuple(index)], lambda v: as_tensor(v)[tuple(index)])
+
+
+def _gather(n: _Node) -> Value:
+    x, indices = n.inputs
+    axis = n.attr("axis", 0)
+    return _numpy_or([x, indices], lambda v, i: np.take(v, i, axis), lambda v, i: ops.take(v, i, axis))
+
+
+def _expand(n: _Node) -> Value:
+    x = n.inputs[0]
+    shape = np.broadcast_shapes(tuple(x.shape), tuple(int(s) for s in n.constant(1, "shape")))
+    return _numpy_or([x], lambda v: np.broadcast_to(v, shape).copy(), lambda v: ops.broadcast_to(v, shape))
+
+
+def _shape(n: _Node) -> Value:
+    shape = np.array(n.inputs[0].shape, np.int64)
+    start, end = n.attr("start", 0), n.attr("end", None)
+    return shape[start:end]
+
+
+def _constant(n: _Node) -> Value:
+    from onnx import numpy_helper
+
+    if "value" in n.attrs:
+        return numpy_helper.to_array(n.attrs["value"])
+    for name, dtype in (("value_float", np.float32), ("value_int", np.int64)):
+        if name in n.attrs:
+            return np.array(n.attrs[name], dtype)
+    for name, dtype in (("value_floats", np.float32), ("value_ints", np.int64)):
+        if name in n.attrs:
+            return np.array(n.attrs[name], dtype)
+    raise n.unsupported(f"attribute {sorted(n.attrs)[0] if n.attrs else 'value'} is not supported")
+
+
+def _constant_of_shape(n: _Node) -> Value:
+    from onnx import numpy_helper
+
+    value = numpy_helper.to_array(n.attrs["value"]) if "value" in n.attrs else np.zeros(1, np.float32)
+    return np.full([int(s) for s in n.constant(0, "shape")], value.reshape(-1)[0], value.dtype)
+
+
+def _range(n: _Node) -> Value:
+    start, limit, delta = (n.constant(i, "bounds") for i in range(3))
+    return np.arange(start, limit, delta).astype(np.asarray(start).dtype)
+
+
+def _pads(n: _Node, spatial: int) -> list[int]:
+    if n.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        raise n.unsupported(f"auto_pad={n.attr('auto_pad')} is not supported")
+    pads = n.attr("pads", [0] * 2 * spatial)
+    return [pads[0], pads[1], pads[2], pads[3]]  # top, left, bottom, right
+
+
+def _conv(n: _Node) -> Value:
+    n.only("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+    x = n.inputs[0]
+    if len(x.shape) != 4:
+        raise n.unsupported(f"only 2-D convolution (4-D input) is supported, got rank {len(x.shape)}")
+    return ops.conv2d(x, n.inputs[1], n.input(2), stride=tuple(n.attr("strides", [1, 1])),
+                      padding=_pads(n, 2), dilation=tuple(n.attr("dilations", [1, 1])), groups=n.attr("group", 1))
+
+
+def _pool(kind: str) -> Callable[[_Node], Value]:
+    def convert(n: _Node) -> Value:
+        n.only("auto_pad", "kernel_shape", "pads", "strides", "count_include_pad", "ceil_mode", "dilations",
+               "storage_order")
+        x = n.inputs[0]
+        if len(x.shape) != 4:
+            raise n.unsupported(f"only 2-D pooling (4-D input) is supported, got rank {len(x.shape)}")
+        if n.attr("ceil_mode", 0) or any(d != 1 for d in n.attr("dilations", [1, 1])):
+            raise n.unsupported("ceil_mode and dilations are not supported")
+        if len(n.proto.output) > 1 and n.proto.output[1]:
+            raise n.unsupported("the Indices output is not supported")
+        kernel = tuple(n.attr("kernel_shape"))
+        stride = tuple(n.attr("strides", [1, 1]))
+        if kind == "max":
+            return ops.max_pool2d(x, kernel, stride, _pads(n, 2))
+        return ops.avg_pool2d(x, kernel, stride, _pads(n, 2), count_include_pad=bool(n.attr("count_include_pad", 0)))
+    return convert
+
+
+def _global_pool(kind: str) -> Callable[[_Node], Value]:
+    def convert(n: _Node) -> Value:
+        x = as_tensor(n.inputs[0])
+        axes = tuple(range(2, x.ndim))
+        return x.mean(axes, True) if kind == "avg" else x.max(axes, True)
+    return convert
+
+
+def _leaky_relu(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    return ops.where(x < 0, x * n.attr("alpha", 0.01), x)
+
+
+def _prelu(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    return ops.where(x < 0, x * n.inputs[1], x)
+
+
+def _elu(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    return ops.where(x < 0, (ops.exp(x) - 1) * n.attr("alpha", 1.0), x)
+
+
+def _selu(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    alpha, gamma = n.attr("alpha", 1.67326319217681884765625), n.attr("gamma", 1.05070102214813232421875)
+    return ops.where(x < 0, (ops.exp(x) - 1) * alpha, x) * gamma
+
+
+def _celu(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    alpha = n.attr("alpha", 1.0)
+    return ops.maximum(x, 0.0) + ops.minimum(x * 0.0, (ops.exp(x * (1 / alpha)) - 1) * alpha)
+
+
+def _hard_sigmoid(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    return ops.maximum(ops.minimum(x * n.attr("alpha", 0.2) + n.attr("beta", 0.5), 1.0), 0.0)
+
+
+def _hard_swish(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    return x * ops.maximum(ops.minimum(x * (1 / 6) + 0.5, 1.0), 0.0)
+
+
+def _softplus(x: Tensor) -> Tensor:
+    # log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|)).
+    return ops.maximum(x, 0.0) + ops.log(ops.exp(-abs(x)) + 1.0)
+
+
+def _gelu(n: _Node) -> Value:
+    n.only("approximate")
+    return ops.gelu(n.inputs[0], approximate=n.attr("approximate", "none"))
+
+
+def _thresholded_relu(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    return ops.where(x > n.attr("alpha", 1.0), x, 0.0)
+
+
+def _shrink(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    lambd, bias = n.attr("lambd", 0.5), n.attr("bias", 0.0)
+    return ops.where(x < -lambd, x + bias, ops.where(x > lambd, x - bias, x * 0))
+
+
+def _sign(x: Tensor) -> Tensor:
+    return ops.where(x > 0, 1, ops.where(x < 0, -1, 0)).astype(x.dtype) if x.dtype.kind != "f" else \
+        ops.where(x > 0, 1.0, ops.where(x < 0, -1.0, 0.0))
+
+
+def _mean(n: _Node) -> Value:
+    total = _variadic(lambda a, b: a + b)(n)
+    return total * np.asarray(1 / len(n.inputs), np.dtype(total.dtype))
+
+
+def _split(n: _Node) -> tuple[Value, ...]:
+    x = n.inputs[0]
+    axis = n.attr("axis", 0) % len(x.shape)
+    outputs = len(n.proto.output)
+    sizes = n.constant(1, "split") if n.input(1) is not None else n.attr("split")
+    if sizes is None:
+        size = -(-x.shape[axis] // n.attr("num_outputs", outputs))
+        sizes = [min(size, x.shape[axis] - i * size) for i in range(outputs)]
+    results, at = [], 0
+    for size in sizes:
+        index = [slice(None)] * len(x.shape)
+        index[axis] = slice(at, at + int(size))
+        results.append(_numpy_or([x], lambda v, ix=tuple(index): v[ix], lambda v, ix=tuple(index): as_tensor(v)[ix]))
+        at += int(size)
+    return tuple(results)
+
+
+def _tile(n: _Node) -> Value:
+    x = n.inputs[0]
+    repeats = [int(r) for r in n.constant(1, "repeats")]
+    result = x
+    for axis, r in enumerate(repeats):
+        if r != 1:
+            result = _numpy_or([result], lambda v, a=axis, k=r: np.concatenate([v] * k, a),
+                               lambda v, a=axis, k=r: ops.concatenate([v] * k, a))
+    return result
+
+
+def _dropout(n: _Node) -> Value:
+    if n.input(2) is not None and not isinstance(n.inputs[2], np.ndarray):
+        raise n.unsupported("a run-time training_mode is not supported")
+    if n.input(2) is not None and bool(n.inputs[2]):
+        raise n.unsupported("training_mode=true is not supported (inference only)")
+    if len(n.proto.output) > 1 and n.proto.output[1]:
+        raise n.unsupported("the mask output is not supported")
+    return n.inputs[0]
+
+
+_FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
+    "Neg": (lambda x: -x, np.negative), "Abs": (abs, np.abs), "Exp": (ops.exp, np.exp), "Log": (ops.log, np.log),
+    "Sqrt": (ops.sqrt, np.sqrt), "Relu": (ops.relu, lambda x: np.maximum(x, 0)),
+    "Sigmoid": (ops.sigmoid, lambda x: 1 / (1 + np.exp(-x))), "Tanh": (ops.tanh, np.tanh),
+    "Reciprocal": (lambda x: 1 / x, np.reciprocal), "Softplus": (_softplus, lambda x: np.log1p(np.exp(x))),
+    "Softsign": (lambda x: x / (abs(x) + 1), lambda x: x / (1 + np.abs(x))),
+    "Mish": (lambda x: x * ops.tanh(_softplus(x)), lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+    "Sign": (_sign, np.sign), "Identity": (lambda x: x, lambda x: x),
+}
+
+CONVERTERS: dict[str, Callable[[_Node], Any]] = {
+    "Add": _binary(lambda a, b: a + b), "Sub": _binary(lambda a, b: a - b), "Mul": _binary(lambda a, b: a * b),
+    "Div": _binary(lambda a, b: a / b), "Pow": _pow,
+    "Max": _variadic(_maximum), "Min": _variadic(_minimum), "Sum": _variadic(lambda a, b: a + b), "Mean": _mean,
+    "Equal": _compare("eq"), "Less": _compare("lt"), "LessOrEqual": _compare("le"), "Greater": _compare("gt"),
+    "GreaterOrEqual": _compare("ge"), "Not": _not, "And": _logical("and"), "Or": _logical("or"),
+    "Xor": _logical("xor"), "Where": lambda n: _where(*n.inputs), "Cast": _cast, "CastLike": _cast_like,
+    "Clip": _clip, "MatMul": lambda n: _matmul(*n.inputs), "Gemm": _gemm,
+    "ReduceSum": _reduce("sum"), "ReduceMean": _reduce("mean"), "ReduceMax": _reduce("max"),
+    "ReduceMin": _reduce("min"), "ReduceSumSquare": _reduce("sum_square"), "ReduceL1": _reduce("l1"),
+    "ReduceL2": _reduce("l2"), "ReduceLogSum": _reduce("log_sum"), "ReduceLogSumExp": _reduce("log_sum_exp"),
+    "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "LayerNormalization": _layer_norm,
+    "RMSNormalization": _rms_norm,
+    "BatchNormalization": _batch_norm, "Reshape": _reshape, "Transpose": _transpose, "Flatten": _flatten,
+    "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Concat": _concat, "Slice": _slice, "Gather": _gather,
+    "Expand": _expand, "Shape": _shape, "Size": lambda n: np.array(math.prod(n.inputs[0].shape), np.int64),
+    "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Split": _split,
+    "Tile": _tile, "Dropout": _dropout, "Conv": _conv, "MaxPool": _pool("max"), "AveragePool": _pool("avg"),
+    "GlobalAveragePool": _global_pool("avg"), "GlobalMaxPool": _global_pool("max"), "LeakyRelu": _leaky_relu,
+    "PRelu": _prelu, "Elu": _elu, "Selu": _selu, "Celu": _celu, "HardSigmoid": _hard_sigmoid,
+    "HardSwish": _hard_swish, "Gelu": _gelu, "ThresholdedRelu": _thresholded_relu, "Shrink": _shrink,
+    **{name: _unary(*fns) for name, fns in _FLOAT_UNARY.items()},
+}
+
+SUPPORTED_OPS = tuple(sorted(CONVERTERS))
+
+
+def _load(model: Any) -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise UnsupportedError("tessel.from_onnx needs the onnx package (pip install onnx)") from None
+    if isinstance(model, (str, Path)):
+        try:
+            return onnx.load(str(model))
+        except Exception as e:  # noqa: BLE001 - onnx raises many types for a bad file
+            raise UnsupportedError(f"{model}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    if not isinstance(model, onnx.ModelProto):
+        raise TypeError(f"from_onnx takes a path or an onnx.ModelProto, got {type(model).__name__}")
+    return model
+
+
+def from_onnx(model: Union[str, Path, Any], *, name: Optional[str] = None,
+              constants: Optional[dict[str, np.ndarray]] = None) -> Any:
+    """An ONNX model (a path or an ``onnx.ModelProto``) as a graph-dialect module.
+
+    Graph inputs that are not initializers become the arguments of
+    ``func.func @name`` (default: the graph's name, else ``main``), in order;
+    initializers become constants. Shapes must be static. ``constants``
+    fixes graph inputs by name while importing (an axes or shape input that
+    the model takes at run time): they become constants, not arguments.
+    """
+    from onnx import helper, numpy_helper
+
+    model = _load(model)
+    opsets = {o.domain: o.version for o in model.opset_import}
+    version = opsets.get("", opsets.get("ai.onnx"))
+    if version is None or version < MIN_OPSET:
+        raise UnsupportedError(f"ONNX opset {version} is not supported; tessel reads opset {MIN_OPSET} and newer")
+    graph = model.graph
+    initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    unknown = sorted(set(constants or ()) - {i.name for i in graph.input})
+    if unknown:
+        raise UnsupportedError(f"constants names {unknown[0]!r}, which is not an input of the model")
+    initializers.update({k: np.asarray(v) for k, v in (constants or {}).items()})
+    arguments = [i for i in graph.input if i.name not in initializers]
+    examples = []
+    for value in arguments:
+        tensor = value.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        if not value.type.HasField("tensor_type") or None in dims:
+            raise UnsupportedError(f"ONNX input {value.name!r} has a dynamic or unknown shape; tessel needs "
+                                   "static shapes")
+        node = _Node(helper.make_node("Identity", [value.name], [value.name]), -1, [], helper)
+        dtype = _dtype(node, tensor.elem_type)
+        examples.append(np.zeros(dims, dtype))
+
+    def build(*args: Tensor) -> list[Tensor]:
+        env: dict[str, Value] = dict(initializers)
+        env.update((v.name, a) for v, a in zip(arguments, args))
+        for index, proto in enumerate(graph.node):
+            node = _Node(proto, index, [env[i] if i else None for i in proto.input], helper)
+            if proto.domain not in ("", "ai.onnx"):
+                raise node.unsupported(f"domain {proto.domain!r} is not supported")
+            convert = CONVERTERS.get(proto.op_type)
+            if convert is None:
+                raise node.unsupported("this op is not supported; supported: " + ", ".join(SUPPORTED_OPS))
+            try:
+                result = convert(node)
+            except UnsupportedError as e:
+                if str(e).startswith("ONNX node"):
+                    raise
+                raise node.unsupported(str(e)) from None
+            results = result if isinstance(result, tuple) else (result,)
+            for output, value in zip(proto.output, results):
+                if output:
+                    env[output] = value
+        return [as_tensor(env[o.name]) for o in graph.output]
+
+    return trace(build, *examples, name=name or graph.name or "main")

@@ -1,0 +1,134 @@
+"""tessel.from_onnx: models built with onnx.helper, checked against onnx's
+reference evaluator, plus a selection of the onnx package's node tests (all
+of them: bench/onnx_node_tests.py)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tessel
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(a, n) for n, a in initializers])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _check(model, *args, rtol=1e-5, atol=1e-5):
+    expected = ReferenceEvaluator(model).run(None, dict(zip([i.name for i in model.graph.input], args)))
+    got = tessel.compile(tessel.from_onnx(model), target="cpu")(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
+
+
+def _f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def test_mlp_with_gemm_and_relu():
+    w1, b1 = RNG.standard_normal((32, 16)).astype(np.float32), RNG.standard_normal(32).astype(np.float32)
+    w2 = RNG.standard_normal((16, 8)).astype(np.float32)
+    model = _model(
+        [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
+         helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("MatMul", ["r", "w2"], ["y0"]),
+         helper.make_node("Gelu", ["y0"], ["y"], approximate="tanh")],
+        [_f32("x", [4, 16])], [_f32("y", [4, 8])],
+        [("w1", w1), ("b1", b1), ("w2", np.concatenate([w2, w2]))], opset=20)
+    _check(model, RNG.standard_normal((4, 16)).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_conv_net_with_batch_norm_and_pools():
+    w = RNG.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    stats = [RNG.standard_normal(8).astype(np.float32) for _ in range(3)] + [RNG.random(8).astype(np.float32) + 0.5]
+    fc = RNG.standard_normal((8, 5)).astype(np.float32)
+    model = _model(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], epsilon=1e-5),
+         helper.make_node("Relu", ["n"], ["r"]),
+         helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("GlobalAveragePool", ["p"], ["g"]),
+         helper.make_node("Flatten", ["g"], ["f"]),
+         helper.make_node("MatMul", ["f", "fc"], ["y"])],
+        [_f32("x", [2, 3, 8, 8])], [_f32("y", [2, 5])],
+        [("w", w), ("s", stats[0]), ("b", stats[1]), ("m", stats[2]), ("v", stats[3]), ("fc", fc)])
+    _check(model, RNG.standard_normal((2, 3, 8, 8)).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_shape_arithmetic_stays_static():
+    # Reshape to (batch, heads, -1) with the shape computed by Shape/Gather/Concat:
+    # all of it folds while importing, so the Reshape's shape is known.
+    model = _model(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "zero"], ["batch"], axis=0),
+         helper.make_node("Concat", ["batch", "rest"], ["shape"], axis=0),
+         helper.make_node("Reshape", ["x", "shape"], ["r"]),
+         helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+         helper.make_node("Softmax", ["t"], ["y"], axis=-1)],
+        [_f32("x", [2, 6, 4])], [_f32("y", [2, 12, 2])],
+        [("zero", np.array([0], np.int64)), ("rest", np.array([2, -1], np.int64))])
+    _check(model, RNG.standard_normal((2, 6, 4)).astype(np.float32))
+
+
+def test_unsupported_ops_and_inputs_are_clear_errors(tmp_path):
+    model = _model([helper.make_node("Einsum", ["x", "x"], ["y"], name="mix", equation="ij,ij->i")],
+                   [_f32("x", [2, 3])], [_f32("y", [2])])
+    with pytest.raises(tessel.UnsupportedError, match=r"ONNX node mix \(Einsum\): this op is not supported; "
+                                                      r"supported: Abs, Add"):
+        tessel.from_onnx(model)
+    dynamic = _model([helper.make_node("Relu", ["x"], ["y"])], [_f32("x", ["batch", 3])], [_f32("y", ["batch", 3])])
+    with pytest.raises(tessel.UnsupportedError, match="input 'x' has a dynamic or unknown shape"):
+        tessel.from_onnx(dynamic)
+    old = _model([helper.make_node("Relu", ["x"], ["y"])], [_f32("x", [3])], [_f32("y", [3])], opset=11)
+    with pytest.raises(tessel.UnsupportedError, match="opset 11 is not supported"):
+        tessel.from_onnx(old)
+    (tmp_path / "bad.onnx").write_bytes(b"not protobuf")
+    with pytest.raises(tessel.UnsupportedError, match="not a readable ONNX model"):
+        tessel.from_onnx(tmp_path / "bad.onnx")
+    runtime_shape = _model([helper.make_node("Reshape", ["x", "s"], ["y"])],
+                           [_f32("x", [6]), helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                           [_f32("y", [2, 3])])
+    with pytest.raises(tessel.UnsupportedError, match=r"\(Reshape\): its shape \(input 1\) must be a constant"):
+        tessel.from_onnx(runtime_shape)
+
+
+def _node_tests():
+    path = Path(__file__).resolve().parents[2] / "bench" / "onnx_node_tests.py"
+    spec = importlib.util.spec_from_file_location("onnx_node_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+NODE_TESTS = ["test_add_bcast", "test_matmul_4d", "test_gemm_all_attributes", "test_softmax_axis_1",
+              "test_layer_normalization_3d_axis1_epsilon", "test_conv_with_strides_padding",
+              "test_averagepool_2d_pads", "test_maxpool_2d_strides", "test_reduce_mean_keepdims_example",
+              "test_slice_neg_steps", "test_gather_1", "test_flatten_negative_axis1", "test_where_example",
+              "test_unsqueeze_two_axes", "test_batchnorm_example", "test_clip_default_min", "test_pow_types_int64_int64",
+              "test_cast_FLOAT_to_FLOAT16", "test_einsum_sum"]
+
+
+@pytest.fixture(scope="module")
+def node_tests():
+    return _node_tests()
+
+
+@pytest.mark.parametrize("name", NODE_TESTS)
+def test_onnx_node_test(name, node_tests):
+    cases = node_tests._cases()
+    outcome, message = node_tests.run_case(cases[name])
+    # Never a wrong result or a crash; what is not supported says so.
+    assert outcome in ("passed", "unsupported"), f"{name}: {outcome}: {message}"
+    if name not in ("test_slice_neg_steps", "test_pow_types_int64_int64", "test_einsum_sum"):
+        assert outcome == "passed", message
