@@ -46,6 +46,11 @@ struct LoopApplySchedulesPass
         work;
     for (auto schedule : module.getOps<loop::ScheduleOp>()) {
       auto func = symbols.lookup<func::FuncOp>(schedule.getKernel());
+      if (!func) {
+        schedule.emitError("schedules '")
+            << schedule.getKernel() << "', which is not a func.func";
+        return signalPassFailure();
+      }
       TilingInterface root =
           scheduledRoot(schedule, func, findKernelRoots(func),
                         schedule.getResult());

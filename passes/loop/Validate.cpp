@@ -129,7 +129,13 @@ struct LoopValidateSchedulesPass
     bool failedAny = false;
     for (auto schedule : getOperation().getOps<loop::ScheduleOp>()) {
       auto func = symbols.lookup<func::FuncOp>(schedule.getKernel());
-      failedAny |= !func || failed(validate(schedule, func));
+      if (!func) {
+        schedule.emitError("schedules '")
+            << schedule.getKernel() << "', which is not a func.func";
+        failedAny = true;
+        continue;
+      }
+      failedAny |= failed(validate(schedule, func));
     }
     if (failedAny)
       signalPassFailure();

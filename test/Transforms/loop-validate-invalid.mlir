@@ -154,3 +154,11 @@ func.func private @k(%a: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) att
 loop.schedule @k result 1 target "sm_90" {
   loop.tile [8] mapping [#gpu.block<x>]
 }
+
+// -----
+
+llvm.func @k()
+// expected-error @below {{schedules 'k', which is not a func.func}}
+loop.schedule @k target "sm_90" {
+  loop.tile [8] mapping [#gpu.block<x>]
+}
