@@ -112,6 +112,13 @@ def _unary(tensor_fn: Callable[[Tensor], Tensor], numpy_fn: Callable[[np.ndarray
     return lambda n: _numpy_or(n.inputs[:1], numpy_fn, lambda x: tensor_fn(as_tensor(x)))
 
 
+def _div(a: Value, b: Value) -> Value:
+    """Integer division truncates, as in ONNX (and graph.div); numpy's ``/`` would give floats."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype.kind in "iu":
+        return np.trunc(a / b).astype(a.dtype)
+    return a / b
+
+
 def _maximum(a: Value, b: Value) -> Value:
     return _numpy_or([a, b], np.maximum, ops.maximum)
 
@@ -534,6 +541,151 @@ def _dropout(n: _Node) -> Value:
     return n.inputs[0]
 
 
+def _trilu(n: _Node) -> Value:
+    x = n.inputs[0]
+    k = int(n.constant(1, "k")) if n.input(1) is not None else 0
+    rows, cols = x.shape[-2], x.shape[-1]
+    keep = (np.triu if n.attr("upper", 1) else np.tril)(np.ones((rows, cols), bool), k)
+    return _where(keep, x, _zeros_like(x))
+
+
+def _swish(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    return x * ops.sigmoid(x * n.attr("alpha", 1.0))
+
+
+def _lp_normalization(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    axis, p = n.attr("axis", -1), n.attr("p", 2)
+    if p == 1:
+        norm = abs(x).sum(axis, True)
+    elif p == 2:
+        norm = ops.sqrt((x * x).sum(axis, True))
+    else:
+        raise n.unsupported(f"p={p} is not supported (1 or 2)")
+    return ops.where(norm == 0, x * 0, x / norm)
+
+
+def _space_to_depth(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    b, c, h, w = x.shape
+    s = n.attr("blocksize")
+    perm = (0, 3, 5, 1, 2, 4) if n.attr("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4)
+    return x.reshape([b, c, h // s, s, w // s, s]).transpose(*perm).reshape([b, c * s * s, h // s, w // s])
+
+
+def _depth_to_space(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    b, c, h, w = x.shape
+    s = n.attr("blocksize")
+    if n.attr("mode", "DCR") == "DCR":
+        y = x.reshape([b, s, s, c // (s * s), h, w]).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape([b, c // (s * s), s, s, h, w]).transpose(0, 1, 4, 2, 5, 3)
+    return y.reshape([b, c // (s * s), h * s, w * s])
+
+
+def _eye_like(n: _Node) -> Value:
+    x = n.inputs[0]
+    dtype = _dtype(n, n.attr("dtype")) if "dtype" in n.attrs else np.dtype(x.dtype)
+    return np.eye(x.shape[0], x.shape[1], n.attr("k", 0), dtype=dtype)
+
+
+def _is_inf(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    positive, negative = x == np.inf, x == -np.inf
+    if not n.attr("detect_negative", 1):
+        return positive
+    if not n.attr("detect_positive", 1):
+        return negative
+    return _where(positive, np.bool_(True), negative)
+
+
+def _pad(n: _Node) -> Value:
+    n.only("mode")
+    x = n.inputs[0]
+    mode = n.attr("mode", "constant")
+    if mode not in ("constant", "edge"):
+        raise n.unsupported(f"mode {mode!r} is not supported (constant, edge)")
+    pads = [int(p) for p in n.constant(1, "pads")]
+    rank = len(x.shape)
+    axes = [int(a) % rank for a in n.constant(3, "axes")] if n.input(3) is not None else list(range(rank))
+    fill = n.constant(2, "constant_value") if n.input(2) is not None else None
+    fill = np.zeros((), np.dtype(x.dtype)) if fill is None or fill.size == 0 else fill.reshape(()).astype(x.dtype)
+    if any(p < 0 for p in pads):
+        raise n.unsupported("negative pads (cropping) are not supported")
+    result = x
+    for i, axis in enumerate(axes):
+        before, after = pads[i], pads[i + len(axes)]
+        parts = []
+        for width, edge in ((before, 0), (after, -1)):
+            if not width:
+                parts.append(None)
+                continue
+            shape = list(result.shape)
+            shape[axis] = width
+            if mode == "constant":
+                parts.append(np.full(shape, fill, np.dtype(x.dtype)))
+            else:
+                index = [slice(None)] * rank
+                index[axis] = slice(0, 1) if edge == 0 else slice(result.shape[axis] - 1, result.shape[axis])
+                piece = _numpy_or([result], lambda v, ix=tuple(index): v[ix], lambda v, ix=tuple(index): as_tensor(v)[ix])
+                parts.append(_numpy_or([piece], lambda v, s=shape: np.broadcast_to(v, s).copy(),
+                                       lambda v, s=shape: ops.broadcast_to(v, s)))
+        pieces = [p for p in (parts[0], result, parts[1]) if p is not None]
+        if len(pieces) > 1:
+            result = _numpy_or(pieces, lambda *v, a=axis: np.concatenate(v, a),
+                               lambda *v, a=axis: ops.concatenate(list(v), a))
+    return result
+
+
+def _one_hot(n: _Node) -> Value:
+    indices, depth, values = n.inputs[0], int(n.constant(1, "depth").reshape(())), n.inputs[2]
+    rank = len(indices.shape) + 1
+    axis = n.attr("axis", -1) % rank
+    classes = np.arange(depth, dtype=np.dtype(indices.dtype)).reshape([depth] + [1] * (rank - 1 - axis))
+    positive = _where(indices < 0, indices + np.asarray(depth, np.dtype(indices.dtype)), indices)
+    expanded = _numpy_or([positive], lambda v: np.expand_dims(v, axis), lambda v: ops.unsqueeze(v, axis))
+    off, on = (_numpy_or([values], lambda v, i=i: v[i], lambda v, i=i: as_tensor(v)[i]) for i in (0, 1))
+    return _where(expanded == classes, on, off)
+
+
+def _attention(n: _Node) -> Union[Value, tuple[Value, ...]]:
+    """Scaled dot-product attention on 4-D [batch, heads, seq, head_dim]
+    inputs (grouped K/V heads allowed), with an optional boolean or additive
+    mask, causal masking and softcap."""
+    n.only("is_causal", "scale", "softcap", "q_num_heads", "kv_num_heads", "qk_matmul_output_mode")
+    q, k, v = (as_tensor(n.inputs[i]) for i in range(3))
+    if q.ndim != 4:
+        raise n.unsupported("only 4-D (batch, heads, seq, head_dim) inputs are supported")
+    if any(n.input(i) is not None for i in range(4, len(n.inputs))) or any(n.proto.output[1:]):
+        raise n.unsupported("past key/value caches, sequence lengths and the extra outputs are not supported")
+    if n.attr("qk_matmul_output_mode", 0):
+        raise n.unsupported("qk_matmul_output_mode is not supported")
+    heads, kv_heads = q.shape[1], k.shape[1]
+    if heads != kv_heads:  # grouped-query attention: repeat each K/V head
+        group = heads // kv_heads
+        k, v = (ops.reshape(ops.broadcast_to(ops.unsqueeze(t, 2), [t.shape[0], kv_heads, group] + list(t.shape[2:])),
+                            [t.shape[0], heads] + list(t.shape[2:])) for t in (k, v))
+    scale = n.attr("scale", 1 / math.sqrt(q.shape[-1]))
+    scores = (q @ k.transpose(0, 1, 3, 2)) * scale
+    if n.attr("softcap", 0.0):
+        cap = n.attr("softcap")
+        scores = ops.tanh(scores * (1 / cap)) * cap
+    mask = n.input(3)
+    if mask is not None:
+        if tuple(mask.shape)[-1] != scores.shape[-1]:
+            raise n.unsupported("a mask shorter than the key sequence is not supported")
+        scores = ops.where(mask, scores, float("-inf")) if np.dtype(mask.dtype) == np.bool_ else scores + mask
+    if n.attr("is_causal", 0):  # aligned top-left: query i sees keys 0..i
+        rows, cols = scores.shape[-2], scores.shape[-1]
+        scores = ops.where(np.tril(np.ones((rows, cols), bool)), scores, float("-inf"))
+    probs = ops.softmax(scores, axis=-1)
+    # A row with every key masked attends to nothing: zeros, not NaN.
+    probs = ops.where(probs != probs, 0.0, probs)
+    return probs @ v
+
+
 _FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
     "Neg": (lambda x: -x, np.negative), "Abs": (abs, np.abs), "Exp": (ops.exp, np.exp), "Log": (ops.log, np.log),
     "Sqrt": (ops.sqrt, np.sqrt), "Relu": (ops.relu, lambda x: np.maximum(x, 0)),
@@ -546,7 +698,7 @@ _FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
 
 CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "Add": _binary(lambda a, b: a + b), "Sub": _binary(lambda a, b: a - b), "Mul": _binary(lambda a, b: a * b),
-    "Div": _binary(lambda a, b: a / b), "Pow": _pow,
+    "Div": _binary(_div), "Pow": _pow,
     "Max": _variadic(_maximum), "Min": _variadic(_minimum), "Sum": _variadic(lambda a, b: a + b), "Mean": _mean,
     "Equal": _compare("eq"), "Less": _compare("lt"), "LessOrEqual": _compare("le"), "Greater": _compare("gt"),
     "GreaterOrEqual": _compare("ge"), "Not": _not, "And": _logical("and"), "Or": _logical("or"),
@@ -565,6 +717,9 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "GlobalAveragePool": _global_pool("avg"), "GlobalMaxPool": _global_pool("max"), "LeakyRelu": _leaky_relu,
     "PRelu": _prelu, "Elu": _elu, "Selu": _selu, "Celu": _celu, "HardSigmoid": _hard_sigmoid,
     "HardSwish": _hard_swish, "Gelu": _gelu, "ThresholdedRelu": _thresholded_relu, "Shrink": _shrink,
+    "Trilu": _trilu, "Swish": _swish, "LpNormalization": _lp_normalization, "SpaceToDepth": _space_to_depth,
+    "DepthToSpace": _depth_to_space, "EyeLike": _eye_like, "IsInf": _is_inf, "Pad": _pad, "OneHot": _one_hot,
+    "Attention": _attention,
     **{name: _unary(*fns) for name, fns in _FLOAT_UNARY.items()},
 }
 
