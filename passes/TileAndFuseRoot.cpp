@@ -18,13 +18,18 @@ static Operation *returnedLinalgOp(Value v) {
                                                               : nullptr;
 }
 
-TilingInterface
-tessel::findKernelRoot(func::FuncOp func,
-                       llvm::SmallPtrSetImpl<Operation *> &returned) {
+void tessel::collectReturnedLinalgOps(
+    func::FuncOp func, llvm::SmallPtrSetImpl<Operation *> &returned) {
   auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   for (Value v : ret.getOperands())
     if (Operation *op = returnedLinalgOp(v))
       returned.insert(op);
+}
+
+TilingInterface
+tessel::findKernelRoot(func::FuncOp func,
+                       llvm::SmallPtrSetImpl<Operation *> &returned) {
+  collectReturnedLinalgOps(func, returned);
   TilingInterface root;
   for (Operation &op : func.getBody().front())
     if (returned.contains(&op))
@@ -80,6 +85,19 @@ TilingInterface tessel::scheduledRoot(
   for (auto [index, root] : roots)
     diag << " " << index;
   return nullptr;
+}
+
+std::optional<SmallVector<int64_t>>
+tessel::staticLoopExtents(TilingInterface root) {
+  OpBuilder b(root);
+  SmallVector<int64_t> extents;
+  for (Range r : root.getIterationDomain(b)) {
+    std::optional<int64_t> extent = getConstantIntValue(r.size);
+    if (!extent)
+      return std::nullopt;
+    extents.push_back(*extent);
+  }
+  return extents;
 }
 
 FailureOr<TilingInterface>

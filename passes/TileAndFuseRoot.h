@@ -14,10 +14,14 @@
 
 namespace tessel {
 
+/// Adds to `returned` every linalg op whose result the kernel returns,
+/// maybe through reshapes (a batched x @ W is a 2-D matmul between two).
+void collectReturnedLinalgOps(mlir::func::FuncOp func,
+                              llvm::SmallPtrSetImpl<mlir::Operation *> &returned);
+
 /// The root of a `tessel.kernel` function: the last linalg op whose result
-/// it returns, maybe through reshapes (a batched x @ W is a 2-D matmul
-/// between two). Null when the kernel returns no linalg result. `returned`
-/// receives every linalg op whose result the kernel returns.
+/// it returns. Null when the kernel returns no linalg result. `returned`
+/// receives every returned linalg op (collectReturnedLinalgOps).
 mlir::TilingInterface
 findKernelRoot(mlir::func::FuncOp func,
                llvm::SmallPtrSetImpl<mlir::Operation *> &returned);
@@ -36,6 +40,10 @@ mlir::TilingInterface scheduledRoot(
     mlir::Operation *schedule, mlir::func::FuncOp func,
     llvm::ArrayRef<std::pair<unsigned, mlir::TilingInterface>> roots,
     std::optional<uint64_t> result);
+
+/// The extent of each loop of `root`, or nothing when one is dynamic.
+std::optional<llvm::SmallVector<int64_t>>
+staticLoopExtents(mlir::TilingInterface root);
 
 /// Tiles `root` by `sizes` (0 = untiled) into an scf.forall (with `mapping`,
 /// which may be empty) or, when `sequential`, scf.for loops, fuses every

@@ -16,4 +16,15 @@
 #define GET_OP_CLASSES
 #include "dialects/loop/LoopOps.h.inc"
 
+namespace tessel::loop {
+
+/// Threads in a warp on every target a schedule may name.
+constexpr int64_t kWarpSize = 32;
+
+/// Threads that one processor of a GPU mapping attribute stands for: a warp
+/// is 32 threads, a warpgroup 128, a block, thread or lane id one.
+int64_t threadsPerProcessor(mlir::Attribute mapping);
+
+} // namespace tessel::loop
+
 #endif // TESSEL_DIALECTS_LOOP_LOOP_H

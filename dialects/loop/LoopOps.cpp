@@ -117,6 +117,14 @@ SmallVector<int64_t> TileOp::getResolvedSizes() {
   return sizes;
 }
 
+int64_t tessel::loop::threadsPerProcessor(Attribute mapping) {
+  if (isa<gpu::GPUWarpMappingAttr>(mapping))
+    return kWarpSize;
+  if (isa<gpu::GPUWarpgroupMappingAttr>(mapping))
+    return 4 * kWarpSize;
+  return 1;
+}
+
 /// The kind of processor a mapping attribute names ("block", "warp", ...).
 static StringRef mappingKind(Attribute attr) {
   return llvm::TypeSwitch<Attribute, StringRef>(attr)

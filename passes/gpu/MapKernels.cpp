@@ -32,8 +32,6 @@ using namespace tessel;
 
 namespace {
 
-constexpr int64_t kWarpSize = 32;
-
 bool isBlockMapped(scf::ForallOp forall) {
   std::optional<ArrayAttr> mapping = forall.getMapping();
   return mapping && !mapping->empty() &&
@@ -48,9 +46,7 @@ std::array<int64_t, 3> threadsOf(scf::ForallOp forall) {
   for (auto [count, id] :
        llvm::zip(forall.getStaticUpperBound(), *forall.getMapping())) {
     auto mappingId = cast<DeviceMappingAttrInterface>(id);
-    int64_t per = isa<gpu::GPUWarpMappingAttr>(id)        ? kWarpSize
-                  : isa<gpu::GPUWarpgroupMappingAttr>(id) ? 4 * kWarpSize
-                                                          : 1;
+    int64_t per = loop::threadsPerProcessor(id);
     if (mappingId.isLinearMapping() || per > 1) {
       isLinear = true;
       linear *= count * per;
@@ -63,10 +59,13 @@ std::array<int64_t, 3> threadsOf(scf::ForallOp forall) {
   return dims;
 }
 
-/// Ops that stay on the kernel function's top level: they allocate, alias or
-/// name memory rather than compute (the host program reads them), or copy
-/// one whole buffer to another (a device-to-device copy of the host
-/// program). A copy into or out of part of a buffer is computation.
+/// A view or constant global: recreated wherever it is used, never computed.
+bool isSinkable(Operation *op) {
+  return isa<memref::GetGlobalOp>(op) ||
+         (isa<ViewLikeOpInterface>(op) && isMemoryEffectFree(op));
+}
+
+/// A whole buffer of the host program, maybe reshaped (not a part of one).
 bool isWholeBuffer(Value v) {
   while (isa_and_present<memref::CollapseShapeOp, memref::ExpandShapeOp>(
       v.getDefiningOp()))
@@ -75,13 +74,16 @@ bool isWholeBuffer(Value v) {
          isa<memref::AllocOp, memref::GetGlobalOp>(v.getDefiningOp());
 }
 
+/// Ops that stay on the kernel function's top level: they allocate, alias or
+/// name memory rather than compute (the host program reads them), or copy
+/// one whole buffer to another (a device-to-device copy of the host
+/// program). A copy into or out of part of a buffer is computation.
 bool staysOutside(Operation &op) {
   if (auto copy = dyn_cast<memref::CopyOp>(op))
     return isWholeBuffer(copy.getSource()) && isWholeBuffer(copy.getTarget());
-  return op.hasTrait<OpTrait::IsTerminator>() ||
+  return op.hasTrait<OpTrait::IsTerminator>() || isSinkable(&op) ||
          isa<arith::ConstantOp, memref::AllocOp, memref::DeallocOp,
-             memref::GetGlobalOp, gpu::LaunchOp>(op) ||
-         (isa<ViewLikeOpInterface>(op) && isMemoryEffectFree(&op));
+             gpu::LaunchOp>(op);
 }
 
 /// Moves `ops` (consecutive top-level ops) into a new 1x1x1 launch.
@@ -180,9 +182,7 @@ void sinkViews(gpu::LaunchOp launch) {
   launch.getBody().walk([&](Operation *op) {
     for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp();
-          def && !launch->isAncestor(def) &&
-          (isa<memref::GetGlobalOp>(def) ||
-           (isa<ViewLikeOpInterface>(def) && isMemoryEffectFree(def))))
+          def && !launch->isAncestor(def) && isSinkable(def))
         worklist.push_back(def);
   });
   // Clone each needed view (and the views it is built on) at the top of the
@@ -193,9 +193,7 @@ void sinkViews(gpu::LaunchOp launch) {
     if (!needed.insert(op))
       continue;
     for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp();
-          def && (isa<memref::GetGlobalOp>(def) ||
-                  (isa<ViewLikeOpInterface>(def) && isMemoryEffectFree(def))))
+      if (Operation *def = operand.getDefiningOp(); def && isSinkable(def))
         worklist.push_back(def);
   }
   SmallVector<Operation *> ordered = needed.takeVector();

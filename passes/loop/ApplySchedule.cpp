@@ -57,7 +57,7 @@ struct LoopApplySchedulesPass
       if (!root)
         return signalPassFailure();
       llvm::SmallPtrSet<Operation *, 4> returned;
-      findKernelRoot(func, returned);
+      collectReturnedLinalgOps(func, returned);
       work.emplace_back(schedule, root, std::move(returned));
     }
     for (auto &[schedule, root, returned] : work) {

@@ -3,9 +3,9 @@
 // The default GPU schedule tiles the root's parallel loops over blocks, then
 // gives each thread one point (or, in reduction kernels whose root is
 // elementwise over the reduced rows, one whole row). A kernel with no loop
-// to distribute gets no schedule and runs in a single thread. It is correct for every
-// kernel class; faster per-class schedules (tensor cores, warp reductions)
-// take precedence as they are added.
+// to distribute gets no schedule and runs in a single thread. It is correct
+// for every kernel class; faster per-class schedules (tensor cores, warp
+// reductions) take precedence as they are added.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,18 +84,12 @@ struct LoopDefaultSchedulePass
                             StringAttr kind, std::optional<unsigned> result) {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    OpBuilder b(root);
-    SmallVector<Range> domain = root.getIterationDomain(b);
+    std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
+    if (!maybeExtents)
+      return root->emitError("GPU schedules need static shapes; this "
+                             "kernel's root has a dynamic loop");
+    SmallVector<int64_t> extents = *maybeExtents;
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
-    SmallVector<int64_t> extents;
-    for (Range r : domain) {
-      std::optional<int64_t> e = getConstantIntValue(r.size);
-      if (!e) {
-        return root->emitError("GPU schedules need static shapes; this "
-                               "kernel's root has a dynamic loop");
-      }
-      extents.push_back(*e);
-    }
     // The loops to distribute: parallel ones, innermost first. A reduction
     // kernel whose root is elementwise keeps its innermost loop whole
     // (the reduced rows of a softmax or layer_norm), so that the fused

@@ -23,17 +23,8 @@ namespace {
 /// Limits of the GPU targets a schedule may name (sm_80 and sm_90 share
 /// these; shared memory and tensor-core limits join with their primitives).
 constexpr int64_t kMaxThreadsPerBlock = 1024;
-constexpr int64_t kWarpSize = 32;
-constexpr int64_t kMaxGridY = 65535, kMaxGridZ = 65535;
-
-/// Threads one processor of this mapping kind stands for.
-int64_t threadsPer(Attribute mapping) {
-  if (isa<gpu::GPUWarpMappingAttr>(mapping))
-    return kWarpSize;
-  if (isa<gpu::GPUWarpgroupMappingAttr>(mapping))
-    return 4 * kWarpSize;
-  return 1;
-}
+/// Blocks along grid y or z (x allows 2^31 - 1).
+constexpr int64_t kMaxGridYZ = 65535;
 
 /// A name for a tile size in messages: its knob, else its position.
 std::string sizeName(loop::TileOp tile, unsigned index) {
@@ -57,16 +48,12 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
                                        schedule.getResult());
   if (!root)
     return failure();
-  OpBuilder b(root);
-  SmallVector<int64_t> extents;
-  for (Range r : root.getIterationDomain(b)) {
-    std::optional<int64_t> e = getConstantIntValue(r.size);
-    if (!e)
-      return schedule.emitError("kernel '")
-             << schedule.getKernel() << "' has dynamic loops; schedules "
-             << "need static shapes";
-    extents.push_back(*e);
-  }
+  std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
+  if (!maybeExtents)
+    return schedule.emitError("kernel '")
+           << schedule.getKernel() << "' has dynamic loops; schedules "
+           << "need static shapes";
+  SmallVector<int64_t> extents = *maybeExtents;
   bool gpu = schedule.getTarget() != "cpu";
   bool blocks = false;
   int64_t threads = 1;
@@ -96,13 +83,13 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
       int64_t count = llvm::divideCeil(extents[i], size);
       if (mapping) {
         Attribute id = (*mapping)[m++];
-        if (isBlock && count > kMaxGridY &&
+        if (isBlock && count > kMaxGridYZ &&
             cast<gpu::GPUBlockMappingAttr>(id).getBlock() !=
                 gpu::MappingId::DimX)
           return tile.emitError(sizeName(tile, i))
                  << " = " << size << " gives " << count << " blocks along "
-                 << id << "; the limit is " << kMaxGridZ;
-        level *= count * threadsPer(id);
+                 << id << "; the limit is " << kMaxGridYZ;
+        level *= count * loop::threadsPerProcessor(id);
       }
       extents[i] = size;
     }

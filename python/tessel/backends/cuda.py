@@ -20,7 +20,6 @@ import re
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -30,23 +29,12 @@ from mlir.dialects import gpu
 
 from .. import ir as tir
 from ..errors import CompileError, UnsupportedError
-from ..runtime.artifact import FORMAT, VERSION, KernelInfo
+from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo
 from ..tools import ptxas
 from .pipelines import GPU_TARGETS, cuda_stages, run_stages
-from .signature import TensorSpec, entry_function, signature
+from .signature import DTYPES, TensorSpec, entry_function, signature
 
-__all__ = ["CudaArtifact", "KernelInfo", "compile_cuda"]
-
-@dataclass(frozen=True)
-class Buffer:
-    """A device buffer of the host program."""
-
-    id: int
-    kind: str  # input, output, constant, temporary or view
-    shape: tuple[int, ...]
-    dtype: str  # numpy dtype name; i1 tensors are stored as one byte
-    index: int | None = None  # position among inputs/outputs
-    view_of: int | None = None  # a view's buffer: same bytes, another shape
+__all__ = ["BufferInfo", "CudaArtifact", "KernelInfo", "compile_cuda"]
 
 
 class CudaArtifact:
@@ -54,7 +42,7 @@ class CudaArtifact:
 
     def __init__(self, target: str, name: str, inputs: Sequence[TensorSpec],
                  outputs: Sequence[TensorSpec], kernels: Sequence[KernelInfo],
-                 buffers: Sequence[Buffer], constants: dict[int, np.ndarray],
+                 buffers: Sequence[BufferInfo], constants: dict[int, np.ndarray],
                  steps: Sequence[dict[str, Any]], stage_seconds: dict[str, float]) -> None:
         self.target = target
         self.name = name
@@ -79,8 +67,8 @@ class CudaArtifact:
             "inputs": [spec(s) for s in self.inputs],
             "outputs": [spec(s) for s in self.outputs],
             "buffers": [
-                {**asdict(b), "shape": list(b.shape),
-                 **({"file": f"constants/{b.id}.npy"} if b.kind == "constant" else {})}
+                {"id": b.id, "kind": b.kind, "shape": list(b.shape), "dtype": b.dtype.name, "index": b.index,
+                 "view_of": b.view_of, **({"file": b.file} if b.file else {})}
                 for b in self.buffers
             ],
             "kernels": [
@@ -100,8 +88,9 @@ class CudaArtifact:
         (root / "constants").mkdir(exist_ok=True)
         for k in self.kernels:
             (root / "kernels" / f"{k.name}.ptx").write_text(k.ptx)
-        for buffer_id, value in self.constants.items():
-            np.save(root / "constants" / f"{buffer_id}.npy", value)
+        for b in self.buffers:
+            if b.kind == "constant":
+                np.save(root / b.file, self.constants[b.id])
         (root / "manifest.json").write_text(json.dumps(self.manifest(), indent=1) + "\n")
         return root
 
@@ -141,14 +130,14 @@ def _constant_index(value: ir.Value) -> int:
     return ir.IntegerAttr(op.attributes["value"]).value
 
 
-def _memref_spec(t: ir.Type) -> tuple[tuple[int, ...], str]:
+def _memref_spec(t: ir.Type) -> tuple[tuple[int, ...], np.dtype]:
     memref = ir.MemRefType(t)
     element = str(memref.element_type)
-    dtypes = {"f32": "float32", "f16": "float16", "i32": "int32", "i64": "int64",
-              "i8": "int8", "i1": "bool"}
-    if element not in dtypes:
+    # Booleans are stored as one byte (i8) in buffers.
+    dtype = np.dtype(np.int8) if element == "i8" else DTYPES.get(element)
+    if dtype is None:
         raise UnsupportedError(f"buffers of {element} are not supported by the CUDA backend")
-    return tuple(memref.shape), dtypes[element]
+    return tuple(memref.shape), dtype
 
 
 def _ptx_objects(module: ir.Module) -> dict[str, str]:
@@ -195,7 +184,7 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
     globals_ = {ir.StringAttr(op.attributes["sym_name"]).value: op
                 for op in module.body.operations if op.operation.name == "memref.global"}
     ptx = _ptx_objects(module)
-    buffers: list[Buffer] = []
+    buffers: list[BufferInfo] = []
     constants: dict[int, np.ndarray] = {}
     kernels: list[KernelInfo] = []
     kernel_index: dict[str, int] = {}
@@ -207,7 +196,8 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
         if view_of is not None and memref.affine_map != ir.AffineMap.get_identity(memref.rank):
             raise UnsupportedError(f"a view with a strided layout ({value.type}) between kernels "
                                    "is not supported by the CUDA backend")
-        buffers.append(Buffer(len(buffers), kind, shape, dtype, index, view_of))
+        file = f"constants/{len(buffers)}.npy" if kind == "constant" else None
+        buffers.append(BufferInfo(len(buffers), kind, shape, dtype, index, view_of, file))
         return buffers[-1].id
 
     def walk(func: Any, ids: dict[Any, int]) -> None:

@@ -72,6 +72,27 @@ def _numpy_or(values: Sequence[Optional[Value]], numpy_fn: Callable, tensor_fn: 
     return tensor_fn(*values)
 
 
+def _reshaped(x: Value, shape: Sequence[int]) -> Value:
+    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+
+
+def _indexed(x: Value, index: Any) -> Value:
+    """``x[index]``: numpy indexing, or graph.slice/gather on a Tensor."""
+    return _numpy_or([x], lambda v: v[index], lambda v: as_tensor(v)[index])
+
+
+def _broadcast(x: Value, shape: Sequence[int]) -> Value:
+    return _numpy_or([x], lambda v: np.broadcast_to(v, shape).copy(), lambda v: ops.broadcast_to(v, shape))
+
+
+def _cast_to(x: Value, dtype: np.dtype) -> Value:
+    return _numpy_or([x], lambda v: v.astype(dtype), lambda v: ops.cast(v, dtype))
+
+
+def _concatenated(values: Sequence[Value], axis: int) -> Value:
+    return _numpy_or(values, lambda *v: np.concatenate(v, axis), lambda *v: ops.concatenate(list(v), axis))
+
+
 def _dtype(node: _Node, onnx_type: int) -> np.dtype:
     from onnx import helper
 
@@ -158,13 +179,11 @@ def _logical(kind: str) -> Callable[[_Node], Value]:
 
 
 def _cast(n: _Node) -> Value:
-    dtype = _dtype(n, n.attr("to"))
-    return _numpy_or(n.inputs[:1], lambda x: x.astype(dtype), lambda x: ops.cast(x, dtype))
+    return _cast_to(n.inputs[0], _dtype(n, n.attr("to")))
 
 
 def _cast_like(n: _Node) -> Value:
-    dtype = np.dtype(n.inputs[1].dtype)
-    return _numpy_or(n.inputs[:1], lambda x: x.astype(dtype), lambda x: ops.cast(x, dtype))
+    return _cast_to(n.inputs[0], np.dtype(n.inputs[1].dtype))
 
 
 def _clip(n: _Node) -> Value:
@@ -198,7 +217,7 @@ def _pow(n: _Node) -> Value:
     if np.dtype(base.dtype).kind != "f":
         raise n.unsupported(f"Pow of an integer base ({np.dtype(base.dtype).name}) is not supported")
     if np.dtype(exponent.dtype) != np.dtype(base.dtype):
-        exponent = _numpy_or([exponent], lambda e: e.astype(base.dtype), lambda e: ops.cast(e, base.dtype))
+        exponent = _cast_to(exponent, np.dtype(base.dtype))
     return _numpy_or([base, exponent], np.power, ops.pow)
 
 
@@ -291,7 +310,7 @@ def _reshape(n: _Node) -> Value:
     shape = [int(s) for s in n.constant(1, "shape")]
     if not n.attr("allowzero", 0):
         shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
-    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+    return _reshaped(x, shape)
 
 
 def _transpose(n: _Node) -> Value:
@@ -304,14 +323,14 @@ def _flatten(n: _Node) -> Value:
     axis = n.attr("axis", 1)
     axis = axis + len(x.shape) if axis < 0 else axis
     shape = [int(np.prod(x.shape[:axis], dtype=np.int64)), int(np.prod(x.shape[axis:], dtype=np.int64))]
-    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+    return _reshaped(x, shape)
 
 
 def _squeeze(n: _Node) -> Value:
     x = n.inputs[0]
     axes = _axes(n, len(x.shape))
     shape = [s for d, s in enumerate(x.shape) if (s != 1 if axes is None else d not in axes)]
-    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+    return _reshaped(x, shape)
 
 
 def _unsqueeze(n: _Node) -> Value:
@@ -321,13 +340,13 @@ def _unsqueeze(n: _Node) -> Value:
     shape = list(x.shape)
     for a in axes:
         shape.insert(a, 1)
-    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+    return _reshaped(x, shape)
 
 
 def _concat(n: _Node) -> Value:
     axis = n.attr("axis")
     values = [v for v in n.inputs if v is not None]
-    return _numpy_or(values, lambda *v: np.concatenate(v, axis), lambda *v: ops.concatenate(list(v), axis))
+    return _concatenated(values, axis)
 
 
 def _slice(n: _Node) -> Value:
@@ -345,7 +364,7 @@ def _slice(n: _Node) -> Value:
         size = x.shape[axis]
         start, end = (int(max(-2**62, min(2**62, v))) for v in (starts[i], ends[i]))
         index[axis] = slice(*slice(start, end, step).indices(size))
-    return _numpy_or([x], lambda v: v[tuple(index)], lambda v: as_tensor(v)[tuple(index)])
+    return _indexed(x, tuple(index))
 
 
 def _gather(n: _Node) -> Value:
@@ -357,7 +376,7 @@ def _gather(n: _Node) -> Value:
 def _expand(n: _Node) -> Value:
     x = n.inputs[0]
     shape = np.broadcast_shapes(tuple(x.shape), tuple(int(s) for s in n.constant(1, "shape")))
-    return _numpy_or([x], lambda v: np.broadcast_to(v, shape).copy(), lambda v: ops.broadcast_to(v, shape))
+    return _broadcast(x, shape)
 
 
 def _shape(n: _Node) -> Value:
@@ -515,7 +534,7 @@ def _split(n: _Node) -> tuple[Value, ...]:
     for size in sizes:
         index = [slice(None)] * len(x.shape)
         index[axis] = slice(at, at + int(size))
-        results.append(_numpy_or([x], lambda v, ix=tuple(index): v[ix], lambda v, ix=tuple(index): as_tensor(v)[ix]))
+        results.append(_indexed(x, tuple(index)))
         at += int(size)
     return tuple(results)
 
@@ -526,8 +545,7 @@ def _tile(n: _Node) -> Value:
     result = x
     for axis, r in enumerate(repeats):
         if r != 1:
-            result = _numpy_or([result], lambda v, a=axis, k=r: np.concatenate([v] * k, a),
-                               lambda v, a=axis, k=r: ops.concatenate([v] * k, a))
+            result = _concatenated([result] * r, axis)
     return result
 
 
@@ -629,13 +647,11 @@ def _pad(n: _Node) -> Value:
             else:
                 index = [slice(None)] * rank
                 index[axis] = slice(0, 1) if edge == 0 else slice(result.shape[axis] - 1, result.shape[axis])
-                piece = _numpy_or([result], lambda v, ix=tuple(index): v[ix], lambda v, ix=tuple(index): as_tensor(v)[ix])
-                parts.append(_numpy_or([piece], lambda v, s=shape: np.broadcast_to(v, s).copy(),
-                                       lambda v, s=shape: ops.broadcast_to(v, s)))
+                piece = _indexed(result, tuple(index))
+                parts.append(_broadcast(piece, shape))
         pieces = [p for p in (parts[0], result, parts[1]) if p is not None]
         if len(pieces) > 1:
-            result = _numpy_or(pieces, lambda *v, a=axis: np.concatenate(v, a),
-                               lambda *v, a=axis: ops.concatenate(list(v), a))
+            result = _concatenated(pieces, axis)
     return result
 
 
@@ -646,7 +662,7 @@ def _one_hot(n: _Node) -> Value:
     classes = np.arange(depth, dtype=np.dtype(indices.dtype)).reshape([depth] + [1] * (rank - 1 - axis))
     positive = _where(indices < 0, indices + np.asarray(depth, np.dtype(indices.dtype)), indices)
     expanded = _numpy_or([positive], lambda v: np.expand_dims(v, axis), lambda v: ops.unsqueeze(v, axis))
-    off, on = (_numpy_or([values], lambda v, i=i: v[i], lambda v, i=i: as_tensor(v)[i]) for i in (0, 1))
+    off, on = (_indexed(values, i) for i in (0, 1))
     return _where(expanded == classes, on, off)
 
 

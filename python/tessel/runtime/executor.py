@@ -147,6 +147,10 @@ class Executable:
         self._functions = [driver.load(k) for k in artifact.kernels]
         self._constants: dict[int, int] = {}
         self.pool: dict[int, list[int]] = {}  # bytes -> free device pointers
+        self._views: dict[int, list[int]] = {}  # buffer -> the views that alias it
+        for b in artifact.buffers:
+            if b.kind == "view":
+                self._views.setdefault(b.view_of, []).append(b.id)
         try:
             for b in artifact.buffers:
                 if b.kind == "constant":
@@ -205,13 +209,9 @@ class Executable:
         owned: list[tuple[int, int]] = []  # (pointer, bytes) released at the end, whatever happens
         pointers: dict[int, int] = dict(self._constants)
         outputs: list[tuple[BufferInfo, int]] = []
-        views: dict[int, list[int]] = {}
-        for b in artifact.buffers:
-            if b.kind == "view":
-                views.setdefault(b.view_of, []).append(b.id)
 
         def bind(buffer_id: int, pointer: int) -> None:
-            for view in [buffer_id] + views.get(buffer_id, []):
+            for view in [buffer_id] + self._views.get(buffer_id, []):
                 pointers[view] = pointer
 
         try:
