@@ -150,3 +150,14 @@ def test_command_line_dry_run(saved, tmp_path, capsys):
     assert cli(["run", str(saved), "--inputs", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "o.npz"),
                 "--dry"]) == 1
     assert "must hold arg0" in capsys.readouterr().err
+
+
+def test_bool_inputs_and_outputs_round_trip(tmp_path):
+    # Booleans are one byte on the device (i8 buffers); the manifest gives
+    # arguments the signature's dtype, so the runtime takes and returns bool.
+    module = tessel.trace(lambda x, m: (x > 0, ops.where(m, x, 0.0)), np.zeros(8, np.float32), np.zeros(8, bool))
+    saved = tessel.compile(module, target="cuda:sm_90").save(tmp_path / "bool")
+    artifact = runtime.read(saved)
+    assert [d for _, d in artifact.inputs] == [np.float32, np.bool_] and artifact.outputs[0][1] == np.bool_
+    positive, _ = runtime.load(saved, dry=True)(np.ones(8, np.float32), np.ones(8, bool))
+    assert positive.dtype == np.bool_ and positive.shape == (8,)

@@ -190,8 +190,10 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
     kernel_index: dict[str, int] = {}
     steps: list[dict[str, Any]] = []
 
-    def add(value: ir.Value, kind: str, index: int | None = None, view_of: int | None = None) -> int:
-        shape, dtype = _memref_spec(value.type)
+    def add(value: ir.Value, kind: str, index: int | None = None, view_of: int | None = None,
+            dtype: np.dtype | None = None) -> int:
+        shape, stored = _memref_spec(value.type)
+        dtype = stored if dtype is None else dtype
         memref = ir.MemRefType(value.type)
         if view_of is not None and memref.affine_map != ir.AffineMap.get_identity(memref.rank):
             raise UnsupportedError(f"a view with a strided layout ({value.type}) between kernels "
@@ -245,7 +247,11 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
     ids: dict[Any, int] = {}
     for i, arg in enumerate(args):
         is_input = i < len(inputs)
-        ids[arg] = add(arg, "input" if is_input else "output", i if is_input else i - len(inputs))
+        # Arguments carry the signature's dtype: a bool tensor is stored as
+        # i8, byte for byte numpy's bool.
+        spec = inputs[i] if is_input else outputs[i - len(inputs)]
+        ids[arg] = add(arg, "input" if is_input else "output", i if is_input else i - len(inputs),
+                       dtype=spec.dtype)
     walk(host, ids)
     return kernels, buffers, constants, steps
 
