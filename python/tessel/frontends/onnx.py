@@ -22,10 +22,9 @@ import numpy as np
 from .. import ops
 from ..errors import UnsupportedError
 from ..tracing import Tensor, as_tensor, trace
+from ._common import Value, attention, cast_to, matmul, numpy_or
 
 __all__ = ["from_onnx", "SUPPORTED_OPS"]
-
-Value = Union[Tensor, np.ndarray]
 
 MIN_OPSET = 13
 
@@ -65,32 +64,21 @@ class _Node:
             raise self.unsupported(f"attribute {extra[0]} is not supported")
 
 
-def _numpy_or(values: Sequence[Optional[Value]], numpy_fn: Callable, tensor_fn: Callable) -> Value:
-    """``numpy_fn`` when every value is known while building, else ``tensor_fn``."""
-    if all(v is None or isinstance(v, np.ndarray) for v in values):
-        return numpy_fn(*values)
-    return tensor_fn(*values)
-
-
 def _reshaped(x: Value, shape: Sequence[int]) -> Value:
-    return _numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+    return numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
 
 
 def _indexed(x: Value, index: Any) -> Value:
     """``x[index]``: numpy indexing, or graph.slice/gather on a Tensor."""
-    return _numpy_or([x], lambda v: v[index], lambda v: as_tensor(v)[index])
+    return numpy_or([x], lambda v: v[index], lambda v: as_tensor(v)[index])
 
 
 def _broadcast(x: Value, shape: Sequence[int]) -> Value:
-    return _numpy_or([x], lambda v: np.broadcast_to(v, shape).copy(), lambda v: ops.broadcast_to(v, shape))
-
-
-def _cast_to(x: Value, dtype: np.dtype) -> Value:
-    return _numpy_or([x], lambda v: v.astype(dtype), lambda v: ops.cast(v, dtype))
+    return numpy_or([x], lambda v: np.broadcast_to(v, shape).copy(), lambda v: ops.broadcast_to(v, shape))
 
 
 def _concatenated(values: Sequence[Value], axis: int) -> Value:
-    return _numpy_or(values, lambda *v: np.concatenate(v, axis), lambda *v: ops.concatenate(list(v), axis))
+    return numpy_or(values, lambda *v: np.concatenate(v, axis), lambda *v: ops.concatenate(list(v), axis))
 
 
 def _dtype(node: _Node, onnx_type: int) -> np.dtype:
@@ -130,7 +118,7 @@ def _variadic(fn: Callable[[Value, Value], Value]) -> Callable[[_Node], Value]:
 
 
 def _unary(tensor_fn: Callable[[Tensor], Tensor], numpy_fn: Callable[[np.ndarray], np.ndarray]):
-    return lambda n: _numpy_or(n.inputs[:1], numpy_fn, lambda x: tensor_fn(as_tensor(x)))
+    return lambda n: numpy_or(n.inputs[:1], numpy_fn, lambda x: tensor_fn(as_tensor(x)))
 
 
 def _div(a: Value, b: Value) -> Value:
@@ -141,15 +129,15 @@ def _div(a: Value, b: Value) -> Value:
 
 
 def _maximum(a: Value, b: Value) -> Value:
-    return _numpy_or([a, b], np.maximum, ops.maximum)
+    return numpy_or([a, b], np.maximum, ops.maximum)
 
 
 def _minimum(a: Value, b: Value) -> Value:
-    return _numpy_or([a, b], np.minimum, ops.minimum)
+    return numpy_or([a, b], np.minimum, ops.minimum)
 
 
 def _where(c: Value, a: Value, b: Value) -> Value:
-    return _numpy_or([c, a, b], np.where, ops.where)
+    return numpy_or([c, a, b], np.where, ops.where)
 
 
 def _zeros_like(x: Value) -> Value:
@@ -179,11 +167,11 @@ def _logical(kind: str) -> Callable[[_Node], Value]:
 
 
 def _cast(n: _Node) -> Value:
-    return _cast_to(n.inputs[0], _dtype(n, n.attr("to")))
+    return cast_to(n.inputs[0], _dtype(n, n.attr("to")))
 
 
 def _cast_like(n: _Node) -> Value:
-    return _cast_to(n.inputs[0], np.dtype(n.inputs[1].dtype))
+    return cast_to(n.inputs[0], np.dtype(n.inputs[1].dtype))
 
 
 def _clip(n: _Node) -> Value:
@@ -195,30 +183,13 @@ def _clip(n: _Node) -> Value:
     return x
 
 
-def _matmul(a: Value, b: Value) -> Value:
-    """numpy.matmul, also for 1-D operands (a vector is a row on the left,
-    a column on the right, and its dim is dropped from the result)."""
-    a, b = as_tensor(a), as_tensor(b)
-    if a.ndim >= 2 and b.ndim >= 2:
-        return a @ b
-    left = a.reshape([1, a.shape[0]]) if a.ndim == 1 else a
-    right = b.reshape([b.shape[0], 1]) if b.ndim == 1 else b
-    result = left @ right
-    shape = list(result.shape)
-    if b.ndim == 1:
-        shape.pop(-1)
-    if a.ndim == 1:
-        shape.pop(-1 if b.ndim == 1 else -2)
-    return result.reshape(shape)
-
-
 def _pow(n: _Node) -> Value:
     base, exponent = n.inputs
     if np.dtype(base.dtype).kind != "f":
         raise n.unsupported(f"Pow of an integer base ({np.dtype(base.dtype).name}) is not supported")
     if np.dtype(exponent.dtype) != np.dtype(base.dtype):
-        exponent = _cast_to(exponent, np.dtype(base.dtype))
-    return _numpy_or([base, exponent], np.power, ops.pow)
+        exponent = cast_to(exponent, np.dtype(base.dtype))
+    return numpy_or([base, exponent], np.power, ops.pow)
 
 
 def _gemm(n: _Node) -> Value:
@@ -315,7 +286,7 @@ def _reshape(n: _Node) -> Value:
 
 def _transpose(n: _Node) -> Value:
     perm = n.attr("perm")
-    return _numpy_or(n.inputs[:1], lambda v: np.transpose(v, perm), lambda v: ops.transpose(v, perm))
+    return numpy_or(n.inputs[:1], lambda v: np.transpose(v, perm), lambda v: ops.transpose(v, perm))
 
 
 def _flatten(n: _Node) -> Value:
@@ -370,7 +341,7 @@ def _slice(n: _Node) -> Value:
 def _gather(n: _Node) -> Value:
     x, indices = n.inputs
     axis = n.attr("axis", 0)
-    return _numpy_or([x, indices], lambda v, i: np.take(v, i, axis), lambda v, i: ops.take(v, i, axis))
+    return numpy_or([x, indices], lambda v, i: np.take(v, i, axis), lambda v, i: ops.take(v, i, axis))
 
 
 def _expand(n: _Node) -> Value:
@@ -661,7 +632,7 @@ def _one_hot(n: _Node) -> Value:
     axis = n.attr("axis", -1) % rank
     classes = np.arange(depth, dtype=np.dtype(indices.dtype)).reshape([depth] + [1] * (rank - 1 - axis))
     positive = _where(indices < 0, indices + np.asarray(depth, np.dtype(indices.dtype)), indices)
-    expanded = _numpy_or([positive], lambda v: np.expand_dims(v, axis), lambda v: ops.unsqueeze(v, axis))
+    expanded = numpy_or([positive], lambda v: np.expand_dims(v, axis), lambda v: ops.unsqueeze(v, axis))
     off, on = (_indexed(values, i) for i in (0, 1))
     return _where(expanded == classes, on, off)
 
@@ -678,28 +649,11 @@ def _attention(n: _Node) -> Union[Value, tuple[Value, ...]]:
         raise n.unsupported("past key/value caches, sequence lengths and the extra outputs are not supported")
     if n.attr("qk_matmul_output_mode", 0):
         raise n.unsupported("qk_matmul_output_mode is not supported")
-    heads, kv_heads = q.shape[1], k.shape[1]
-    if heads != kv_heads:  # grouped-query attention: repeat each K/V head
-        group = heads // kv_heads
-        k, v = (ops.reshape(ops.broadcast_to(ops.unsqueeze(t, 2), [t.shape[0], kv_heads, group] + list(t.shape[2:])),
-                            [t.shape[0], heads] + list(t.shape[2:])) for t in (k, v))
-    scale = n.attr("scale", 1 / math.sqrt(q.shape[-1]))
-    scores = (q @ k.transpose(0, 1, 3, 2)) * scale
-    if n.attr("softcap", 0.0):
-        cap = n.attr("softcap")
-        scores = ops.tanh(scores * (1 / cap)) * cap
     mask = n.input(3)
-    if mask is not None:
-        if tuple(mask.shape)[-1] != scores.shape[-1]:
-            raise n.unsupported("a mask shorter than the key sequence is not supported")
-        scores = ops.where(mask, scores, float("-inf")) if np.dtype(mask.dtype) == np.bool_ else scores + mask
-    if n.attr("is_causal", 0):  # aligned top-left: query i sees keys 0..i
-        rows, cols = scores.shape[-2], scores.shape[-1]
-        scores = ops.where(np.tril(np.ones((rows, cols), bool)), scores, float("-inf"))
-    probs = ops.softmax(scores, axis=-1)
-    # A row with every key masked attends to nothing: zeros, not NaN.
-    probs = ops.where(probs != probs, 0.0, probs)
-    return probs @ v
+    if mask is not None and tuple(mask.shape)[-1] != k.shape[-2]:
+        raise n.unsupported("a mask shorter than the key sequence is not supported")
+    return attention(q, k, v, mask, is_causal=bool(n.attr("is_causal", 0)), scale=n.attr("scale"),
+                     softcap=n.attr("softcap", 0.0))
 
 
 _FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
@@ -719,7 +673,7 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "Equal": _compare("eq"), "Less": _compare("lt"), "LessOrEqual": _compare("le"), "Greater": _compare("gt"),
     "GreaterOrEqual": _compare("ge"), "Not": _not, "And": _logical("and"), "Or": _logical("or"),
     "Xor": _logical("xor"), "Where": lambda n: _where(*n.inputs), "Cast": _cast, "CastLike": _cast_like,
-    "Clip": _clip, "MatMul": lambda n: _matmul(*n.inputs), "Gemm": _gemm,
+    "Clip": _clip, "MatMul": lambda n: matmul(*n.inputs), "Gemm": _gemm,
     "ReduceSum": _reduce("sum"), "ReduceMean": _reduce("mean"), "ReduceMax": _reduce("max"),
     "ReduceMin": _reduce("min"), "ReduceSumSquare": _reduce("sum_square"), "ReduceL1": _reduce("l1"),
     "ReduceL2": _reduce("l2"), "ReduceLogSum": _reduce("log_sum"), "ReduceLogSumExp": _reduce("log_sum_exp"),

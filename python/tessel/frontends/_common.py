@@ -1,0 +1,94 @@
+"""Helpers that more than one front end uses.
+
+A front end's values are :class:`tessel.Tensor` (computed at run time) or
+numpy arrays (known while importing: weights, shape arithmetic); these
+helpers take either.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from .. import ops
+from ..tracing import Tensor, as_tensor
+
+__all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention"]
+
+Value = Union[Tensor, np.ndarray]
+
+
+def numpy_or(values: Sequence[Optional[Value]], numpy_fn: Callable, tensor_fn: Callable) -> Value:
+    """``numpy_fn`` when every value is known while building, else ``tensor_fn``."""
+    if all(v is None or isinstance(v, np.ndarray) for v in values):
+        return numpy_fn(*values)
+    return tensor_fn(*values)
+
+
+def cast_to(x: Value, dtype: np.dtype) -> Value:
+    """``x`` converted to ``dtype`` (numpy's astype; graph.cast), unchanged if it has it."""
+    if np.dtype(x.dtype) == np.dtype(dtype):
+        return x
+    return numpy_or([x], lambda v: v.astype(dtype), lambda v: ops.cast(v, dtype))
+
+
+def matmul(a: Value, b: Value) -> Value:
+    """numpy.matmul, also for 1-D operands (a vector is a row on the left,
+    a column on the right, and its dim is dropped from the result)."""
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim >= 2 and b.ndim >= 2:
+        return a @ b
+    left = a.reshape([1, a.shape[0]]) if a.ndim == 1 else a
+    right = b.reshape([b.shape[0], 1]) if b.ndim == 1 else b
+    result = left @ right
+    shape = list(result.shape)
+    if b.ndim == 1:
+        shape.pop(-1)
+    if a.ndim == 1:
+        shape.pop(-1 if b.ndim == 1 else -2)
+    return result.reshape(shape)
+
+
+def _all(x: Tensor, axis: int) -> Tensor:
+    """Whether every element of the bool ``x`` along ``axis`` holds, keeping the dim."""
+    return ops.cast(x, np.int32).min(axis, True) > 0
+
+
+def attention(q: Value, k: Value, v: Value, mask: Optional[Value] = None, *, is_causal: bool = False,
+              scale: Optional[float] = None, softcap: float = 0.0) -> Tensor:
+    """Scaled dot-product attention over ``[..., seq, head_dim]`` operands.
+
+    ``softmax(q @ k^T * scale + mask) @ v`` with ``scale`` defaulting to
+    ``1 / sqrt(head_dim)``. A bool ``mask`` keeps the scores where it holds
+    (-inf elsewhere), a float one is added. ``is_causal`` lets query i see
+    keys 0..i (aligned top-left, as torch and ONNX). On 4-D
+    ``[batch, heads, seq, head_dim]`` operands, K and V may have fewer heads
+    (grouped-query attention): each serves ``heads / kv_heads`` query heads.
+    ``softcap`` > 0 bounds the scores with ``tanh(s / cap) * cap``. A row
+    whose keys are all masked attends to nothing: zeros, not NaN (torch's
+    safe softmax).
+    """
+    q, k, v = as_tensor(q), as_tensor(k), as_tensor(v)
+    if q.ndim == 4 and k.ndim == 4 and q.shape[1] != k.shape[1]:
+        heads, kv_heads = q.shape[1], k.shape[1]
+        group = heads // kv_heads
+        k, v = (ops.reshape(ops.broadcast_to(ops.unsqueeze(t, 2), [t.shape[0], kv_heads, group] + list(t.shape[2:])),
+                            [t.shape[0], heads] + list(t.shape[2:])) for t in (k, v))
+    axes = list(range(k.ndim))
+    axes[-2:] = axes[-1], axes[-2]
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ k.transpose(axes)) * scale
+    if softcap:
+        scores = ops.tanh(scores * (1 / softcap)) * softcap
+    if mask is not None:
+        scores = ops.where(mask, scores, float("-inf")) if np.dtype(mask.dtype) == np.bool_ else scores + mask
+    if is_causal:
+        rows, cols = scores.shape[-2], scores.shape[-1]
+        scores = ops.where(np.tril(np.ones((rows, cols), bool)), scores, float("-inf"))
+    probs = ops.softmax(scores, axis=-1)
+    if mask is None and not is_causal:
+        return probs @ v
+    masked_rows = _all(scores == float("-inf"), -1)
+    return ops.where(masked_rows, 0.0, probs) @ v
