@@ -5,6 +5,7 @@ The public API lives here; the layers are subpackages:
 * :mod:`tessel.ir` - contexts with tessel's dialects, parsing, pass pipelines
 * :func:`tessel.trace` - a graph module from a Python function run on symbolic :class:`tessel.Tensor` values
 * :mod:`tessel.ops` - numpy/torch-style op functions to use while tracing
+* :func:`tessel.from_onnx`, :func:`tessel.from_torch` - ONNX and PyTorch models into a graph module
 * :mod:`tessel.dialects` - op classes of the ``graph`` and ``loop`` dialects
 * :mod:`tessel.backends` - targets: the CPU (an executable) and CUDA (PTX artifacts)
 * :mod:`tessel.runtime` - loads and runs CUDA artifacts; needs only numpy and cuda-bindings
@@ -27,6 +28,7 @@ _LAZY = {
     "TensorSpec": "backends.signature",
     "compile": "compiler",
     "from_onnx": "frontends.onnx",
+    "from_torch": "frontends.torch",
     "context": "ir",
     "parse": "ir",
     "run_passes": "ir",
@@ -48,6 +50,7 @@ __all__ = [
     "UnsupportedError",
     "context",
     "from_onnx",
+    "from_torch",
     "load",
     "ops",
     "parse",

@@ -80,8 +80,18 @@ class CPUExecutable:
             _retire(engine)
 
     def _check(self, index: int, value: Any) -> np.ndarray:
+        """Argument ``index`` as a C-contiguous array. A contiguous numpy
+        array or CPU ``__dlpack__`` object (a torch tensor) is used in place;
+        a strided one is copied."""
         spec = self.inputs[index]
-        array = np.from_dlpack(value) if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray) else value
+        array = value
+        if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
+            try:
+                array = np.from_dlpack(value)
+            except Exception as e:  # noqa: BLE001 - producers raise BufferError, RuntimeError, ...
+                device = value.__dlpack_device__() if hasattr(value, "__dlpack_device__") else "unknown"
+                raise ValueError(f"{self.name}: argument {index} (DLPack device {device}) cannot be read as CPU "
+                                 f"memory: {e}") from None
         array = np.asarray(array)
         got = TensorSpec(array.shape, array.dtype)
         if got != spec:

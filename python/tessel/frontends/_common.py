@@ -88,7 +88,7 @@ def attention(q: Value, k: Value, v: Value, mask: Optional[Value] = None, *, is_
         rows, cols = scores.shape[-2], scores.shape[-1]
         scores = ops.where(np.tril(np.ones((rows, cols), bool)), scores, float("-inf"))
     probs = ops.softmax(scores, axis=-1)
-    if mask is None and not is_causal:
+    if mask is None:  # a causal row always sees its first key
         return probs @ v
     masked_rows = _all(scores == float("-inf"), -1)
     return ops.where(masked_rows, 0.0, probs) @ v

@@ -1,0 +1,872 @@
+"""PyTorch models into the ``graph`` dialect: ``tessel.from_torch(model_or_fn, example_args)``.
+
+The model is exported with :func:`torch.export.export` and decomposed to
+core ATen (``run_decompositions``), except for the composite ops that the
+graph dialect has as ops of its own (``_KEPT``: linear, matmul, silu,
+rms_norm, scaled_dot_product_attention), which stay whole. The FX graph is
+then traced with :func:`tessel.trace`: the example args become the
+function's arguments, parameters and buffers numpy constants (or arguments,
+with ``params_as_args=True``), and each ``call_function`` node a converter
+on :mod:`tessel.ops`. A node whose inputs are all known while importing
+(weights, ``arange``, ``full``, a causal mask) is evaluated by torch itself
+and stays a numpy array, so shape arithmetic and masks get torch's exact
+semantics. Every result is checked against the shape and dtype that export
+recorded for its node. An op that is not supported raises
+``tessel.UnsupportedError`` naming the aten op, the FX node and the line of
+the user's source that made it, with the supported ops nearest in name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+import operator
+import os
+import re
+import types
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from .. import ops
+from ..backends.signature import TensorSpec
+from ..errors import CompileError, UnsupportedError
+from ..tracing import Tensor, as_tensor, trace
+from ._common import Value, attention, cast_to, matmul, numpy_or
+
+try:
+    import torch
+    from torch.fx.node import map_aggregate
+except ImportError:  # from_torch says how to install it
+    torch = None
+
+__all__ = ["from_torch", "SUPPORTED_OPS"]
+
+# Composite ops kept out of the decomposition: each is one graph op (or a
+# short composition) here, where its decomposition would be several, with
+# reshapes and transposes that the graph passes then have to fold away.
+_KEPT = ("linear.default", "matmul.default", "silu.default", "rms_norm.default",
+         "scaled_dot_product_attention.default")
+
+# Ops with nothing to compute: run-time checks of metadata that export records.
+_IGNORED = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
+            "aten.sym_constrain_range_for_size.default")
+
+# Folding a node whose inputs are all known makes its result a constant; one
+# much larger than its inputs (an expand of a weight over the batch) is
+# built as a graph op on constant operands instead.
+_FOLD_LIMIT = 1 << 20
+
+
+# Dtypes ---------------------------------------------------------------------
+
+@functools.cache
+def _dtype_pairs() -> tuple[tuple[Any, np.dtype], ...]:
+    pairs = [(torch.float32, np.float32), (torch.float16, np.float16), (torch.float64, np.float64),
+             (torch.int64, np.int64), (torch.int32, np.int32), (torch.int16, np.int16),
+             (torch.int8, np.int8), (torch.uint8, np.uint8), (torch.bool, np.bool_)]
+    try:  # numpy has no bfloat16; ml_dtypes provides it when installed.
+        import ml_dtypes
+
+        pairs.append((torch.bfloat16, ml_dtypes.bfloat16))
+    except ImportError:
+        pass
+    return tuple((t, np.dtype(n)) for t, n in pairs)
+
+
+# The element types of graph tensors (f64, i8, ... appear only in folded values).
+_ARGUMENT_DTYPES = () if torch is None else (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+                                              torch.bool)
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype:
+    for t, n in _dtype_pairs():
+        if t == dtype:
+            return n
+    raise UnsupportedError(f"dtype {dtype} is not supported")
+
+
+def _torch_dtype(dtype: np.dtype) -> Any:
+    for t, n in _dtype_pairs():
+        if n == np.dtype(dtype):
+            return t
+    raise UnsupportedError(f"dtype {np.dtype(dtype).name} is not supported")
+
+
+def _to_numpy(t: Any) -> np.ndarray:
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:  # no buffer-protocol format: reinterpret the 16-bit words
+        return t.view(torch.int16).numpy().view(_numpy_dtype(torch.bfloat16))
+    return t.numpy()
+
+
+def _to_torch(a: np.ndarray) -> Any:
+    a = np.require(a, requirements=["C", "W"])  # torch wants writable memory
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+# Nodes ----------------------------------------------------------------------
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in \S+\n\s*(?P<code>[^\n]*)')
+
+
+def _op_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    return getattr(target, "__name__", str(target))
+
+
+def _source(fx: Any) -> Optional[str]:
+    """``file:line `code``` of the user's line that made ``fx``: the innermost
+    frame of its recorded stack outside torch and tessel."""
+    frames = list(_FRAME.finditer(fx.meta.get("stack_trace") or ""))
+    if not frames:
+        return None
+    library = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.dirname(__file__)) + os.sep)
+    user = [f for f in frames if not f["file"].startswith(library)]
+    frame = (user or frames)[-1]
+    return f"{frame['file']}:{frame['line']} `{frame['code'].strip()}`"
+
+
+class _Node:
+    """One FX node while converting: its values, and where it came from."""
+
+    def __init__(self, fx: Any, args: tuple, kwargs: dict, hint: str) -> None:
+        # hint: what to add to the error of an op that only training mode makes.
+        self.fx, self.args, self.kwargs, self.hint = fx, args, kwargs, hint
+        self.op = _op_name(fx.target)
+
+    def where(self) -> str:
+        source = _source(self.fx)
+        return f"torch node {self.fx.name} ({self.op})" + (f" from {source}" if source else "")
+
+    def unsupported(self, reason: str) -> UnsupportedError:
+        return UnsupportedError(f"{self.where()}: {reason}")
+
+    @property
+    def shape(self) -> list[int]:
+        """The shape of the (first) result, as export recorded it."""
+        val = self.fx.meta["val"]
+        return [int(d) for d in (val[0] if isinstance(val, (tuple, list)) else val).shape]
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the (first) result, as export recorded it."""
+        val = self.fx.meta["val"]
+        return _numpy_dtype((val[0] if isinstance(val, (tuple, list)) else val).dtype)
+
+    def only_first_result(self, what: str) -> None:
+        """Rejects uses of results past the first (``what`` names them)."""
+        if any(u.target is operator.getitem and u.args[1] != 0 for u in self.fx.users):
+            raise self.unsupported(f"{what} is not supported")
+
+
+def _leaves(value: Any) -> list[Any]:
+    found: list[Any] = []
+    map_aggregate(value, lambda v: found.append(v))
+    return found
+
+
+def _fold(n: _Node) -> Any:
+    """Runs the node's op in torch on its known inputs; tensors come back as numpy."""
+    args, kwargs = map_aggregate((n.args, n.kwargs), lambda v: _to_torch(v) if isinstance(v, np.ndarray) else v)
+    with torch.no_grad():
+        result = n.fx.target(*args, **kwargs)
+    return map_aggregate(result, lambda v: _to_numpy(v) if isinstance(v, torch.Tensor) else v)
+
+
+def _folds(n: _Node) -> bool:
+    """Whether the node is evaluated while importing (see _FOLD_LIMIT)."""
+    leaves = _leaves((n.args, n.kwargs))
+    if any(isinstance(v, Tensor) for v in leaves) or not isinstance(n.fx.target, torch._ops.OpOverload):
+        return False
+    if torch.Tag.nondeterministic_seeded in n.fx.target.tags:
+        return False
+    if n.op not in CONVERTERS:
+        return True
+    results = [v for v in _leaves(n.fx.meta.get("val")) if isinstance(v, torch.Tensor)]
+    size = sum(v.numel() for v in results)
+    return size <= max(_FOLD_LIMIT, 4 * sum(v.size for v in leaves if isinstance(v, np.ndarray)))
+
+
+def _check(n: _Node, result: Any) -> None:
+    """A translation must give the shape and dtype export recorded: never a silent wrong answer."""
+    expected = n.fx.meta.get("val")
+    pairs = zip(result, expected) if isinstance(result, tuple) else [(result, expected)]
+    for got, want in pairs:
+        if isinstance(want, torch.Tensor) and isinstance(got, (Tensor, np.ndarray)):
+            shape, dtype = tuple(int(d) for d in want.shape), _numpy_dtype(want.dtype)
+            if tuple(got.shape) != shape or np.dtype(got.dtype) != dtype:
+                raise n.unsupported(f"translated to {np.dtype(got.dtype).name}{list(got.shape)} where torch "
+                                    f"computes {dtype.name}{list(shape)} (a tessel bug: please report it)")
+
+
+# Operand helpers ------------------------------------------------------------
+
+def _operands(n: _Node, *values: Any) -> list[Any]:
+    """Operands (None stays None) as values of the node's result dtype:
+    torch's type promotion, read from what export recorded."""
+    return [None if v is None else cast_to(v, n.dtype) if isinstance(v, (Tensor, np.ndarray))
+            else np.asarray(v, n.dtype) for v in values]
+
+
+def _stand_in(v: Any) -> Any:
+    # torch.result_type only needs the dtype and whether the tensor is 0-d.
+    if isinstance(v, (Tensor, np.ndarray)):
+        return torch.empty((0,) * min(len(v.shape), 1), dtype=_torch_dtype(v.dtype))
+    return v
+
+
+def _promoted(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b`` cast to torch's common dtype (comparisons, where the result is bool)."""
+    dtype = _numpy_dtype(torch.result_type(_stand_in(a), _stand_in(b)))
+    return tuple(cast_to(v, dtype) if isinstance(v, (Tensor, np.ndarray)) else v for v in (a, b))
+
+
+def _bool(x: Value) -> Value:
+    return x if np.dtype(x.dtype) == np.bool_ else as_tensor(x) != 0
+
+
+def _axis(dim: int, rank: int) -> int:
+    return dim % rank if rank else 0
+
+
+def _dims(dim: Union[None, int, Sequence[int]], rank: int) -> Optional[tuple[int, ...]]:
+    """Reduction dims; None (all) for None or [] as in aten."""
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return None
+    return tuple(_axis(d, rank) for d in ([dim] if isinstance(dim, int) else dim))
+
+
+def _pair(value: Union[int, Sequence[int]]) -> list[int]:
+    values = [value] if isinstance(value, int) else list(value)
+    return values * 2 if len(values) == 1 else values
+
+
+def _index(rank: int, dim: int, entry: Any) -> tuple:
+    return (slice(None),) * _axis(dim, rank) + (entry,)
+
+
+# Converters: each takes the node and the aten op's arguments by its schema --
+
+def _same(n: _Node, x: Value, *args: Any, **kwargs: Any) -> Value:
+    return x
+
+
+def _to_copy(n: _Node, x: Value, **kwargs: Any) -> Value:
+    return cast_to(x, n.dtype)
+
+
+def _add(n: _Node, a: Any, b: Any, alpha: Any = 1) -> Value:
+    a, b = _operands(n, a, b)
+    return as_tensor(a) + (b if alpha == 1 else b * alpha)
+
+
+def _sub(n: _Node, a: Any, b: Any, alpha: Any = 1) -> Value:
+    a, b = _operands(n, a, b)
+    return as_tensor(a) - (b if alpha == 1 else b * alpha)
+
+
+def _rsub(n: _Node, a: Any, b: Any, alpha: Any = 1) -> Value:
+    a, b = _operands(n, a, b)
+    return b - (as_tensor(a) if alpha == 1 else as_tensor(a) * alpha)
+
+
+def _mul(n: _Node, a: Any, b: Any) -> Value:
+    a, b = _operands(n, a, b)
+    return as_tensor(a) * b
+
+
+def _div(n: _Node, a: Any, b: Any, *, rounding_mode: Optional[str] = None) -> Value:
+    a, b = _operands(n, a, b)
+    quotient = as_tensor(a) / b  # graph.div truncates integers
+    if rounding_mode is None or n.dtype.kind != "f" and rounding_mode == "trunc":
+        return quotient
+    if n.dtype.kind == "f":
+        raise n.unsupported(f"rounding_mode={rounding_mode!r} on floats needs a floor/trunc op, which the graph "
+                            "dialect does not have")
+    # Floor division of integers: one less where the remainder's sign differs from the divisor's.
+    remainder = a - quotient * b
+    return quotient - ops.where(ops.where(remainder != 0, (remainder < 0) != (b < 0), False), 1, 0)
+
+
+def _pow(n: _Node, base: Any, exponent: Any) -> Value:
+    if isinstance(exponent, (int, float)) and float(exponent).is_integer() and 1 <= exponent <= 4:
+        # Exact for negative bases and integers, unlike exp(log(x) * y).
+        base = as_tensor(_operands(n, base)[0])
+        result = base
+        for _ in range(int(exponent) - 1):
+            result = result * base
+        return result
+    if n.dtype.kind != "f":
+        raise n.unsupported(f"an integer power ({n.dtype.name}) is supported only for exponents 1 to 4")
+    return ops.pow(*_operands(n, base, exponent))
+
+
+def _binary(fn: Callable[[Value, Value], Value]) -> Callable[..., Value]:
+    return lambda n, a, b: fn(*_operands(n, a, b))
+
+
+def _compare(name: str) -> Callable[..., Value]:
+    fn = getattr(operator, name)
+
+    def convert(n: _Node, a: Any, b: Any) -> Value:
+        a, b = _promoted(a, b)
+        return fn(as_tensor(a), b)
+    return convert
+
+
+def _logical_not(n: _Node, x: Value) -> Value:
+    return ops.where(_bool(x), np.bool_(False), np.bool_(True))
+
+
+def _logical(kind: str) -> Callable[..., Value]:
+    def convert(n: _Node, a: Value, b: Value) -> Value:
+        a, b = _bool(a), _bool(b)
+        if kind == "and":
+            return ops.where(a, b, np.bool_(False))
+        if kind == "or":
+            return ops.where(a, np.bool_(True), b)
+        return as_tensor(a) != b
+    return convert
+
+
+def _bitwise(kind: str) -> Callable[..., Value]:
+    def convert(n: _Node, *args: Value) -> Value:
+        if n.dtype != np.bool_:
+            raise n.unsupported(f"bitwise ops on {n.dtype.name} are not supported (bool only)")
+        return _logical_not(n, *args) if kind == "not" else _logical(kind)(n, *args)
+    return convert
+
+
+def _where(n: _Node, condition: Value, a: Any, b: Any) -> Value:
+    return ops.where(_bool(condition), *_operands(n, a, b))
+
+
+def _unary(fn: Callable[[Tensor], Tensor]) -> Callable[..., Value]:
+    """An elementwise op; integer inputs of float ops (sqrt of an int) are cast first, as torch does."""
+    return lambda n, x: fn(as_tensor(cast_to(x, n.dtype)))
+
+
+def _gelu(n: _Node, x: Value, *, approximate: str = "none") -> Value:
+    return ops.gelu(x, approximate=approximate)
+
+
+def _clamp(n: _Node, x: Value, min: Any = None, max: Any = None) -> Value:  # noqa: A002 - aten's names
+    x, low, high = _operands(n, x, min, max)
+    if low is not None:
+        x = ops.maximum(x, low)
+    if high is not None:
+        x = ops.minimum(x, high)
+    return x
+
+
+def _hardtanh(n: _Node, x: Value, min_val: float = -1.0, max_val: float = 1.0) -> Value:
+    return _clamp(n, x, min_val, max_val)
+
+
+def _leaky_relu(n: _Node, x: Value, negative_slope: float = 0.01) -> Value:
+    x = as_tensor(x)
+    return ops.where(x > 0, x, x * negative_slope)
+
+
+def _elu(n: _Node, x: Value, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Value:
+    x = as_tensor(x)
+    return ops.where(x > 0, x * scale, (ops.exp(x * input_scale) - 1.0) * (alpha * scale))
+
+
+def _reduce(kind: str) -> Callable[..., Value]:
+    def convert(n: _Node, x: Value, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Value:
+        x = as_tensor(cast_to(x, n.dtype))  # sums of ints and bools are int64 in torch
+        return getattr(x, kind)(_dims(dim, x.ndim), keepdim)
+    return convert
+
+
+def _reduce_with_indices(kind: str) -> Callable[..., tuple]:
+    def convert(n: _Node, x: Value, dim: int, keepdim: bool = False) -> tuple:
+        n.only_first_result(f"the indices result of {kind} (arg{kind})")
+        x = as_tensor(x)
+        return getattr(x, kind)(_axis(dim, x.ndim), keepdim), None
+    return convert
+
+
+def _any_all(kind: str) -> Callable[..., Value]:
+    def convert(n: _Node, x: Value, dim: Any = None, keepdim: bool = False) -> Value:
+        x = ops.cast(_bool(x), np.int32)
+        return getattr(x, "max" if kind == "any" else "min")(_dims(dim, x.ndim), keepdim) > 0
+    return convert
+
+
+def _var(n: _Node, x: Value, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> Value:
+    x = as_tensor(x)
+    dims = _dims(dim, x.ndim) or tuple(range(x.ndim))
+    centered = x - x.mean(dims, True)
+    count = math.prod(x.shape[d] for d in dims) - (1 if correction is None else correction)
+    return (centered * centered).sum(dims, keepdim) * (1.0 / count)
+
+
+def _vector_norm(n: _Node, x: Value, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+                 dtype: Any = None) -> Value:
+    x = abs(as_tensor(cast_to(x, n.dtype)))
+    dims = _dims(dim, x.ndim)
+    if ord == 2:
+        return ops.sqrt((x * x).sum(dims, keepdim))
+    if ord == 1:
+        return x.sum(dims, keepdim)
+    if ord == math.inf:
+        return x.max(dims, keepdim)
+    raise n.unsupported(f"ord={ord} is not supported (1, 2, inf)")
+
+
+def _softmax(log: bool) -> Callable[..., Value]:
+    def convert(n: _Node, x: Value, dim: int, half_to_float: bool = False) -> Value:
+        if half_to_float:
+            raise n.unsupported("half_to_float is not supported")
+        return (ops.log_softmax if log else ops.softmax)(x, axis=dim)
+    return convert
+
+
+def _native_layer_norm(n: _Node, x: Value, normalized_shape: Sequence[int], weight: Optional[Value],
+                       bias: Optional[Value], eps: float) -> tuple:
+    x = as_tensor(x)
+    axis = x.ndim - len(normalized_shape)
+    y = ops.layer_norm(x, weight, bias, eps=eps, axis=axis)
+    if not any(u.target is operator.getitem and u.args[1] != 0 for u in n.fx.users):
+        return y, None, None
+    # The mean and 1/std results keep the normalized dims as 1.
+    axes = tuple(range(axis, x.ndim))
+    mean = x.mean(axes, True)
+    centered = x - mean
+    return y, mean, ops.rsqrt((centered * centered).mean(axes, True) + eps)
+
+
+def _rms_norm(n: _Node, x: Value, normalized_shape: Sequence[int], weight: Optional[Value] = None,
+              eps: Optional[float] = None) -> Value:
+    x = as_tensor(x)
+    eps = float(torch.finfo(_torch_dtype(x.dtype)).eps) if eps is None else eps
+    return ops.rms_norm(x, weight, eps=eps, axis=x.ndim - len(normalized_shape))
+
+
+def _batch_norm(n: _Node, x: Value, weight: Optional[Value], bias: Optional[Value], mean: Value, var: Value,
+                momentum: float, eps: float) -> tuple:
+    n.only_first_result("the saved mean/invstd results (training)")
+    channels = x.shape[1]
+    weight = np.ones(channels, x.dtype) if weight is None else weight
+    bias = np.zeros(channels, x.dtype) if bias is None else bias
+    return ops.batch_norm(x, mean, var, weight, bias, eps=eps, axis=1), None, None
+
+
+def _linear(n: _Node, x: Value, weight: Value, bias: Optional[Value] = None) -> Value:
+    x = as_tensor(x)
+    if x.ndim == 1:  # a vector: one row, dropped again
+        return ops.linear(x.reshape([1, -1]), weight, bias).reshape(n.shape)
+    return ops.linear(x, weight, bias)
+
+
+def _mm(n: _Node, a: Value, b: Value) -> Value:
+    return as_tensor(a) @ b
+
+
+def _addmm(n: _Node, bias: Value, a: Value, b: Value, *, beta: Any = 1, alpha: Any = 1) -> Value:
+    y = as_tensor(a) @ b
+    if alpha != 1:
+        y = y * alpha
+    if beta == 0:  # torch ignores the bias then, NaNs included
+        return y
+    return y + (bias if beta == 1 else as_tensor(bias) * beta)
+
+
+def _sdpa(n: _Node, q: Value, k: Value, v: Value, attn_mask: Optional[Value] = None, dropout_p: float = 0.0,
+          is_causal: bool = False, *, scale: Optional[float] = None, enable_gqa: bool = False) -> Value:
+    if dropout_p:
+        raise n.unsupported(f"dropout_p={dropout_p} is not supported (inference only)")
+    return attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)
+
+
+def _convolution(n: _Node, x: Value, weight: Value, bias: Optional[Value], stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
+                 groups: int) -> Value:
+    x = as_tensor(x)
+    if transposed:
+        raise n.unsupported("transposed convolution is not supported")
+    if x.ndim == 4:
+        return ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups)
+    if x.ndim != 3:
+        raise n.unsupported(f"only 1-D and 2-D convolution are supported, got a rank-{x.ndim} input")
+    # 1-D as 2-D over a height of one.
+    weight = numpy_or([weight], lambda w: np.expand_dims(w, 2), lambda w: ops.unsqueeze(w, 2))
+    y = ops.conv2d(ops.unsqueeze(x, 2), weight, bias, [1, stride[0]], [0, padding[0]], [1, dilation[0]], groups)
+    return ops.squeeze(y, 2)
+
+
+def _pool_shape_check(n: _Node, x: Tensor, kernel: list[int], stride: list[int], padding: list[int],
+                      ceil_mode: bool) -> None:
+    if x.ndim != 4:
+        raise n.unsupported(f"only 2-D pooling of NCHW tensors is supported, got rank {x.ndim}")
+    floor = [(x.shape[2 + i] + 2 * padding[i] - kernel[i]) // stride[i] + 1 for i in range(2)]
+    if ceil_mode and floor != n.shape[2:]:
+        raise n.unsupported("ceil_mode=True with a partial last window is not supported")
+
+
+def _max_pool(n: _Node, x: Value, kernel_size: Any, stride: Any = (), padding: Any = 0, dilation: Any = 1,
+              ceil_mode: bool = False) -> tuple:
+    n.only_first_result("the indices result of max_pool2d_with_indices")
+    x = as_tensor(x)
+    kernel, padding = _pair(kernel_size), _pair(padding)
+    stride = _pair(stride) if stride else kernel
+    if _pair(dilation) != [1, 1]:
+        raise n.unsupported("dilation is not supported")
+    _pool_shape_check(n, x, kernel, stride, padding, ceil_mode)
+    return ops.max_pool2d(x, kernel, stride, padding), None
+
+
+def _avg_pool(n: _Node, x: Value, kernel_size: Any, stride: Any = (), padding: Any = 0, ceil_mode: bool = False,
+              count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Value:
+    x = as_tensor(x)
+    kernel, padding = _pair(kernel_size), _pair(padding)
+    stride = _pair(stride) if stride else kernel
+    if divisor_override is not None:
+        raise n.unsupported("divisor_override is not supported")
+    _pool_shape_check(n, x, kernel, stride, padding, ceil_mode)
+    return ops.avg_pool2d(x, kernel, stride, padding, count_include_pad=count_include_pad)
+
+
+def _adaptive_avg_pool(n: _Node, x: Value, output_size: Sequence[int]) -> Value:
+    x = as_tensor(x)
+    sizes, outputs = x.shape[-2:], _pair(output_size)
+    if any(size % out for size, out in zip(sizes, outputs)):
+        raise n.unsupported(f"an output size {outputs} that does not divide the input size {list(sizes)} "
+                            "(uneven windows) is not supported")
+    kernel = [size // out for size, out in zip(sizes, outputs)]
+    return ops.avg_pool2d(x, kernel, kernel)
+
+
+def _embedding(n: _Node, weight: Value, indices: Value, *args: Any) -> Value:
+    return ops.take(weight, indices, 0)
+
+
+def _index_select(n: _Node, x: Value, dim: int, index: Value) -> Value:
+    return ops.take(x, index, _axis(dim, len(x.shape)))
+
+
+def _index_tensor(n: _Node, x: Value, indices: Sequence[Optional[Value]]) -> Value:
+    present = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(present) != 1:
+        raise n.unsupported(f"indexing with {len(present)} index tensors is not supported (one)")
+    dim, index = present[0]
+    if np.dtype(index.dtype) == np.bool_:
+        raise n.unsupported("boolean mask indexing (a data-dependent shape) is not supported")
+    return ops.take(x, index, dim)
+
+
+def _reshape_to_result(n: _Node, x: Value, *args: Any) -> Value:
+    """view, reshape, flatten, (un)squeeze: the result shape is the one export recorded."""
+    return as_tensor(x).reshape(n.shape)
+
+
+def _expand(n: _Node, x: Value, *args: Any, **kwargs: Any) -> Value:
+    return ops.broadcast_to(x, n.shape)
+
+
+def _permute(n: _Node, x: Value, dims: Sequence[int]) -> Value:
+    return ops.transpose(x, list(dims))
+
+
+def _transpose(n: _Node, x: Value, dim0: int = 0, dim1: int = 1) -> Value:
+    perm = list(range(len(x.shape)))
+    a, b = _axis(dim0, len(perm)), _axis(dim1, len(perm))
+    perm[a], perm[b] = perm[b], perm[a]
+    return ops.transpose(x, perm)
+
+
+def _cat(n: _Node, tensors: Sequence[Value], dim: int = 0) -> Value:
+    # torch (legacy) skips 1-D empty tensors, whatever the others' rank.
+    values = _operands(n, *(t for t in tensors if not (len(t.shape) == 1 and t.shape[0] == 0)))
+    return ops.concatenate(values, _axis(dim, len(n.shape)))
+
+
+def _split(n: _Node, x: Value, split: Union[int, Sequence[int]], dim: int = 0) -> tuple:
+    x = as_tensor(x)
+    dim = _axis(dim, x.ndim)
+    size = x.shape[dim]
+    sizes = [min(split, size - at) for at in range(0, size, split)] if isinstance(split, int) else split
+    results, at = [], 0
+    for length in sizes:
+        results.append(x[_index(x.ndim, dim, slice(at, at + length))])
+        at += length
+    return tuple(results)
+
+
+def _unbind(n: _Node, x: Value, dim: int = 0) -> tuple:
+    x = as_tensor(x)
+    return tuple(x[_index(x.ndim, dim, i)] for i in range(x.shape[_axis(dim, x.ndim)]))
+
+
+def _slice(n: _Node, x: Value, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None,
+           step: int = 1) -> Value:
+    x = as_tensor(x)
+    return x[_index(x.ndim, dim, slice(start, end, step))]
+
+
+def _select(n: _Node, x: Value, dim: int, index: int) -> Value:
+    x = as_tensor(x)
+    return x[_index(x.ndim, dim, index)]
+
+
+def _triangle(upper: bool) -> Callable[..., Value]:
+    def convert(n: _Node, x: Value, diagonal: int = 0) -> Value:
+        keep = (np.triu if upper else np.tril)(np.ones(n.shape[-2:], bool), diagonal)
+        return ops.where(keep, x, np.zeros((), n.dtype))
+    return convert
+
+
+def _repeat(n: _Node, x: Value, repeats: Sequence[int]) -> Value:
+    # Tile through one broadcast: [s0, s1] -> [1, s0, 1, s1] -> [r0, s0, r1, s1] -> [r0*s0, r1*s1].
+    shape = [1] * (len(repeats) - len(x.shape)) + list(x.shape)
+    interleaved = ops.reshape(x, [d for s in shape for d in (1, s)])
+    expanded = ops.broadcast_to(interleaved, [d for r, s in zip(repeats, shape) for d in (r, s)])
+    return ops.reshape(expanded, n.shape)
+
+
+def _constant_pad(n: _Node, x: Value, pad: Sequence[int], value: Any = 0) -> Value:
+    x = as_tensor(x)
+    # pad lists (before, after) pairs from the last dim backwards; negative pads crop.
+    for i in range(len(pad) // 2):
+        dim = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        x = x[_index(x.ndim, dim, slice(max(-before, 0), x.shape[dim] - max(-after, 0)))]
+        parts = []
+        for width in (before, after):
+            shape = list(x.shape)
+            shape[dim] = max(width, 0)
+            parts.append(np.full(shape, value, x.dtype) if width > 0 else None)
+        pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+        if len(pieces) > 1:
+            x = ops.concatenate(pieces, dim)
+    return x
+
+
+def _full_like(n: _Node, x: Value, fill_value: Any, **kwargs: Any) -> np.ndarray:
+    return np.full(n.shape, fill_value, n.dtype)
+
+
+def _constant_like(fill_value: int) -> Callable[..., np.ndarray]:
+    return lambda n, x, **kwargs: np.full(n.shape, fill_value, n.dtype)
+
+
+CONVERTERS: dict[str, Callable[..., Any]] = {
+    # Arithmetic and activations.
+    "aten.add.Tensor": _add, "aten.add.Scalar": _add, "aten.sub.Tensor": _sub, "aten.sub.Scalar": _sub,
+    "aten.rsub.Tensor": _rsub, "aten.rsub.Scalar": _rsub, "aten.mul.Tensor": _mul, "aten.mul.Scalar": _mul,
+    "aten.div.Tensor": _div, "aten.div.Scalar": _div, "aten.div.Tensor_mode": _div,
+    "aten.pow.Tensor_Scalar": _pow, "aten.pow.Tensor_Tensor": _pow, "aten.pow.Scalar": _pow,
+    "aten.maximum.default": _binary(ops.maximum), "aten.minimum.default": _binary(ops.minimum),
+    "aten.neg.default": _unary(ops.neg), "aten.abs.default": _unary(ops.abs), "aten.exp.default": _unary(ops.exp),
+    "aten.log.default": _unary(ops.log), "aten.sqrt.default": _unary(ops.sqrt),
+    "aten.rsqrt.default": _unary(ops.rsqrt), "aten.reciprocal.default": _unary(lambda x: 1 / x),
+    "aten.relu.default": _unary(ops.relu), "aten.sigmoid.default": _unary(ops.sigmoid),
+    "aten.tanh.default": _unary(ops.tanh), "aten.silu.default": _unary(ops.silu), "aten.gelu.default": _gelu,
+    "aten.clamp.default": _clamp, "aten.clamp.Tensor": _clamp, "aten.hardtanh.default": _hardtanh,
+    "aten.leaky_relu.default": _leaky_relu, "aten.elu.default": _elu,
+    # Comparisons, logic, selection.
+    **{f"aten.{name}.{kind}": _compare(name) for name in ("eq", "ne", "lt", "le", "gt", "ge")
+       for kind in ("Tensor", "Scalar")},
+    "aten.logical_not.default": _logical_not, "aten.logical_and.default": _logical("and"),
+    "aten.logical_or.default": _logical("or"), "aten.logical_xor.default": _logical("xor"),
+    "aten.bitwise_not.default": _bitwise("not"), "aten.bitwise_and.Tensor": _bitwise("and"),
+    "aten.bitwise_or.Tensor": _bitwise("or"), "aten.bitwise_xor.Tensor": _bitwise("xor"),
+    "aten.where.self": _where,
+    "aten.triu.default": _triangle(True), "aten.tril.default": _triangle(False),
+    # Reductions and normalizations.
+    "aten.sum.dim_IntList": _reduce("sum"), "aten.sum.default": _reduce("sum"), "aten.mean.dim": _reduce("mean"),
+    "aten.mean.default": _reduce("mean"), "aten.amax.default": _reduce("max"), "aten.amin.default": _reduce("min"),
+    "aten.max.dim": _reduce_with_indices("max"), "aten.min.dim": _reduce_with_indices("min"),
+    "aten.any.dim": _any_all("any"), "aten.any.dims": _any_all("any"), "aten.any.default": _any_all("any"),
+    "aten.all.dim": _any_all("all"), "aten.all.dims": _any_all("all"), "aten.all.default": _any_all("all"),
+    "aten.var.correction": _var, "aten.linalg_vector_norm.default": _vector_norm,
+    "aten._softmax.default": _softmax(False), "aten._log_softmax.default": _softmax(True),
+    "aten.native_layer_norm.default": _native_layer_norm, "aten.rms_norm.default": _rms_norm,
+    "aten._native_batch_norm_legit_no_training.default": _batch_norm,
+    # Contractions, convolution, pooling, attention.
+    "aten.linear.default": _linear, "aten.matmul.default": lambda n, a, b: matmul(a, b),
+    "aten.mm.default": _mm, "aten.bmm.default": _mm, "aten.addmm.default": _addmm,
+    "aten.baddbmm.default": _addmm, "aten.convolution.default": _convolution,
+    "aten.max_pool2d_with_indices.default": _max_pool, "aten.avg_pool2d.default": _avg_pool,
+    "aten._adaptive_avg_pool2d.default": _adaptive_avg_pool,
+    "aten.scaled_dot_product_attention.default": _sdpa,
+    # Data movement, casts and constants.
+    **{f"aten.{name}": _reshape_to_result for name in (
+        "view.default", "_unsafe_view.default", "reshape.default", "flatten.using_ints", "unsqueeze.default",
+        "squeeze.default", "squeeze.dim", "squeeze.dims")},
+    "aten.expand.default": _expand, "aten.permute.default": _permute, "aten.transpose.int": _transpose,
+    "aten.t.default": _transpose, "aten.cat.default": _cat, "aten.split.Tensor": _split,
+    "aten.split_with_sizes.default": _split, "aten.unbind.int": _unbind, "aten.slice.Tensor": _slice,
+    "aten.select.int": _select, "aten.repeat.default": _repeat, "aten.constant_pad_nd.default": _constant_pad,
+    "aten.embedding.default": _embedding, "aten.index_select.default": _index_select, "aten.index.Tensor": _index_tensor,
+    "aten.clone.default": _same, "aten.alias.default": _same, "aten.detach.default": _same,
+    "aten.lift_fresh_copy.default": _same, "aten._to_copy.default": _to_copy,
+    "aten.full_like.default": _full_like, "aten.zeros_like.default": _constant_like(0),
+    "aten.ones_like.default": _constant_like(1),
+}
+
+SUPPORTED_OPS = tuple(sorted(CONVERTERS))
+
+
+# The front end ----------------------------------------------------------------
+
+def _unsupported_op(n: _Node) -> UnsupportedError:
+    """The error for an op without a converter, listing the supported ops
+    whose names are nearest (all of them when none is near)."""
+    packets: dict[str, list[str]] = {}
+    for op in SUPPORTED_OPS:
+        packets.setdefault(op.split(".")[1], []).append(op)
+    nearest = difflib.get_close_matches(n.op.split(".")[1] if "." in n.op else n.op, list(packets), n=4, cutoff=0.6)
+    listing = ("nearest supported: " + ", ".join(op for name in nearest for op in packets[name]) if nearest
+               else "supported: " + ", ".join(sorted(packets)))
+    training = n.hint if "dropout" in n.op or "batch_norm" in n.op or \
+        torch.Tag.nondeterministic_seeded in getattr(n.fx.target, "tags", ()) else ""
+    return UnsupportedError(f"{n.where()}: this op is not supported{training}; {listing} "
+                            f"(tessel.frontends.torch.SUPPORTED_OPS; ops on values known while importing, "
+                            f"such as weights, run in torch)")
+
+
+def _convert(n: _Node) -> Any:
+    """The node's value: folded by torch, or built by its converter; checked."""
+    if n.op == "getitem":
+        return n.args[0][n.args[1]]
+    if n.op in _IGNORED:
+        return None
+    convert = _fold if _folds(n) else CONVERTERS.get(n.op)
+    if convert is None:
+        raise _unsupported_op(n)
+    try:
+        result = convert(n) if convert is _fold else convert(n, *n.args, **n.kwargs)
+        _check(n, result)
+    except CompileError as e:  # an unsupported dtype, or a shape or dtype a graph op rejects
+        if e.summary.startswith("torch node"):
+            raise
+        raise type(e)(f"{n.where()}: {e.summary}", e.diagnostics) from None
+    return result
+
+
+def _export(model_or_fn: Any, example_args: tuple) -> Any:
+    """The exported program, decomposed to core ATen except _KEPT."""
+    if isinstance(model_or_fn, torch.export.ExportedProgram):
+        program = model_or_fn
+    else:
+        module = model_or_fn
+        if not isinstance(module, torch.nn.Module):
+            if not callable(module):
+                raise TypeError(f"from_torch takes an nn.Module, an ExportedProgram or a function, "
+                                f"got {type(module).__name__}")
+            module = _as_module(model_or_fn)
+        try:
+            program = torch.export.export(module, example_args)
+        except Exception as e:  # noqa: BLE001 - export raises many types for code it cannot capture
+            raise UnsupportedError(f"torch.export could not export the model: {type(e).__name__}: {e}") from e
+    table = torch.export.default_decompositions()
+    for name in _KEPT:
+        packet, overload = name.split(".")
+        table.pop(getattr(getattr(torch.ops.aten, packet), overload), None)
+    return program.run_decompositions(table)
+
+
+def from_torch(model_or_fn: Any, example_args: Any, *, dynamic_shapes: Any = None, params_as_args: bool = False,
+               name: str = "main") -> Any:
+    """A PyTorch model or function as a graph-dialect module.
+
+    ``model_or_fn`` is an ``nn.Module`` (in ``eval()`` mode for inference:
+    dropout and batch-norm statistics in training mode are not supported),
+    a function of tensors, or a ``torch.export.ExportedProgram``;
+    ``example_args`` is a tuple of tensors (or one tensor) giving the
+    shapes and dtypes of the arguments of ``func.func @name``. The results
+    are the model's tensor outputs, flattened in order (a tuple or dict of
+    tensors gives several). Parameters and buffers become constants, or,
+    with ``params_as_args=True``, leading arguments in the order
+    ``named_parameters()`` then ``named_buffers()`` list them (as
+    ``torch.export`` lifts them). Shapes are static: ``dynamic_shapes`` must
+    be None. Raises ``tessel.UnsupportedError`` for an op, dtype or feature
+    that is not supported, naming the aten op, the node and the user's line.
+    """
+    if torch is None:
+        raise UnsupportedError("tessel.from_torch needs PyTorch (pip install torch, or tessel[torch])")
+    if dynamic_shapes is not None:
+        raise UnsupportedError("dynamic_shapes is not supported: the graph dialect compiles static shapes; "
+                               "export one module per shape instead")
+    example_args = example_args if isinstance(example_args, tuple) else (example_args,)
+    program = _export(model_or_fn, example_args)
+    hint = ""
+    if isinstance(model_or_fn, torch.nn.Module) and model_or_fn.training:
+        hint = " (the model is in training mode: call model.eval() for inference)"
+
+    from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
+
+    signature = program.graph_signature
+    state = {**program.state_dict, **program.constants}
+    known: dict[str, Any] = {}  # placeholder name -> value known while importing
+    arguments: list[str] = []
+    for spec in signature.input_specs:
+        arg_name = spec.arg.name
+        if spec.kind == InputKind.USER_INPUT or (params_as_args and spec.kind in (InputKind.PARAMETER,
+                                                                                    InputKind.BUFFER)):
+            if isinstance(spec.arg, TensorArgument):
+                arguments.append(arg_name)
+            else:  # a non-tensor example argument, specialized by export
+                known[arg_name] = getattr(spec.arg, "value", None)
+        elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            known[arg_name] = _to_numpy(state[spec.target])
+        else:
+            raise UnsupportedError(f"torch input {arg_name!r} of kind {spec.kind.name} is not supported")
+    for spec in signature.output_specs:
+        if spec.kind != OutputKind.USER_OUTPUT:
+            raise UnsupportedError(f"the model updates {spec.target!r} in place ({spec.kind.name}), which is not "
+                                   f"supported{hint}")
+
+    graph = program.graph_module.graph
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    examples = []
+    for arg_name in arguments:
+        val = placeholders[arg_name].meta["val"]
+        if val.dtype not in _ARGUMENT_DTYPES:
+            names = ", ".join(str(d).removeprefix("torch.") for d in _ARGUMENT_DTYPES)
+            raise UnsupportedError(f"torch input {arg_name!r} has dtype {val.dtype}; tessel takes {names}")
+        examples.append(TensorSpec(tuple(int(d) for d in val.shape), _numpy_dtype(val.dtype)))
+
+    def build(*args: Tensor) -> list[Tensor]:
+        env: dict[Any, Any] = {}
+        given = dict(zip(arguments, args))
+        for fx in graph.nodes:
+            if fx.op == "placeholder":
+                env[fx] = given[fx.name] if fx.name in given else known[fx.name]
+            elif fx.op == "call_function":
+                fx_args, fx_kwargs = map_aggregate((fx.args, fx.kwargs),
+                                                   lambda v: env[v] if isinstance(v, torch.fx.Node) else v)
+                env[fx] = _convert(_Node(fx, fx_args, fx_kwargs, hint))
+            elif fx.op == "output":
+                outputs = [env[v] if isinstance(v, torch.fx.Node) else v for v in fx.args[0]]
+                bad = [v for v in outputs if not isinstance(v, (Tensor, np.ndarray))]
+                if bad:
+                    raise UnsupportedError(f"the model returns {type(bad[0]).__name__}; tessel returns tensors only")
+                return [as_tensor(v) for v in outputs]
+            else:
+                raise UnsupportedError(f"torch node {fx.name} ({fx.op}) is not supported")
+        raise UnsupportedError("the exported graph has no output")
+
+    return trace(build, *examples, name=name)
+
+
+def _as_module(fn: Callable[..., Any]) -> Any:
+    """``fn`` as an nn.Module, the form torch.export takes."""
+    if isinstance(fn, types.FunctionType):
+        # torch.export records only the stack frames of functions named
+        # "forward": renamed so, fn's own lines are where its nodes come from.
+        fn = types.FunctionType(fn.__code__.replace(co_name="forward"), fn.__globals__, "forward",
+                                fn.__defaults__, fn.__closure__)
+
+    class Function(torch.nn.Module):
+        forward = staticmethod(fn)
+
+    return Function()
