@@ -280,6 +280,15 @@ def test_results_of_known_values_are_folded_by_torch():
     assert "graph.compare" not in text and text.count("graph.constant") == 2
 
 
+def test_large_results_of_known_values_are_built_as_graph_ops():
+    # A constant broadcast over 2**20 elements stays a broadcast of a 1-D constant.
+    def shifted(x):
+        return x + torch.arange(1024.0).expand(1025, 1024) * 2
+
+    module = _check(shifted, torch.randn(1025, 1024))
+    assert "graph.broadcast_to" in str(module)
+
+
 # Errors ---------------------------------------------------------------------
 
 class Unsupported(nn.Module):

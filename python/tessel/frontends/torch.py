@@ -283,7 +283,7 @@ def _mul(n: _Node, a: Any, b: Any) -> Value:
 def _div(n: _Node, a: Any, b: Any, *, rounding_mode: Optional[str] = None) -> Value:
     a, b = _operands(n, a, b)
     quotient = as_tensor(a) / b  # graph.div truncates integers
-    if rounding_mode is None or n.dtype.kind != "f" and rounding_mode == "trunc":
+    if rounding_mode is None or (n.dtype.kind != "f" and rounding_mode == "trunc"):
         return quotient
     if n.dtype.kind == "f":
         raise n.unsupported(f"rounding_mode={rounding_mode!r} on floats needs a floor/trunc op, which the graph "
@@ -405,7 +405,8 @@ def _var(n: _Node, x: Value, dim: Any = None, *, correction: Any = None, keepdim
     dims = _dims(dim, x.ndim) or tuple(range(x.ndim))
     centered = x - x.mean(dims, True)
     count = math.prod(x.shape[d] for d in dims) - (1 if correction is None else correction)
-    return (centered * centered).sum(dims, keepdim) * (1.0 / count)
+    # No degrees of freedom left: torch's 0 / 0 gives NaN.
+    return (centered * centered).sum(dims, keepdim) * (1.0 / count if count > 0 else math.inf)
 
 
 def _vector_norm(n: _Node, x: Value, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
