@@ -460,6 +460,30 @@ def _batch_norm(n: _Node, x: Value, weight: Optional[Value], bias: Optional[Valu
     return ops.batch_norm(x, mean, var, weight, bias, eps=eps, axis=1), None, None
 
 
+def _batch_norm_batch_statistics(n: _Node, x: Value, weight: Optional[Value], bias: Optional[Value],
+                                 training: bool, momentum: float, eps: float) -> tuple:
+    """Batch norm over the batch's own statistics (no running stats: InstanceNorm, track_running_stats=False)."""
+    n.only_first_result("the saved mean/invstd results (training)")
+    x = as_tensor(x)
+    axes = tuple(d for d in range(x.ndim) if d != 1)
+    mean = x.mean(axes)
+    centered = x - ops.reshape(mean, [1, -1] + [1] * (x.ndim - 2))
+    return _batch_norm(n, x, weight, bias, mean, (centered * centered).mean(axes), momentum, eps)
+
+
+def _group_norm(n: _Node, x: Value, weight: Optional[Value], bias: Optional[Value], batch: int, channels: int,
+                spatial: int, groups: int, eps: float) -> tuple:
+    n.only_first_result("the saved mean/rstd results (training)")
+    x = as_tensor(x)
+    y = ops.layer_norm(x.reshape([batch, groups, -1]), eps=eps, axis=2).reshape(x.shape)
+    per_channel = [channels] + [1] * (x.ndim - 2)
+    if weight is not None:
+        y = y * numpy_or([weight], lambda w: w.reshape(per_channel), lambda w: ops.reshape(w, per_channel))
+    if bias is not None:
+        y = y + numpy_or([bias], lambda b: b.reshape(per_channel), lambda b: ops.reshape(b, per_channel))
+    return y, None, None
+
+
 def _linear(n: _Node, x: Value, weight: Value, bias: Optional[Value] = None) -> Value:
     x = as_tensor(x)
     if x.ndim == 1:  # a vector: one row, dropped again
@@ -691,6 +715,8 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten._softmax.default": _softmax(False), "aten._log_softmax.default": _softmax(True),
     "aten.native_layer_norm.default": _native_layer_norm, "aten.rms_norm.default": _rms_norm,
     "aten._native_batch_norm_legit_no_training.default": _batch_norm,
+    "aten._native_batch_norm_legit.no_stats": _batch_norm_batch_statistics,
+    "aten.native_group_norm.default": _group_norm,
     # Contractions, convolution, pooling, attention.
     "aten.linear.default": _linear, "aten.matmul.default": lambda n, a, b: matmul(a, b),
     "aten.mm.default": _mm, "aten.bmm.default": _mm, "aten.addmm.default": _addmm,
