@@ -257,6 +257,32 @@ def LoopApplySchedules : Pass<"loop-apply-schedule", "mlir::ModuleOp"> {
   ];
 }
 
+def GpuLowerMma : Pass<"gpu-lower-mma", "mlir::func::FuncOp"> {
+  let summary = "Lower contractions marked by loop.mma to tensor-core code";
+  let description = [{
+    Runs on bufferized kernels, inside their block-mapped scf.forall: each
+    linalg.matmul carrying `tessel.mma` (set by loop-apply-schedule from
+    loop.mma, loop.promote and loop.pipeline) becomes a thread-mapped
+    scf.forall of warps that copy A and B tiles to multi-buffered
+    workgroup buffers with cp.async (nvgpu.device_async_copy, 16 bytes per
+    copy, `stages - 1` K steps in flight), load fragments with
+    nvgpu.ldmatrix and accumulate with nvgpu.mma.sync in registers. The
+    fill that initializes the accumulator and an elementwise linalg.generic
+    consuming it (the fused epilogue) are folded in: the epilogue runs on
+    the registers and stores the kernel's result, so the f32 tile never
+    goes to memory. A marked contraction in any other form is an error.
+  }];
+  let dependentDialects = [
+    "mlir::affine::AffineDialect",
+    "mlir::arith::ArithDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::nvgpu::NVGPUDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
+  ];
+}
+
 def GpuMapKernels : Pass<"gpu-map-kernels", "mlir::ModuleOp"> {
   let summary = "Turn each bufferized kernel's mapped scf.forall nests into gpu.launch ops";
   let description = [{
@@ -269,7 +295,9 @@ def GpuMapKernels : Pass<"gpu-map-kernels", "mlir::ModuleOp"> {
     1x1x1 launch. Buffers allocated inside a launch become per-thread stack
     allocations, and views of the kernel's buffers and constant globals are
     recreated inside each launch that uses them, so that a launch's operands
-    are the host program's buffers. Follow with gpu-kernel-outlining.
+    are the host program's buffers. Workgroup buffers become views of the
+    launch's dynamic shared memory, whose size the launch records. Follow
+    with gpu-kernel-outlining.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

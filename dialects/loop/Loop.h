@@ -13,10 +13,22 @@
 
 #include "dialects/loop/LoopDialect.h.inc"
 
+namespace tessel::loop {
+/// A list of tunable values (constants and loop.knob results, as
+/// custom<DynamicIndexList> stores them) with knob values substituted.
+llvm::SmallVector<int64_t> resolveValues(mlir::ValueRange dynamic,
+                                         llvm::ArrayRef<int64_t> statics);
+} // namespace tessel::loop
+
 #define GET_OP_CLASSES
 #include "dialects/loop/LoopOps.h.inc"
 
 namespace tessel::loop {
+
+/// The attribute that carries a schedule's tensor-core primitives
+/// (loop.mma, loop.promote, loop.pipeline) on the contraction they apply to,
+/// from loop-apply-schedule through bufferization to gpu-lower-mma.
+constexpr llvm::StringLiteral kMmaAttrName = "tessel.mma";
 
 /// Threads in a warp on every target a schedule may name.
 constexpr int64_t kWarpSize = 32;

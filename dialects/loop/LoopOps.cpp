@@ -105,16 +105,36 @@ LogicalResult KnobOp::verify() {
 // TileOp
 //===----------------------------------------------------------------------===//
 
-SmallVector<int64_t> TileOp::getResolvedSizes() {
-  SmallVector<int64_t> sizes;
-  auto dynamic = getDynamicSizes().begin();
-  for (int64_t s : getStaticSizes()) {
+SmallVector<int64_t> tessel::loop::resolveValues(ValueRange dynamic,
+                                                 ArrayRef<int64_t> statics) {
+  SmallVector<int64_t> values;
+  auto next = dynamic.begin();
+  for (int64_t s : statics) {
     if (ShapedType::isDynamic(s))
-      sizes.push_back((*dynamic++).getDefiningOp<KnobOp>().getValue());
+      values.push_back((*next++).getDefiningOp<KnobOp>().getValue());
     else
-      sizes.push_back(s);
+      values.push_back(s);
   }
-  return sizes;
+  return values;
+}
+
+/// Tunable values are knob results or constants, never negative. `what`
+/// names one value ("tile size").
+static LogicalResult verifyValues(Operation *op, StringRef what,
+                                  ValueRange dynamic,
+                                  ArrayRef<int64_t> statics) {
+  for (Value v : dynamic)
+    if (!v.getDefiningOp<KnobOp>())
+      return op->emitOpError() << what
+                               << "s must be constants or loop.knob values";
+  for (int64_t s : statics)
+    if (!ShapedType::isDynamic(s) && s < 0)
+      return op->emitOpError() << what << " " << s << " is negative";
+  return success();
+}
+
+SmallVector<int64_t> TileOp::getResolvedSizes() {
+  return resolveValues(getDynamicSizes(), getStaticSizes());
 }
 
 int64_t tessel::loop::threadsPerProcessor(Attribute mapping) {
@@ -137,12 +157,9 @@ static StringRef mappingKind(Attribute attr) {
 }
 
 LogicalResult TileOp::verify() {
-  for (Value v : getDynamicSizes())
-    if (!v.getDefiningOp<KnobOp>())
-      return emitOpError("tile sizes must be constants or loop.knob values");
-  for (int64_t s : getStaticSizes())
-    if (!ShapedType::isDynamic(s) && s < 0)
-      return emitOpError("tile size ") << s << " is negative";
+  if (failed(verifyValues(*this, "tile size", getDynamicSizes(),
+                          getStaticSizes())))
+    return failure();
   if (llvm::all_of(getResolvedSizes(), [](int64_t s) { return s == 0; }))
     return emitOpError("tiles no loop: every size is 0");
   std::optional<ArrayAttr> mapping = getMapping();
@@ -168,6 +185,54 @@ LogicalResult TileOp::verify() {
   for (Attribute attr : *mapping)
     if (!seen.insert(attr).second)
       return emitOpError("maps two loops to ") << attr;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PromoteOp, PipelineOp, MmaOp
+//===----------------------------------------------------------------------===//
+
+/// One value per list entry that the op's syntax names.
+static LogicalResult verifyCount(Operation *op, StringRef what,
+                                 ArrayRef<int64_t> statics, size_t count) {
+  if (statics.size() != count)
+    return op->emitOpError() << "needs " << count << " " << what << ", got "
+                             << statics.size();
+  return success();
+}
+
+LogicalResult PromoteOp::verify() {
+  if (failed(verifyCount(*this, "pad value", getStaticPad(), 1)) ||
+      failed(verifyValues(*this, "pad", getDynamicPad(), getStaticPad())))
+    return failure();
+  if (getInputs().empty())
+    return emitOpError("promotes no input");
+  for (int64_t operand : getInputs())
+    if (operand < 0 || operand > 1)
+      return emitOpError("input ")
+             << operand << " is not a contraction input (0 is A, 1 is B)";
+  return success();
+}
+
+LogicalResult PipelineOp::verify() {
+  if (failed(verifyCount(*this, "stage count", getStaticStages(), 1)) ||
+      failed(verifyValues(*this, "stage count", getDynamicStages(),
+                          getStaticStages())))
+    return failure();
+  if (getResolvedStages() < 1)
+    return emitOpError("needs at least one stage");
+  return success();
+}
+
+LogicalResult MmaOp::verify() {
+  if (failed(verifyCount(*this, "sizes (warp_m, warp_n, k)", getStaticSizes(),
+                         3)) ||
+      failed(verifyValues(*this, "size", getDynamicSizes(),
+                          getStaticSizes())) ||
+      failed(verifyCount(*this, "shape entries (m, n, k)", getShape(), 3)))
+    return failure();
+  if (llvm::is_contained(getResolvedSizes(), 0))
+    return emitOpError("sizes must be positive");
   return success();
 }
 

@@ -114,4 +114,90 @@ def Loop_TileOp : Loop_Op<"tile", [HasParent<"ScheduleOp">]> {
   }];
 }
 
+// Tunable values of the primitives below are lists like loop.tile's sizes:
+// constants or loop.knob results.
+class Loop_ValuesOp<string mnemonic> : Loop_Op<mnemonic, [HasParent<"ScheduleOp">]> {
+  let hasVerifier = 1;
+}
+
+def Loop_PromoteOp : Loop_ValuesOp<"promote"> {
+  let summary = "Stages operand tiles of the contraction in shared memory";
+  let description = [{
+    The inputs (by position: 0 is A, 1 is B) of the kernel's contraction
+    are copied tile by tile into buffers in `#gpu.address_space<workgroup>`,
+    each row padded by `pad` elements so that the rows of a fragment load
+    fall into different banks. `loop.mma` reads its fragments from these
+    buffers (ldmatrix reads shared memory only).
+
+    ```mlir
+    loop.promote inputs [0, 1] pad [8]
+    ```
+  }];
+  let arguments = (ins DenseI64ArrayAttr:$inputs,
+                       Variadic<Index>:$dynamic_pad,
+                       DenseI64ArrayAttr:$static_pad);
+  let assemblyFormat = [{
+    `inputs` $inputs `pad` custom<DynamicIndexList>($dynamic_pad, $static_pad)
+    attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedPad() {
+      return resolveValues(getDynamicPad(), getStaticPad()).front();
+    }
+  }];
+}
+
+def Loop_PipelineOp : Loop_ValuesOp<"pipeline"> {
+  let summary = "Multi-buffers promoted tiles and overlaps their copies";
+  let description = [{
+    Promoted buffers get `stages` copies; the copies of the next
+    `stages - 1` K steps (cp.async, asynchronous global-to-shared copies)
+    are in flight while the tensor cores work on the current one. One stage
+    copies and computes in turn.
+
+    ```mlir
+    loop.pipeline stages [%stages]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_stages,
+                       DenseI64ArrayAttr:$static_stages);
+  let assemblyFormat = [{
+    `stages` custom<DynamicIndexList>($dynamic_stages, $static_stages) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedStages() {
+      return resolveValues(getDynamicStages(), getStaticStages()).front();
+    }
+  }];
+}
+
+def Loop_MmaOp : Loop_ValuesOp<"mma"> {
+  let summary = "Computes the block tile's contraction on tensor cores";
+  let description = [{
+    Applies inside the block tile of the previous `loop.tile`: warps of
+    `warp_m x warp_n` results each (`sizes[0]`, `sizes[1]`), a sequential K
+    loop in steps of `sizes[2]`, and `nvgpu.mma.sync` instructions of
+    `shape` (m16n8k16 for f16 operands with f32 accumulation) fed by
+    ldmatrix from the promoted tiles. Elementwise epilogues fused into the
+    block tile run on the accumulator registers, so the f32 tile never
+    goes to memory.
+
+    ```mlir
+    loop.mma [%warp_m, %warp_n, %block_k] shape [16, 8, 16]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_sizes,
+                       DenseI64ArrayAttr:$static_sizes,
+                       DenseI64ArrayAttr:$shape);
+  let assemblyFormat = [{
+    custom<DynamicIndexList>($dynamic_sizes, $static_sizes) `shape` $shape
+    attr-dict
+  }];
+  let extraClassDeclaration = [{
+    llvm::SmallVector<int64_t> getResolvedSizes() {
+      return resolveValues(getDynamicSizes(), getStaticSizes());
+    }
+  }];
+}
+
 #endif // TESSEL_LOOP_OPS

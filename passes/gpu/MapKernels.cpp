@@ -213,6 +213,47 @@ void sinkViews(gpu::LaunchOp launch) {
       op->erase();
 }
 
+/// Workgroup buffers of a launch (the promoted tiles of loop.promote)
+/// become views of its dynamic shared memory, whose size the launch then
+/// records: static workgroup arrays are capped at 48 KiB, dynamic shared
+/// memory can be raised to the chip's limit at launch.
+void placeInSharedMemory(gpu::LaunchOp launch) {
+  SmallVector<memref::AllocOp> buffers;
+  launch.walk([&](memref::AllocOp alloc) {
+    if (auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(
+            alloc.getType().getMemorySpace());
+        space && space.getValue() == gpu::AddressSpace::Workgroup)
+      buffers.push_back(alloc);
+  });
+  if (buffers.empty())
+    return;
+  MLIRContext *ctx = launch.getContext();
+  OpBuilder b(&launch.getBody().front(), launch.getBody().front().begin());
+  Location loc = launch.getLoc();
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value base = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+  // 16-byte aligned: cp.async and ldmatrix move 16-byte rows.
+  int64_t bytes = 0;
+  for (memref::AllocOp alloc : buffers) {
+    MemRefType type = alloc.getType();
+    Value offset = arith::ConstantIndexOp::create(b, loc, bytes);
+    Value view = memref::ViewOp::create(b, loc, type, base, offset, ValueRange{});
+    for (Operation *user : llvm::to_vector(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    alloc.replaceAllUsesWith(view);
+    alloc.erase();
+    bytes += llvm::alignTo(
+        type.getNumElements() * type.getElementTypeBitWidth() / 8, 16);
+  }
+  OpBuilder outside(launch);
+  launch.getDynamicSharedMemorySizeMutable().assign(arith::ConstantIntOp::create(
+      outside, loc, outside.getI32Type(), bytes));
+}
+
 struct GpuMapKernelsPass
     : tessel::impl::GpuMapKernelsBase<GpuMapKernelsPass> {
   void runOnOperation() override {
@@ -252,6 +293,7 @@ struct GpuMapKernelsPass
         if (failed(mapForall(forall)))
           return signalPassFailure();
       for (auto launch : llvm::to_vector(body.getOps<gpu::LaunchOp>())) {
+        placeInSharedMemory(launch);
         if (failed(privatizeAllocations(launch)))
           return signalPassFailure();
         sinkViews(launch);

@@ -34,6 +34,52 @@ void collectYieldedOps(TilingInterface root,
         yielded.insert(&op);
 }
 
+/// The contraction in the tile of `root`: root itself or the one linalg
+/// contraction fused into its block.
+linalg::LinalgOp findTiledContraction(TilingInterface root) {
+  linalg::LinalgOp found;
+  for (Operation &op : *root->getBlock()) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp || !linalg::isaContractionOpInterface(linalgOp))
+      continue;
+    if (found)
+      return {};
+    found = linalgOp;
+  }
+  return found;
+}
+
+/// Tensor-core primitives apply after bufferization (gpu-lower-mma): the
+/// contraction carries them as a `tessel.mma` attribute until then.
+LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root) {
+  auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
+  linalg::LinalgOp contraction = findTiledContraction(root);
+  if (!contraction)
+    return mma.emitError("needs exactly one contraction in the block tile");
+  Builder b(schedule.getContext());
+  int64_t stages = 1, pad = 0;
+  SmallVector<int64_t> promoted;
+  for (auto pipeline : schedule.getBody().getOps<loop::PipelineOp>())
+    stages = pipeline.getResolvedStages();
+  for (auto promote : schedule.getBody().getOps<loop::PromoteOp>()) {
+    pad = promote.getResolvedPad();
+    llvm::append_range(promoted, promote.getInputs());
+  }
+  SmallVector<int64_t> sizes = mma.getResolvedSizes();
+  contraction->setAttr(
+      loop::kMmaAttrName,
+      b.getDictionaryAttr({
+          b.getNamedAttr("warp", b.getDenseI64ArrayAttr({sizes[0], sizes[1]})),
+          b.getNamedAttr("k", b.getI64IntegerAttr(sizes[2])),
+          b.getNamedAttr("shape", mma.getShapeAttr()),
+          b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
+          b.getNamedAttr("pad", b.getI64IntegerAttr(pad)),
+          b.getNamedAttr("promoted", b.getDenseI64ArrayAttr(promoted)),
+          b.getNamedAttr("target", schedule.getTargetAttr()),
+      }));
+  return success();
+}
+
 struct LoopApplySchedulesPass
     : tessel::impl::LoopApplySchedulesBase<LoopApplySchedulesPass> {
   void runOnOperation() override {
@@ -83,6 +129,9 @@ struct LoopApplySchedulesPass
         root = *tiled;
         collectYieldedOps(root, returned);
       }
+      if (!schedule.getBody().getOps<loop::MmaOp>().empty() &&
+          failed(markMma(schedule, root)))
+        return signalPassFailure();
       rewriter.eraseOp(schedule);
     }
   }

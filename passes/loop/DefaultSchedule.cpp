@@ -1,17 +1,20 @@
 //===- DefaultSchedule.cpp - a loop.schedule for every kernel --------------===//
 //
-// The default GPU schedule tiles the root's parallel loops over blocks, then
-// gives each thread one point (or, in reduction kernels whose root is
+// A contraction that tensor cores can take (an f16 matmul, maybe with an
+// elementwise epilogue, whose extents the tiles divide) gets a loop.mma
+// schedule. Every other kernel gets blocks over the root's parallel loops,
+// each thread computing one point (or, in reduction kernels whose root is
 // elementwise over the reduced rows, one whole row). A kernel with no loop
-// to distribute gets no schedule and runs in a single thread. It is correct
-// for every kernel class; faster per-class schedules (tensor cores, warp
-// reductions) take precedence as they are added.
+// to distribute gets no schedule and runs in a single thread. The fallback
+// is correct for every kernel class, and slow for contractions and
+// reductions.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/loop/MmaConfig.h"
 
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -34,6 +37,12 @@ constexpr int64_t kRowsPerBlock = 64;
 
 const gpu::MappingId kBlockIds[] = {gpu::MappingId::DimX, gpu::MappingId::DimY,
                                     gpu::MappingId::DimZ};
+
+/// Streaming multiprocessors of each target's reference chip (A100, H100/
+/// H200): a default tile is the largest that still gives every SM a block.
+int64_t multiprocessors(StringRef target) {
+  return target == "sm_80" ? 108 : 132;
+}
 
 /// Block tiles divide their loop so that every block has the same static
 /// thread count (thread ids are mapped statically).
@@ -79,6 +88,85 @@ struct LoopDefaultSchedulePass
     }
   }
 
+  /// A new empty schedule of `func` (for `result`) at the module's end.
+  loop::ScheduleOp createSchedule(OpBuilder &sb, func::FuncOp func,
+                                  std::optional<unsigned> result) {
+    auto schedule = loop::ScheduleOp::create(
+        sb, func.getLoc(), FlatSymbolRefAttr::get(func.getSymNameAttr()),
+        result ? sb.getI64IntegerAttr(*result) : IntegerAttr(),
+        sb.getStringAttr(target));
+    sb.setInsertionPointToEnd(sb.createBlock(&schedule.getBody()));
+    return schedule;
+  }
+
+  /// The tensor-core schedule of `root`, when its kernel is a contraction
+  /// loop.mma takes and some legal tiling fits it; false otherwise.
+  bool addMmaSchedule(func::FuncOp func, TilingInterface root,
+                      std::optional<unsigned> result) {
+    std::string why;
+    linalg::MatmulOp matmul = findMmaContraction(func, root, why);
+    if (!matmul)
+      return false;
+    SmallVector<int64_t> extents = matmul.getStaticLoopRanges();
+    auto noName = [](MmaConfig::Field) { return std::string(); };
+    // Candidates from the largest tile down, four warps each (2x2), four
+    // stages where they fit; the first that gives every SM a block wins,
+    // else the one with the most blocks.
+    std::optional<MmaConfig> best;
+    for (int64_t bm : {128, 64, 32})
+      for (int64_t bn : {128, 64, 32})
+        for (int64_t bk : {32, 16})
+          for (int64_t stages : {4, 3, 2}) {
+            MmaConfig c{extents[0], extents[1], extents[2], bm, bn, bm / 2,
+                        bn / 2, bk, stages, kCopyElements};
+            if (!c.check(target, noName).empty())
+              continue;
+            int64_t blocks = (c.m / bm) * (c.n / bn);
+            if (!best || (best->m / best->bm) * (best->n / best->bn) <
+                             std::min(blocks, multiprocessors(target)))
+              best = c;
+            break;
+          }
+    if (!best)
+      return false;
+    MLIRContext *ctx = &getContext();
+    OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
+    createSchedule(sb, func, result);
+    Location loc = func.getLoc();
+    auto knob = [&](MmaConfig::Field field, int64_t value,
+                    ArrayRef<int64_t> choices) -> Value {
+      return loop::KnobOp::create(
+          sb, loc, sb.getIndexType(), sb.getStringAttr(MmaConfig::knobName(field)),
+          sb.getI64IntegerAttr(value), sb.getDenseI64ArrayAttr(choices),
+          IntegerAttr(), IntegerAttr(), IntegerAttr());
+    };
+    Value bm = knob(MmaConfig::BlockM, best->bm, {32, 64, 128, 256});
+    Value bn = knob(MmaConfig::BlockN, best->bn, {32, 64, 128, 256});
+    Value bk = knob(MmaConfig::BlockK, best->bk, {16, 32, 64});
+    Value wm = knob(MmaConfig::WarpM, best->wm, {16, 32, 64, 128});
+    Value wn = knob(MmaConfig::WarpN, best->wn, {16, 32, 64, 128});
+    Value stages = knob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
+    Value pad = knob(MmaConfig::Pad, best->pad, {0, 8, 16});
+    SmallVector<int64_t> blockSizes(root.getLoopIteratorTypes().size(), 0);
+    blockSizes[0] = blockSizes[1] = ShapedType::kDynamic;
+    loop::TileOp::create(
+        sb, loc, ValueRange{bm, bn}, sb.getDenseI64ArrayAttr(blockSizes),
+        sb.getArrayAttr(
+            {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+             gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+    loop::PromoteOp::create(sb, loc, sb.getDenseI64ArrayAttr({0, 1}),
+                            ValueRange{pad},
+                            sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+    loop::PipelineOp::create(sb, loc, ValueRange{stages},
+                             sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+    loop::MmaOp::create(
+        sb, loc, ValueRange{wm, wn, bk},
+        sb.getDenseI64ArrayAttr(
+            {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}),
+        sb.getDenseI64ArrayAttr({16, 8, 16}));
+    return true;
+  }
+
   /// Appends the default schedule of `root` to the module.
   LogicalResult addSchedule(func::FuncOp func, TilingInterface root,
                             StringAttr kind, std::optional<unsigned> result) {
@@ -89,6 +177,9 @@ struct LoopDefaultSchedulePass
       return root->emitError("GPU schedules need static shapes; this "
                              "kernel's root has a dynamic loop");
     SmallVector<int64_t> extents = *maybeExtents;
+    if (kind && kind.getValue() == "contraction" &&
+        addMmaSchedule(func, root, result))
+      return success();
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
     // The loops to distribute: parallel ones, innermost first. A reduction
     // kernel whose root is elementwise keeps its innermost loop whole
@@ -131,12 +222,7 @@ struct LoopDefaultSchedulePass
     std::reverse(blockMapping.begin(), blockMapping.end());
 
     OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
-    auto schedule = loop::ScheduleOp::create(
-        sb, func.getLoc(), FlatSymbolRefAttr::get(func.getSymNameAttr()),
-        result ? sb.getI64IntegerAttr(*result) : IntegerAttr(),
-        sb.getStringAttr(target));
-    Block *body = sb.createBlock(&schedule.getBody());
-    sb.setInsertionPointToEnd(body);
+    createSchedule(sb, func, result);
     loop::TileOp::create(sb, func.getLoc(), ValueRange{},
                          sb.getDenseI64ArrayAttr(blockSizes),
                          sb.getArrayAttr(blockMapping));

@@ -9,6 +9,7 @@
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/loop/MmaConfig.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_LOOPVALIDATESCHEDULES
@@ -26,21 +27,90 @@ constexpr int64_t kMaxThreadsPerBlock = 1024;
 /// Blocks along grid y or z (x allows 2^31 - 1).
 constexpr int64_t kMaxGridYZ = 65535;
 
-/// A name for a tile size in messages: its knob, else its position.
-std::string sizeName(loop::TileOp tile, unsigned index) {
-  unsigned dynamic = 0;
-  for (auto [i, s] : llvm::enumerate(tile.getStaticSizes())) {
+/// A name for entry `index` of a list of tunable values in messages: its
+/// knob, else `what` and its position.
+std::string valueName(ValueRange dynamic, ArrayRef<int64_t> statics,
+                      unsigned index, StringRef what) {
+  unsigned next = 0;
+  for (auto [i, s] : llvm::enumerate(statics)) {
     if (!ShapedType::isDynamic(s))
       continue;
     if (i == index)
       return ("knob '" +
-              tile.getDynamicSizes()[dynamic].getDefiningOp<loop::KnobOp>()
-                  .getName() +
-              "'")
+              dynamic[next].getDefiningOp<loop::KnobOp>().getName() + "'")
           .str();
-    ++dynamic;
+    ++next;
   }
-  return "tile size #" + std::to_string(index);
+  return (what + " #" + Twine(index)).str();
+}
+
+std::string sizeName(loop::TileOp tile, unsigned index) {
+  return valueName(tile.getDynamicSizes(), tile.getStaticSizes(), index,
+                   "tile size");
+}
+
+/// Checks loop.mma (with loop.promote and loop.pipeline) against the
+/// kernel's contraction and the target. `blockTile` tiles the root's M and
+/// N loops (its first two).
+LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
+                          TilingInterface root, loop::TileOp blockTile) {
+  auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
+  if (!blockTile)
+    return mma.emitError("needs a block-level loop.tile before it");
+  for (auto tile : schedule.getBody().getOps<loop::TileOp>())
+    if (tile != blockTile)
+      return tile.emitError("cannot be combined with loop.mma, which "
+                            "distributes the block tile itself");
+  if (mma.getShape() != ArrayRef<int64_t>{16, 8, 16})
+    return mma.emitError("shape [")
+           << mma.getShape() << "] is not supported; f16 operands with f32 "
+           << "accumulation use [16, 8, 16]";
+  auto promotes = schedule.getBody().getOps<loop::PromoteOp>();
+  auto promote = promotes.empty() ? loop::PromoteOp() : *promotes.begin();
+  if (!promote || !llvm::is_contained(promote.getInputs(), 0) ||
+      !llvm::is_contained(promote.getInputs(), 1))
+    return mma.emitError("needs loop.promote inputs [0, 1]: ldmatrix reads "
+                         "its fragments from shared memory");
+  std::string why;
+  linalg::MatmulOp matmul = findMmaContraction(func, root, why);
+  if (!matmul)
+    return mma.emitError("cannot apply to kernel '")
+           << schedule.getKernel() << "': " << why;
+  SmallVector<int64_t> extents = matmul.getStaticLoopRanges();
+  SmallVector<int64_t> block = blockTile.getResolvedSizes();
+  SmallVector<int64_t> sizes = mma.getResolvedSizes();
+  int64_t stages = 1;
+  auto pipelines = schedule.getBody().getOps<loop::PipelineOp>();
+  if (!pipelines.empty())
+    stages = (*pipelines.begin()).getResolvedStages();
+  MmaConfig c{extents[0], extents[1], extents[2], block[0], block[1],
+              sizes[0],   sizes[1],   sizes[2],   stages,   promote.getResolvedPad()};
+  std::string error = c.check(schedule.getTarget(), [&](MmaConfig::Field f) {
+    switch (f) {
+    case MmaConfig::BlockM:
+    case MmaConfig::BlockN:
+      return sizeName(blockTile, f == MmaConfig::BlockM ? 0 : 1);
+    case MmaConfig::WarpM:
+    case MmaConfig::WarpN:
+    case MmaConfig::BlockK:
+      return valueName(mma.getDynamicSizes(), mma.getStaticSizes(),
+                       f == MmaConfig::WarpM ? 0 : f == MmaConfig::WarpN ? 1 : 2,
+                       "loop.mma size");
+    case MmaConfig::Stages:
+      return pipelines.empty()
+                 ? std::string("stages")
+                 : valueName((*pipelines.begin()).getDynamicStages(),
+                             (*pipelines.begin()).getStaticStages(), 0,
+                             "stages");
+    case MmaConfig::Pad:
+      return valueName(promote.getDynamicPad(), promote.getStaticPad(), 0,
+                       "pad");
+    }
+    llvm_unreachable("unknown field");
+  });
+  if (!error.empty())
+    return mma.emitError(error);
+  return success();
 }
 
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
@@ -56,6 +126,7 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   SmallVector<int64_t> extents = *maybeExtents;
   bool gpu = schedule.getTarget() != "cpu";
   bool blocks = false;
+  loop::TileOp blockTile;
   int64_t threads = 1;
   for (auto tile : schedule.getBody().getOps<loop::TileOp>()) {
     SmallVector<int64_t> sizes = tile.getResolvedSizes();
@@ -102,7 +173,11 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
       threads *= level;
     }
     blocks |= isBlock;
+    if (isBlock)
+      blockTile = tile;
   }
+  if (!schedule.getBody().getOps<loop::MmaOp>().empty())
+    return validateMma(schedule, func, root, blockTile);
   if (gpu && !blocks)
     return schedule.emitError("a schedule for GPU target '")
            << schedule.getTarget() << "' must map a loop to blocks";

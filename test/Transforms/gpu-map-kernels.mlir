@@ -68,3 +68,40 @@ func.func private @scalar(%a: memref<1000xf32>, %out: memref<f32>) attributes {t
   memref.store %s, %out[] : memref<f32>
   return
 }
+
+// -----
+
+// Workgroup buffers become views of the launch's dynamic shared memory at
+// 16-byte aligned offsets (100 floats take 400 bytes, so the next starts at
+// 400); the launch records the total. Threads read what others wrote.
+// CHECK-LABEL: func.func private @shared
+// CHECK: %[[BYTES:.*]] = arith.constant 656 : i32
+// CHECK: gpu.launch {{.*}} dynamic_shared_memory_size %[[BYTES]]
+// CHECK: %[[BASE:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[BASE]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<100xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[BASE]][%c400{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128xf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloc
+// PTX: gpu.binary @shared_kernel
+// PTX-SAME: .shared .align 16 .b8 __dynamic_shmem__0
+func.func private @shared(%a: memref<100xf32>, %b: memref<128xf16>, %out: memref<100xf32>) attributes {tessel.kernel = "elementwise"} {
+  scf.forall (%i) in (1) {
+    %sa = memref.alloc() : memref<100xf32, #gpu.address_space<workgroup>>
+    %sb = memref.alloc() : memref<128xf16, #gpu.address_space<workgroup>>
+    scf.forall (%t) in (100) {
+      %x = memref.load %a[%t] : memref<100xf32>
+      memref.store %x, %sa[%t] : memref<100xf32, #gpu.address_space<workgroup>>
+      %h = memref.load %b[%t] : memref<128xf16>
+      memref.store %h, %sb[%t] : memref<128xf16, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %c99 = arith.constant 99 : index
+      %r = arith.subi %c99, %t : index
+      %y = memref.load %sa[%r] : memref<100xf32, #gpu.address_space<workgroup>>
+      %g = memref.load %sb[%r] : memref<128xf16, #gpu.address_space<workgroup>>
+      %e = arith.extf %g : f16 to f32
+      %s = arith.addf %y, %e : f32
+      memref.store %s, %out[%t] : memref<100xf32>
+    } {mapping = [#gpu.thread<x>]}
+    memref.dealloc %sa : memref<100xf32, #gpu.address_space<workgroup>>
+  } {mapping = [#gpu.block<x>]}
+  return
+}

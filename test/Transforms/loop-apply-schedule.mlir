@@ -98,3 +98,38 @@ loop.schedule @roots target "sm_90" {
 loop.schedule @roots result 1 target "sm_90" {
   loop.tile [4] mapping [#gpu.block<x>]
 }
+
+// -----
+
+// Tensor-core primitives tile the block level here and leave the rest to
+// gpu-lower-mma, which runs on buffers: the contraction in the block tile
+// carries them, with the pipeline depth and padding.
+// CHECK-LABEL: func.func private @mma
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (256, 256) step (128, 64)
+// CHECK: linalg.fill {{.*}} -> tensor<128x64xf32>
+// CHECK: linalg.matmul {tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = "sm_80", warp = array<i64: 64, 32>}}
+// CHECK-SAME: -> tensor<128x64xf32>
+// CHECK: linalg.generic
+// CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @mma(%a: tensor<256x512xf16>, %b: tensor<512x256xf16>) -> tensor<256x256xf16> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256x256xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<256x256xf32>) -> tensor<256x256xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<256x512xf16>, tensor<512x256xf16>) outs(%f : tensor<256x256xf32>) -> tensor<256x256xf32>
+  %e16 = tensor.empty() : tensor<256x256xf16>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m : tensor<256x256xf32>) outs(%e16 : tensor<256x256xf16>) {
+  ^bb0(%x: f32, %o: f16):
+    %y = arith.truncf %x : f32 to f16
+    linalg.yield %y : f16
+  } -> tensor<256x256xf16>
+  return %r : tensor<256x256xf16>
+}
+loop.schedule @mma target "sm_80" {
+  %st = loop.knob "stages" = 3 range [1, 5] step 1
+  loop.tile [128, 64] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  loop.pipeline stages [%st]
+  loop.mma [64, 32, 32] shape [16, 8, 16]
+}

@@ -144,3 +144,55 @@ func.func private @siblings(%a: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   } -> tensor<8xf32>
   return %0, %1 : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// An f16 matmul with an elementwise epilogue gets a tensor-core schedule:
+// the largest tile (four 2x2 warps, four stages) that gives every SM a
+// block; at 1024x2048 that is 128x64 (8 x 32 = 256 blocks).
+// CHECK-LABEL: func.func private @mma
+// CHECK: loop.schedule @mma target "sm_90" {
+// CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [32, 64, 128, 256]
+// CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 64 choices [32, 64, 128, 256]
+// CHECK-NEXT: %[[BK:.*]] = loop.knob "block_k" = 32 choices [16, 32, 64]
+// CHECK-NEXT: %[[WM:.*]] = loop.knob "warp_m" = 64 choices [16, 32, 64, 128]
+// CHECK-NEXT: %[[WN:.*]] = loop.knob "warp_n" = 32 choices [16, 32, 64, 128]
+// CHECK-NEXT: %[[ST:.*]] = loop.knob "stages" = 4 choices [1, 2, 3, 4, 5]
+// CHECK-NEXT: %[[PAD:.*]] = loop.knob "pad" = 8 choices [0, 8, 16]
+// CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: loop.promote inputs [0, 1] pad [%[[PAD]]]
+// CHECK-NEXT: loop.pipeline stages [%[[ST]]]
+// CHECK-NEXT: loop.mma [%[[WM]], %[[WN]], %[[BK]]] shape [16, 8, 16]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func private @mma(%a: tensor<1024x512xf16>, %b: tensor<512x2048xf16>, %bias: tensor<2048xf32>) -> tensor<1024x2048xf16> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1024x2048xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<1024x2048xf32>) -> tensor<1024x2048xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<1024x512xf16>, tensor<512x2048xf16>) outs(%acc : tensor<1024x2048xf32>) -> tensor<1024x2048xf32>
+  %e16 = tensor.empty() : tensor<1024x2048xf16>
+  %0 = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %bias : tensor<1024x2048xf32>, tensor<2048xf32>) outs(%e16 : tensor<1024x2048xf16>) {
+  ^bb0(%x: f32, %y: f32, %o: f16):
+    %s = arith.addf %x, %y : f32
+    %t = arith.truncf %s : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<1024x2048xf16>
+  return %0 : tensor<1024x2048xf16>
+}
+
+// -----
+
+// Tensor-core tiles must divide the contraction: no tile of 32 or more
+// divides 250, so this matmul falls back to one point per thread.
+// CHECK-LABEL: func.func private @odd
+// CHECK: loop.schedule @odd target "sm_90" {
+// CHECK-NEXT: loop.tile [1, 250, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NOT: loop.mma
+func.func private @odd(%a: tensor<250x512xf16>, %b: tensor<512x250xf16>) -> tensor<250x250xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<250x250xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<250x250xf32>) -> tensor<250x250xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<250x512xf16>, tensor<512x250xf16>) outs(%acc : tensor<250x250xf32>) -> tensor<250x250xf32>
+  return %mm : tensor<250x250xf32>
+}

@@ -162,3 +162,136 @@ llvm.func @k()
 loop.schedule @k target "sm_90" {
   loop.tile [8] mapping [#gpu.block<x>]
 }
+
+// -----
+
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90" {
+  %wm = loop.knob "warp_m" = 24 range [8, 64] step 8
+  loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  // expected-error @below {{knob 'warp_m' = 24 is not a multiple of 16 (the m of mma.m16n8k16)}}
+  loop.mma [%wm, 64, 32] shape [16, 8, 16]
+}
+
+// -----
+
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90" {
+  %bm = loop.knob "block_m" = 192 choices [128, 192]
+  loop.tile [%bm, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  // expected-error @below {{knob 'block_m' = 192 does not divide M = 512; loop.mma needs whole tiles}}
+  loop.mma [64, 64, 32] shape [16, 8, 16]
+}
+
+// -----
+
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90" {
+  %st = loop.knob "stages" = 8 range [1, 8] step 1
+  loop.tile [256, 256, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  loop.pipeline stages [%st]
+  // expected-error @below {{knob 'stages' = 8 needs 565248 bytes of shared memory per block; the limit on sm_90 is 232448}}
+  loop.mma [128, 128, 64] shape [16, 8, 16]
+}
+
+// -----
+
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90" {
+  loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  // expected-error @below {{loop.mma size #0 = 16 gives 2048 threads per block; the limit is 1024}}
+  loop.mma [16, 16, 32] shape [16, 8, 16]
+}
+
+// -----
+
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90" {
+  loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  // expected-error @below {{needs loop.promote inputs [0, 1]: ldmatrix reads its fragments from shared memory}}
+  loop.mma [64, 64, 32] shape [16, 8, 16]
+}
+
+// -----
+
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90" {
+  loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  // expected-error @below {{shape [16, 8, 8] is not supported; f16 operands with f32 accumulation use [16, 8, 16]}}
+  loop.mma [64, 64, 32] shape [16, 8, 8]
+}
+
+// -----
+
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90" {
+  loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  // expected-error @below {{cannot be combined with loop.mma, which distributes the block tile itself}}
+  loop.tile [32, 32, 0] mapping [#gpu.thread<y>, #gpu.thread<x>]
+  loop.promote inputs [0, 1] pad [8]
+  loop.mma [64, 64, 32] shape [16, 8, 16]
+}
+
+// -----
+
+// Tensor cores take f16 operands here; an f32 matmul is named as such.
+func.func private @f32mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %mm : tensor<64x64xf32>
+}
+loop.schedule @f32mm target "sm_90" {
+  loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  // expected-error @below {{cannot apply to kernel 'f32mm': loop.mma takes a plain matmul of f16 kernel arguments into f32}}
+  loop.mma [32, 32, 32] shape [16, 8, 16]
+}

@@ -117,6 +117,40 @@ def test_default_schedules_match_numpy_and_assemble(case):
     assert all(".target sm_80" in k.ptx for k in artifact.kernels)
 
 
+def _gemm_bias_gelu(a, w, b):
+    return ops.gelu(a @ w + b, approximate="tanh")
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("m,n,k", [(256, 384, 512), (4096, 4096, 4096), (8192, 768, 3072)])
+def test_f16_matmul_with_epilogue_runs_on_tensor_cores_without_spills(target, m, n, k):
+    f16 = np.dtype(np.float16)
+    module = tessel.trace(_gemm_bias_gelu, tessel.TensorSpec((m, k), f16), tessel.TensorSpec((k, n), f16),
+                          tessel.TensorSpec((n,), f16), name="gemm")
+    [kernel] = tessel.compile(module, target=f"cuda:{target}").kernels
+    for instruction in ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                        "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                        "cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group"):
+        assert instruction in kernel.ptx, instruction
+    # Four warps; multi-buffered tiles in dynamic shared memory.
+    assert kernel.block == (128, 1, 1) and kernel.dynamic_shared_bytes > 0
+    assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
+
+
+def test_tensor_core_schedules_match_numpy_on_cpu():
+    # The same block tiling and epilogue fusion, run by the CPU; a 3-D x
+    # reaches the matmul collapsed to 2-D.
+    a, w, b = (_randn(2, 64, 96, dtype=np.float16), (_randn(96, 128) * 0.1).astype(np.float16),
+               _randn(128, dtype=np.float16))
+    module = tessel.trace(_gemm_bias_gelu, a, w, b, name="gemm")
+    got = compile_cpu(module, schedules="sm_90")(a, w, b)
+    x = a.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
+    want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-2, atol=2e-2)
+    assert any("mma.sync" in k.ptx for k in tessel.compile(module, target="cuda:sm_90").kernels)
+
+
 FUZZ_GRAPHS = int(os.environ.get("TESSEL_CUDA_FUZZ_GRAPHS", "40"))
 
 

@@ -83,12 +83,13 @@ def gpu_lower(target: str) -> tuple[str, str]:
     """Mapped loops to launches, outlined kernels, NVVM, PTX."""
     return (
         "gpu",
-        "builtin.module(gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,"
+        "builtin.module(func.func(gpu-lower-mma),gpu-map-kernels,canonicalize,"
+        "gpu-launch-sink-index-computations,"
         "gpu-kernel-outlining,canonicalize,"
         f"nvvm-attach-target{{chip={target} features={GPU_TARGETS[target]} O=3}},"
         # Only kernels are lowered: views between launches stay views for
         # the host program. One pointer per (static) memref argument.
-        "gpu.module(convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+        "gpu.module(convert-linalg-to-loops,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,"
         "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},canonicalize,cse),"
         "reconcile-unrealized-casts,gpu-module-to-binary{format=isa})",
     )

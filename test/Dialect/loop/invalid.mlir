@@ -155,3 +155,43 @@ loop.schedule @k target "sm_90" {
   // expected-error @+1 {{tile sizes must be constants or loop.knob values}}
   loop.tile [%n, 0]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{input 2 is not a contraction input (0 is A, 1 is B)}}
+  loop.promote inputs [0, 2] pad [8]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{needs 1 pad value, got 2}}
+  loop.promote inputs [0, 1] pad [8, 8]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{needs at least one stage}}
+  loop.pipeline stages [0]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{needs 3 sizes (warp_m, warp_n, k), got 2}}
+  loop.mma [64, 64] shape [16, 8, 16]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{sizes must be positive}}
+  loop.mma [64, 0, 32] shape [16, 8, 16]
+}

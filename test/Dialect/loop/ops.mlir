@@ -43,3 +43,18 @@ loop.schedule @matmul_kernel target "cpu" {
 loop.schedule @matmul_kernel result 0 target "sm_80" {
   loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
 }
+
+// Tensor-core primitives take constants or knobs.
+// CHECK-LABEL: loop.schedule @matmul_kernel result 1 target "sm_90" {
+// CHECK: loop.promote inputs [0, 1] pad [%[[PAD:pad]]]
+// CHECK-NEXT: loop.pipeline stages [%[[ST:stages]]]
+// CHECK-NEXT: loop.mma [%[[WM:warp_m]], 64, 32] shape [16, 8, 16]
+loop.schedule @matmul_kernel result 1 target "sm_90" {
+  %wm = loop.knob "warp_m" = 64 choices [32, 64]
+  %st = loop.knob "stages" = 4 range [1, 5] step 1
+  %pad = loop.knob "pad" = 8 choices [0, 8, 16]
+  loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [%pad]
+  loop.pipeline stages [%st]
+  loop.mma [%wm, 64, 32] shape [16, 8, 16]
+}

@@ -1,0 +1,418 @@
+//===- LowerMma.cpp - loop.mma contractions to tensor-core code -----------===//
+//
+// A marked matmul of a block tile becomes the main loop of a multistage
+// tensor-core GEMM, written out per thread (S = stages, KT = K steps):
+//
+//   prologue: cp.async K tiles 0 .. S-2 into shared buffers 0 .. S-2
+//   for kt in 0 .. KT-1:
+//     wait until tile kt has landed; barrier
+//     cp.async tile kt+S-1 into the buffer step kt-1 has finished with
+//       (zero-filled, reading nothing, past the last tile)
+//     ldmatrix fragments of tile kt, mma.sync into the accumulators
+//   epilogue on the accumulator registers, stored to the result
+//
+// Fragment layouts are those of PTX mma.m16n8k16.row.col: with g = lane/4
+// and t = lane%4, a lane holds rows g and g+8, columns 2t and 2t+1 of each
+// 16x8 accumulator; ldmatrix.x4 gives the A fragment of a 16x16 tile when
+// lane l points at row l%16, column 8*(l/16), and (transposed) the B
+// fragments of two 16x8 tiles when lane l points at K row l%16, column
+// 8*(l/16).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/loop/MmaConfig.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_GPULOWERMMA
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+
+namespace {
+
+/// A marked matmul with what the rewrite folds into it.
+struct MmaMatch {
+  linalg::MatmulOp matmul;
+  linalg::FillOp fill;         // sets the accumulator's initial value
+  linalg::GenericOp epilogue;  // elementwise consumer, or null
+  memref::AllocOp accumulator; // the f32 tile when the epilogue consumes it
+};
+
+/// Whether `v` is a static 2-D memref of `element` with unit inner stride
+/// (16-byte copies and ldmatrix rows need contiguous rows).
+bool isRowMajor(Value v, Type element) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+      type.getElementType() != element)
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides[1] == 1;
+}
+
+FailureOr<MmaMatch> match(linalg::MatmulOp matmul) {
+  auto fail = [&](const Twine &why) {
+    return matmul.emitError("loop.mma cannot lower this contraction: ")
+           << why;
+  };
+  if (!matmul.hasPureBufferSemantics() || matmul.hasUserDefinedMaps())
+    return fail("expected a bufferized linalg.matmul with default maps");
+  Value a = matmul.getDpsInputs()[0], b = matmul.getDpsInputs()[1];
+  Value acc = matmul.getDpsInits()[0];
+  Builder builder(matmul.getContext());
+  if (!isRowMajor(a, builder.getF16Type()) ||
+      !isRowMajor(b, builder.getF16Type()) ||
+      !isRowMajor(acc, builder.getF32Type()))
+    return fail("operands must be row-major f16 x f16 -> f32");
+  MmaMatch m{matmul, {}, {}, {}};
+  Block *block = matmul->getBlock();
+  for (Operation *user : acc.getUsers()) {
+    if (user == matmul || user->getBlock() != block ||
+        isa<memref::DeallocOp>(user))
+      continue;
+    if (auto fill = dyn_cast<linalg::FillOp>(user);
+        fill && fill->isBeforeInBlock(matmul) && fill.getDpsInits()[0] == acc &&
+        (!m.fill || m.fill->isBeforeInBlock(fill))) {
+      m.fill = fill;
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (generic && matmul->isBeforeInBlock(generic) && !m.epilogue &&
+        llvm::is_contained(generic.getDpsInputs(), acc)) {
+      m.epilogue = generic;
+      continue;
+    }
+    return fail("the accumulator has a use the epilogue cannot take over");
+  }
+  if (!m.fill || !m.fill.value().getDefiningOp<arith::ConstantOp>())
+    return fail("the accumulator must be filled with a constant first");
+  m.accumulator = acc.getDefiningOp<memref::AllocOp>();
+  if (m.accumulator && !m.epilogue)
+    return fail("the accumulator tile is neither a result nor read by an "
+                "epilogue");
+  if (m.epilogue) {
+    linalg::GenericOp e = m.epilogue;
+    if (!m.accumulator)
+      return fail("an epilogue reads the result in place");
+    if (e.getNumLoops() != 2 || e.getNumReductionLoops() != 0 ||
+        e.getNumDpsInits() != 1 ||
+        e.getStaticLoopRanges() != ArrayRef<int64_t>(
+                                        cast<MemRefType>(acc.getType()).getShape()))
+      return fail("the epilogue must be elementwise over the block tile");
+    for (OpOperand &in : e->getOpOperands())
+      if (in.get() == acc && (e.isDpsInit(&in) ||
+                              !e.getMatchingIndexingMap(&in).isIdentity()))
+        return fail("the epilogue must read the accumulator elementwise");
+  }
+  return m;
+}
+
+/// Emits the per-thread code of one marked contraction.
+class MmaEmitter {
+public:
+  MmaEmitter(OpBuilder &b, Location loc, const MmaConfig &c, MmaMatch &m,
+             Value tid, Value smA, Value smB)
+      : b(b), loc(loc), c(c), m(m), tid(tid), smA(smA), smB(smB) {}
+
+  void emit() {
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    Value lane = apply(d0 % loop::kWarpSize, tid);
+    Value warp = apply(d0.floorDiv(loop::kWarpSize), tid);
+    warpRow = apply(d0.floorDiv(c.warpsN()) * c.wm, warp);
+    warpCol = apply((d0 % c.warpsN()) * c.wn, warp);
+    fragRow = apply(d0 % 16, lane);
+    fragCol = apply(d0.floorDiv(16) * 8, lane);
+    laneRow = apply(d0.floorDiv(4), lane);
+    laneCol = apply((d0 % 4) * 2, lane);
+
+    // Prologue: tiles 0 .. S-2 (zero-filled past the last one). Waits in
+    // the loop name the last of these groups; their `numGroups` bound is
+    // what selects the tile they wait for.
+    for (int64_t s = 0; s + 1 < c.stages; ++s) {
+      bool valid = s < steps();
+      prologueGroup = copyTile(index(valid ? s : steps() - 1), index(s),
+                               valid ? Value() : index(0));
+    }
+    auto accType = VectorType::get({2, 2}, b.getF32Type());
+    auto init = cast<FloatAttr>(
+        m.fill.value().getDefiningOp<arith::ConstantOp>().getValue());
+    Value splat = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(accType, init.getValue()));
+    SmallVector<Value> inits(tilesM() * tilesN(), splat);
+    auto loop = scf::ForOp::create(b, loc, index(0), index(steps()),
+                                   index(1), inits);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kt = loop.getInductionVar();
+      Value stage = mainLoopCopies(kt);
+      SmallVector<Value> accs(loop.getRegionIterArgs());
+      for (int64_t kk = 0; kk < c.bk / 16; ++kk)
+        multiply(stage, kk, accs);
+      scf::YieldOp::create(b, loc, accs);
+    }
+    if (c.stages > 1)
+      wait(prologueGroup, 0);
+    epilogue(loop.getResults());
+  }
+
+private:
+  int64_t steps() const { return c.k / c.bk; }
+  int64_t tilesM() const { return c.wm / 16; }
+  int64_t tilesN() const { return c.wn / 8; }
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  Value apply(AffineExpr e, ValueRange operands) {
+    return affine::makeComposedAffineApply(
+               b, loc, AffineMap::get(operands.size(), 0, e), getAsOpFoldResult(operands))
+        .getResult();
+  }
+
+  /// Copies and waits of main-loop step `kt`; returns the buffer it reads.
+  Value mainLoopCopies(Value kt) {
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    if (c.stages == 1) {
+      // One buffer: everyone is done with the last step before it is
+      // overwritten, and the copy lands before anyone reads it.
+      gpu::BarrierOp::create(b, loc);
+      wait(copyTile(kt, index(0), Value()), 0);
+      gpu::BarrierOp::create(b, loc);
+      return index(0);
+    }
+    // Groups committed so far: S-1 in the prologue and one per earlier
+    // step; at most S-2 pending means tile kt has landed.
+    wait(prologueGroup, c.stages - 2);
+    gpu::BarrierOp::create(b, loc);
+    Value next = apply(d0 + (c.stages - 1), kt);
+    Value last = index(steps() - 1);
+    Value clamped = arith::MinUIOp::create(b, loc, next, last);
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                          next, last);
+    Value elements = arith::SelectOp::create(b, loc, inRange,
+                                             index(kCopyElements), index(0));
+    copyTile(clamped, apply(d0 % c.stages, next), elements);
+    return apply(d0 % c.stages, kt);
+  }
+
+  /// Blocks until at most `pending` committed groups are in flight.
+  void wait(Value group, int64_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                     b.getI32IntegerAttr(pending));
+  }
+
+  /// Starts the copies of K tile `step` of A and B into buffer `stage` and
+  /// commits them as one group, which it returns. `elements` (null for all)
+  /// zero-fills.
+  Value copyTile(Value step, Value stage, Value elements) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    SmallVector<Value> tokens;
+    auto copy = [&](Value src, Value dst, int64_t rows, int64_t cols,
+                    bool kRows) {
+      int64_t perRow = cols / kCopyElements;
+      for (int64_t r = 0; r < rows * perRow / c.threads(); ++r) {
+        Value chunk = apply(d0 + r * c.threads(), tid);
+        Value row = apply(d0.floorDiv(perRow), chunk);
+        Value col = apply((d0 % perRow) * kCopyElements, chunk);
+        // A tiles advance along K in columns, B tiles in rows.
+        Value srcRow = kRows ? apply(d0 * c.bk + d1, {step, row}) : row;
+        Value srcCol = kRows ? col : apply(d0 * c.bk + d1, {step, col});
+        tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+            ValueRange{stage, row, col}, src, ValueRange{srcRow, srcCol},
+            b.getIndexAttr(kCopyElements), elements, b.getUnitAttr()));
+      }
+    };
+    copy(m.matmul.getDpsInputs()[0], smA, c.bm, c.bk, /*kRows=*/false);
+    copy(m.matmul.getDpsInputs()[1], smB, c.bk, c.bn, /*kRows=*/true);
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  }
+
+  /// One 16-deep slice `kk` of the K step in buffer `stage`.
+  void multiply(Value stage, int64_t kk, MutableArrayRef<Value> accs) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    Type f16 = b.getF16Type();
+    auto x4 = VectorType::get({4, 2}, f16);
+    Value kCol = apply(d0 + kk * 16, fragCol);
+    Value kRow = apply(d0 + kk * 16, fragRow);
+    SmallVector<Value> aFrags, bFrags;
+    for (int64_t mi = 0; mi < tilesM(); ++mi)
+      aFrags.push_back(nvgpu::LdMatrixOp::create(
+          b, loc, x4, smA,
+          ValueRange{stage, apply(d0 + d1 + mi * 16, {warpRow, fragRow}), kCol},
+          /*transpose=*/false, /*numTiles=*/4));
+    for (int64_t nj = 0; nj < c.wn / 16; ++nj) {
+      Value pair = nvgpu::LdMatrixOp::create(
+          b, loc, x4, smB,
+          ValueRange{stage, kRow, apply(d0 + d1 + nj * 16, {warpCol, fragCol})},
+          /*transpose=*/true, /*numTiles=*/4);
+      // Rows 0-1 are the first 16x8 tile's fragment, rows 2-3 the next.
+      for (int64_t half = 0; half < 2; ++half) {
+        Value frag = arith::ConstantOp::create(
+            b, loc, b.getZeroAttr(VectorType::get({2, 2}, f16)));
+        for (int64_t row = 0; row < 2; ++row)
+          frag = vector::InsertOp::create(
+              b, loc,
+              vector::ExtractOp::create(b, loc, pair,
+                                        ArrayRef<int64_t>{2 * half + row}),
+              frag, ArrayRef<int64_t>{row});
+        bFrags.push_back(frag);
+      }
+    }
+    for (int64_t mi = 0; mi < tilesM(); ++mi)
+      for (int64_t ni = 0; ni < tilesN(); ++ni) {
+        Value &acc = accs[mi * tilesN() + ni];
+        acc = nvgpu::MmaSyncOp::create(b, loc, aFrags[mi], bFrags[ni], acc,
+                                       ArrayRef<int64_t>{16, 8, 16});
+      }
+  }
+
+  /// Stores each accumulator element, through the epilogue when there is
+  /// one, at its (row, column) of the block tile.
+  void epilogue(ValueRange accs) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    for (int64_t mi = 0; mi < tilesM(); ++mi)
+      for (int64_t ni = 0; ni < tilesN(); ++ni)
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t col = 0; col < 2; ++col) {
+            Value row = apply(d0 + d1 + (mi * 16 + 8 * r), {warpRow, laneRow});
+            Value column = apply(d0 + d1 + (ni * 8 + col), {warpCol, laneCol});
+            Value v = vector::ExtractOp::create(
+                b, loc, accs[mi * tilesN() + ni], ArrayRef<int64_t>{r, col});
+            store(v, row, column);
+          }
+  }
+
+  /// The elementwise epilogue at one point, or the plain store.
+  void store(Value v, Value row, Value col) {
+    Value acc = m.matmul.getDpsInits()[0];
+    if (!m.epilogue) {
+      memref::StoreOp::create(b, loc, v, acc, ValueRange{row, col});
+      return;
+    }
+    linalg::GenericOp e = m.epilogue;
+    Block &body = e.getRegion().front();
+    IRMapping map;
+    auto at = [&](OpOperand &operand) {
+      AffineMap indexing = e.getMatchingIndexingMap(&operand);
+      SmallVector<Value> indices;
+      for (AffineExpr expr : indexing.getResults())
+        indices.push_back(apply(expr, {row, col}));
+      return indices;
+    };
+    for (OpOperand &operand : e->getOpOperands()) {
+      BlockArgument arg = body.getArgument(operand.getOperandNumber());
+      if (operand.get() == acc)
+        map.map(arg, v);
+      else if (!arg.use_empty())
+        map.map(arg, memref::LoadOp::create(b, loc, operand.get(), at(operand)));
+    }
+    for (Operation &op : body.without_terminator()) {
+      if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
+        map.map(idx.getResult(), idx.getDim() == 0 ? row : col);
+        continue;
+      }
+      b.clone(op, map);
+    }
+    Value result = map.lookupOrDefault(body.getTerminator()->getOperand(0));
+    OpOperand &out = e.getDpsInitsMutable()[0];
+    memref::StoreOp::create(b, loc, result, out.get(), at(out));
+  }
+
+  OpBuilder &b;
+  Location loc;
+  const MmaConfig &c;
+  MmaMatch &m;
+  Value tid, smA, smB;
+  Value prologueGroup;
+  // Per-thread coordinates: the warp's tile, ldmatrix row/column offsets,
+  // and the lane's accumulator row/column within a 16x8 tile.
+  Value warpRow, warpCol, fragRow, fragCol, laneRow, laneCol;
+};
+
+LogicalResult lower(linalg::MatmulOp matmul, DictionaryAttr attrs) {
+  FailureOr<MmaMatch> matched = match(matmul);
+  if (failed(matched))
+    return failure();
+  MmaMatch &m = *matched;
+  auto accType = cast<MemRefType>(matmul.getDpsInits()[0].getType());
+  auto aType = cast<MemRefType>(matmul.getDpsInputs()[0].getType());
+  auto warp = cast<DenseI64ArrayAttr>(attrs.get("warp")).asArrayRef();
+  MmaConfig c{accType.getDimSize(0),
+              accType.getDimSize(1),
+              aType.getDimSize(1),
+              accType.getDimSize(0),
+              accType.getDimSize(1),
+              warp[0],
+              warp[1],
+              cast<IntegerAttr>(attrs.get("k")).getInt(),
+              cast<IntegerAttr>(attrs.get("stages")).getInt(),
+              cast<IntegerAttr>(attrs.get("pad")).getInt()};
+  // loop-validate has checked the schedule against the whole kernel; this
+  // guards a marked op that did not go through it.
+  std::string unfit =
+      c.check(cast<StringAttr>(attrs.get("target")).getValue(),
+              [](MmaConfig::Field f) { return MmaConfig::knobName(f).str(); });
+  if (!unfit.empty())
+    return matmul.emitError("loop.mma: ") << unfit;
+
+  // At the epilogue, which every operand of both ops dominates.
+  OpBuilder b(m.epilogue ? m.epilogue.getOperation() : matmul.getOperation());
+  Location loc = matmul.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto buffer = [&](int64_t rows, int64_t cols) {
+    return memref::AllocOp::create(
+        b, loc,
+        MemRefType::get({c.stages, rows, cols + c.pad}, b.getF16Type(),
+                        MemRefLayoutAttrInterface(), workgroup));
+  };
+  Value smA = buffer(c.bm, c.bk), smB = buffer(c.bk, c.bn);
+  auto threads = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(c.threads())},
+      ValueRange{},
+      b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+  b.setInsertionPoint(threads.getBody()->getTerminator());
+  MmaEmitter(b, loc, c, m, threads.getInductionVar(0), smA, smB).emit();
+
+  if (m.epilogue)
+    m.epilogue.erase();
+  matmul.erase();
+  m.fill.erase();
+  if (m.accumulator) {
+    for (Operation *user : llvm::to_vector(m.accumulator->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    if (!m.accumulator->use_empty())
+      return m.accumulator.emitError(
+          "loop.mma: the accumulator tile is still used after lowering");
+    m.accumulator.erase();
+  }
+  return success();
+}
+
+struct GpuLowerMmaPass : tessel::impl::GpuLowerMmaBase<GpuLowerMmaPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::MatmulOp> marked;
+    getOperation().walk([&](linalg::MatmulOp matmul) {
+      if (matmul->hasAttr(loop::kMmaAttrName))
+        marked.push_back(matmul);
+    });
+    for (linalg::MatmulOp matmul : marked)
+      if (failed(lower(matmul, matmul->getAttrOfType<DictionaryAttr>(
+                                   loop::kMmaAttrName))))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

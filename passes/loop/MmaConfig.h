@@ -1,0 +1,52 @@
+//===- MmaConfig.h - what loop.mma accepts -------------------*- C++ -*-===//
+//
+// One definition of a tensor-core schedule's legality, shared by the pass
+// that chooses default schedules, the validator, and gpu-lower-mma.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_PASSES_LOOP_MMACONFIG_H
+#define TESSEL_PASSES_LOOP_MMACONFIG_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+#include <functional>
+#include <string>
+
+namespace tessel {
+
+/// Elements per 16-byte cp.async of f16.
+constexpr int64_t kCopyElements = 8;
+
+/// The knobs of one tensor-core contraction and its full extents.
+struct MmaConfig {
+  int64_t m, n, k;    // the contraction's extents
+  int64_t bm, bn;     // block tile
+  int64_t wm, wn, bk; // warp tile and K step
+  int64_t stages, pad;
+
+  int64_t warpsN() const { return bn / wn; }
+  int64_t threads() const;
+  int64_t sharedBytes() const;
+  /// The fields a message can name, in the order above.
+  enum Field { BlockM, BlockN, WarpM, WarpN, BlockK, Stages, Pad };
+  /// The first limit this config breaks on `target`, as a message naming
+  /// the offending value through `name` (e.g. "knob 'block_m'"), or "".
+  std::string check(llvm::StringRef target,
+                    const std::function<std::string(Field)> &name) const;
+  /// The default schedule's knob name of each field ("block_m", ...).
+  static llvm::StringRef knobName(Field field);
+};
+
+/// The contraction of a kernel that loop.mma can take, on tensors: a
+/// linalg.matmul of f16 arguments into an f32 fill, which is the kernel's
+/// root or read at the identity by an elementwise root whose other inputs
+/// are arguments. Null, with the reason in `why`, otherwise.
+mlir::linalg::MatmulOp findMmaContraction(mlir::func::FuncOp func,
+                                          mlir::TilingInterface root,
+                                          std::string &why);
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_LOOP_MMACONFIG_H

@@ -1,0 +1,69 @@
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-lower-mma),canonicalize)" | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-lower-mma),gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,nvvm-attach-target{chip=sm_90 features=+ptx80 O=3},gpu.module(convert-linalg-to-loops,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
+
+// A 64x64 block tile of a matmul with a bias epilogue (what
+// loop-apply-schedule and bufferization make of loop.mma [32, 32, 32]
+// with two stages): four warps copy A and B tiles with cp.async into two
+// padded workgroup buffers each, accumulate 2x4 m16n8 tiles each with
+// ldmatrix + mma.sync, and run the epilogue on the registers.
+// CHECK-LABEL: func.func private @k
+// CHECK-DAG: memref.alloc() : memref<2x64x40xf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.alloc() : memref<2x32x72xf16, #gpu.address_space<workgroup>>
+// CHECK: scf.forall (%{{.*}}) in (128) {
+// CHECK-COUNT-2: nvgpu.device_async_copy {{.*}}, 8 {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK: gpu.barrier
+// CHECK: nvgpu.device_async_copy
+// CHECK-COUNT-4: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK-COUNT-8: nvgpu.mma.sync
+// CHECK: scf.yield
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: } {mapping = [#gpu.thread<x>]}
+// CHECK-NOT: linalg.matmul
+// CHECK-NOT: linalg.generic
+// PTX: cp.async.cg.shared.global
+// PTX: cp.async.commit_group
+// PTX: cp.async.wait_group
+// PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: memref<128xf32>, %out: memref<128x128xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (128, 128) step (64, 64) {
+    %sa = memref.subview %a[%i, 0] [64, 256] [1, 1] : memref<128x256xf16> to memref<64x256xf16, strided<[256, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [256, 64] [1, 1] : memref<256x128xf16> to memref<256x64xf16, strided<[128, 1], offset: ?>>
+    %acc = memref.alloc() : memref<64x64xf32>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<64x64xf32>)
+    linalg.matmul {tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+        ins(%sa, %sb : memref<64x256xf16, strided<[256, 1], offset: ?>>, memref<256x64xf16, strided<[128, 1], offset: ?>>) outs(%acc : memref<64x64xf32>)
+    %sbias = memref.subview %bias[%j] [64] [1] : memref<128xf32> to memref<64xf32, strided<[1], offset: ?>>
+    %so = memref.subview %out[%i, %j] [64, 64] [1, 1] : memref<128x128xf32> to memref<64x64xf32, strided<[128, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%acc, %sbias : memref<64x64xf32>, memref<64xf32, strided<[1], offset: ?>>) outs(%so : memref<64x64xf32, strided<[128, 1], offset: ?>>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %s = arith.addf %x, %y : f32
+      linalg.yield %s : f32
+    }
+    memref.dealloc %acc : memref<64x64xf32>
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A marked matmul in a form the rewrite does not take is an error, not
+// wrong code.
+func.func private @transposed(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
+  scf.forall (%i, %j) = (0, 0) to (64, 64) step (64, 64) {
+    // expected-error @+1 {{loop.mma cannot lower this contraction: operands must be row-major f16 x f16 -> f32}}
+    linalg.matmul {tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+        ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%out : memref<64x64xf32>)
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
