@@ -1,7 +1,8 @@
 //===- LowerMma.cpp - loop.mma contractions to tensor-core code -----------===//
 //
-// A marked matmul of a block tile becomes the main loop of a multistage
-// tensor-core GEMM, written out per thread (S = stages, KT = K steps):
+// A marked contraction of a block tile becomes the main loop of a
+// multistage tensor-core GEMM, written out per thread (S = stages, KT = K
+// steps), once per batch index the block tile still has:
 //
 //   prologue: cp.async K tiles 0 .. S-2 into shared buffers 0 .. S-2
 //   for kt in 0 .. KT-1:
@@ -38,55 +39,53 @@ using namespace tessel;
 
 namespace {
 
-/// A marked matmul with what the rewrite folds into it.
+/// A marked contraction with what the rewrite folds into it.
 struct MmaMatch {
-  linalg::MatmulOp matmul;
+  linalg::LinalgOp contraction;
+  unsigned batch;              // leading batch loops
   linalg::FillOp fill;         // sets the accumulator's initial value
   linalg::GenericOp epilogue;  // elementwise consumer, or null
   memref::AllocOp accumulator; // the f32 tile when the epilogue consumes it
 };
 
-/// Whether `v` is a static 2-D memref of `element` with unit inner stride
-/// (16-byte copies and ldmatrix rows need contiguous rows).
-bool isRowMajor(Value v, Type element) {
+/// Whether `v` is a static memref with unit inner stride (16-byte copies
+/// and ldmatrix rows need contiguous rows).
+bool isRowMajor(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
-      type.getElementType() != element)
+  if (!type || !type.hasStaticShape())
     return false;
   SmallVector<int64_t> strides;
   int64_t offset;
   return succeeded(type.getStridesAndOffset(strides, offset)) &&
-         strides[1] == 1;
+         strides.back() == 1;
 }
 
-FailureOr<MmaMatch> match(linalg::MatmulOp matmul) {
+FailureOr<MmaMatch> match(linalg::LinalgOp contraction) {
   auto fail = [&](const Twine &why) {
-    return matmul.emitError("loop.mma cannot lower this contraction: ")
+    return contraction.emitError("loop.mma cannot lower this contraction: ")
            << why;
   };
-  if (!matmul.hasPureBufferSemantics() || matmul.hasUserDefinedMaps())
-    return fail("expected a bufferized linalg.matmul with default maps");
-  Value a = matmul.getDpsInputs()[0], b = matmul.getDpsInputs()[1];
-  Value acc = matmul.getDpsInits()[0];
-  Builder builder(matmul.getContext());
-  if (!isRowMajor(a, builder.getF16Type()) ||
-      !isRowMajor(b, builder.getF16Type()) ||
-      !isRowMajor(acc, builder.getF32Type()))
-    return fail("operands must be row-major f16 x f16 -> f32");
-  MmaMatch m{matmul, {}, {}, {}};
-  Block *block = matmul->getBlock();
+  std::optional<unsigned> batch = mmaBatchLoops(contraction);
+  if (!contraction.hasPureBufferSemantics() || !batch)
+    return fail("expected a bufferized (batched) matmul of f16 into f32");
+  Value acc = contraction.getDpsInits()[0];
+  if (!llvm::all_of(contraction->getOperands(), isRowMajor))
+    return fail("operands must be static and row-major");
+  MmaMatch m{contraction, *batch, {}, {}, {}};
+  Operation *op = contraction;
+  Block *block = op->getBlock();
   for (Operation *user : acc.getUsers()) {
-    if (user == matmul || user->getBlock() != block ||
+    if (user == op || user->getBlock() != block ||
         isa<memref::DeallocOp>(user))
       continue;
     if (auto fill = dyn_cast<linalg::FillOp>(user);
-        fill && fill->isBeforeInBlock(matmul) && fill.getDpsInits()[0] == acc &&
+        fill && fill->isBeforeInBlock(op) && fill.getDpsInits()[0] == acc &&
         (!m.fill || m.fill->isBeforeInBlock(fill))) {
       m.fill = fill;
       continue;
     }
     auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (generic && matmul->isBeforeInBlock(generic) && !m.epilogue &&
+    if (generic && op->isBeforeInBlock(generic) && !m.epilogue &&
         llvm::is_contained(generic.getDpsInputs(), acc)) {
       m.epilogue = generic;
       continue;
@@ -103,7 +102,7 @@ FailureOr<MmaMatch> match(linalg::MatmulOp matmul) {
     linalg::GenericOp e = m.epilogue;
     if (!m.accumulator)
       return fail("an epilogue reads the result in place");
-    if (e.getNumLoops() != 2 || e.getNumReductionLoops() != 0 ||
+    if (e.getNumLoops() != m.batch + 2 || e.getNumReductionLoops() != 0 ||
         e.getNumDpsInits() != 1 ||
         e.getStaticLoopRanges() != ArrayRef<int64_t>(
                                         cast<MemRefType>(acc.getType()).getShape()))
@@ -133,7 +132,35 @@ public:
     fragCol = apply(d0.floorDiv(16) * 8, lane);
     laneRow = apply(d0.floorDiv(4), lane);
     laneCol = apply((d0 % 4) * 2, lane);
+    emitBatches(0);
+  }
 
+private:
+  /// Loops over the block tile's batch dims from `dim` on (unit ones are
+  /// index 0), then the GEMM of one batch index.
+  void emitBatches(unsigned dim) {
+    if (dim == m.batch)
+      return emitGemm();
+    int64_t extent =
+        cast<MemRefType>(m.contraction.getDpsInits()[0].getType()).getDimSize(dim);
+    if (extent == 1) {
+      batchIndices.push_back(index(0));
+      emitBatches(dim + 1);
+      batchIndices.resize(dim);
+      return;
+    }
+    auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    // The previous batch index's last step may still be reading the
+    // buffers this one's prologue fills.
+    gpu::BarrierOp::create(b, loc);
+    batchIndices.push_back(loop.getInductionVar());
+    emitBatches(dim + 1);
+    batchIndices.resize(dim);
+  }
+
+  void emitGemm() {
     // Prologue: tiles 0 .. S-2 (zero-filled past the last one). Waits in
     // the loop name the last of these groups; their `numGroups` bound is
     // what selects the tile they wait for.
@@ -165,7 +192,13 @@ public:
     epilogue(loop.getResults());
   }
 
-private:
+  /// `indices` of a block-tile operand, after the batch indices.
+  SmallVector<Value> at(ValueRange indices) {
+    SmallVector<Value> all(batchIndices);
+    llvm::append_range(all, indices);
+    return all;
+  }
+
   int64_t steps() const { return c.k / c.bk; }
   int64_t tilesM() const { return c.wm / 16; }
   int64_t tilesN() const { return c.wn / 8; }
@@ -228,12 +261,12 @@ private:
         Value srcCol = kRows ? col : apply(d0 * c.bk + d1, {step, col});
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-            ValueRange{stage, row, col}, src, ValueRange{srcRow, srcCol},
+            ValueRange{stage, row, col}, src, at({srcRow, srcCol}),
             b.getIndexAttr(kCopyElements), elements, b.getUnitAttr()));
       }
     };
-    copy(m.matmul.getDpsInputs()[0], smA, c.bm, c.bk, /*kRows=*/false);
-    copy(m.matmul.getDpsInputs()[1], smB, c.bk, c.bn, /*kRows=*/true);
+    copy(m.contraction.getDpsInputs()[0], smA, c.bm, c.bk, /*kRows=*/false);
+    copy(m.contraction.getDpsInputs()[1], smB, c.bk, c.bn, /*kRows=*/true);
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   }
@@ -295,19 +328,19 @@ private:
 
   /// The elementwise epilogue at one point, or the plain store.
   void store(Value v, Value row, Value col) {
-    Value acc = m.matmul.getDpsInits()[0];
+    Value acc = m.contraction.getDpsInits()[0];
+    SmallVector<Value> point = at({row, col});
     if (!m.epilogue) {
-      memref::StoreOp::create(b, loc, v, acc, ValueRange{row, col});
+      memref::StoreOp::create(b, loc, v, acc, point);
       return;
     }
     linalg::GenericOp e = m.epilogue;
     Block &body = e.getRegion().front();
     IRMapping map;
-    auto at = [&](OpOperand &operand) {
-      AffineMap indexing = e.getMatchingIndexingMap(&operand);
+    auto indicesOf = [&](OpOperand &operand) {
       SmallVector<Value> indices;
-      for (AffineExpr expr : indexing.getResults())
-        indices.push_back(apply(expr, {row, col}));
+      for (AffineExpr expr : e.getMatchingIndexingMap(&operand).getResults())
+        indices.push_back(apply(expr, point));
       return indices;
     };
     for (OpOperand &operand : e->getOpOperands()) {
@@ -315,18 +348,19 @@ private:
       if (operand.get() == acc)
         map.map(arg, v);
       else if (!arg.use_empty())
-        map.map(arg, memref::LoadOp::create(b, loc, operand.get(), at(operand)));
+        map.map(arg, memref::LoadOp::create(b, loc, operand.get(),
+                                            indicesOf(operand)));
     }
     for (Operation &op : body.without_terminator()) {
       if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
-        map.map(idx.getResult(), idx.getDim() == 0 ? row : col);
+        map.map(idx.getResult(), point[idx.getDim()]);
         continue;
       }
       b.clone(op, map);
     }
     Value result = map.lookupOrDefault(body.getTerminator()->getOperand(0));
     OpOperand &out = e.getDpsInitsMutable()[0];
-    memref::StoreOp::create(b, loc, result, out.get(), at(out));
+    memref::StoreOp::create(b, loc, result, out.get(), indicesOf(out));
   }
 
   OpBuilder &b;
@@ -335,24 +369,26 @@ private:
   MmaMatch &m;
   Value tid, smA, smB;
   Value prologueGroup;
+  SmallVector<Value> batchIndices; // of the GEMM being emitted
   // Per-thread coordinates: the warp's tile, ldmatrix row/column offsets,
   // and the lane's accumulator row/column within a 16x8 tile.
   Value warpRow, warpCol, fragRow, fragCol, laneRow, laneCol;
 };
 
-LogicalResult lower(linalg::MatmulOp matmul, DictionaryAttr attrs) {
-  FailureOr<MmaMatch> matched = match(matmul);
+LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
+  FailureOr<MmaMatch> matched = match(contraction);
   if (failed(matched))
     return failure();
   MmaMatch &m = *matched;
-  auto accType = cast<MemRefType>(matmul.getDpsInits()[0].getType());
-  auto aType = cast<MemRefType>(matmul.getDpsInputs()[0].getType());
+  auto accType = cast<MemRefType>(contraction.getDpsInits()[0].getType());
+  auto aType = cast<MemRefType>(contraction.getDpsInputs()[0].getType());
   auto warp = cast<DenseI64ArrayAttr>(attrs.get("warp")).asArrayRef();
-  MmaConfig c{accType.getDimSize(0),
-              accType.getDimSize(1),
-              aType.getDimSize(1),
-              accType.getDimSize(0),
-              accType.getDimSize(1),
+  int64_t rows = accType.getDimSize(m.batch), cols = accType.getDimSize(m.batch + 1);
+  MmaConfig c{rows,
+              cols,
+              aType.getDimSize(m.batch + 1),
+              rows,
+              cols,
               warp[0],
               warp[1],
               cast<IntegerAttr>(attrs.get("k")).getInt(),
@@ -364,11 +400,11 @@ LogicalResult lower(linalg::MatmulOp matmul, DictionaryAttr attrs) {
       c.check(cast<StringAttr>(attrs.get("target")).getValue(),
               [](MmaConfig::Field f) { return MmaConfig::knobName(f).str(); });
   if (!unfit.empty())
-    return matmul.emitError("loop.mma: ") << unfit;
+    return contraction.emitError("loop.mma: ") << unfit;
 
   // At the epilogue, which every operand of both ops dominates.
-  OpBuilder b(m.epilogue ? m.epilogue.getOperation() : matmul.getOperation());
-  Location loc = matmul.getLoc();
+  OpBuilder b(m.epilogue ? m.epilogue.getOperation() : contraction.getOperation());
+  Location loc = contraction.getLoc();
   MLIRContext *ctx = b.getContext();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto buffer = [&](int64_t rows, int64_t cols) {
@@ -387,7 +423,7 @@ LogicalResult lower(linalg::MatmulOp matmul, DictionaryAttr attrs) {
 
   if (m.epilogue)
     m.epilogue.erase();
-  matmul.erase();
+  contraction->erase();
   m.fill.erase();
   if (m.accumulator) {
     for (Operation *user : llvm::to_vector(m.accumulator->getUsers()))
@@ -403,14 +439,14 @@ LogicalResult lower(linalg::MatmulOp matmul, DictionaryAttr attrs) {
 
 struct GpuLowerMmaPass : tessel::impl::GpuLowerMmaBase<GpuLowerMmaPass> {
   void runOnOperation() override {
-    SmallVector<linalg::MatmulOp> marked;
-    getOperation().walk([&](linalg::MatmulOp matmul) {
-      if (matmul->hasAttr(loop::kMmaAttrName))
-        marked.push_back(matmul);
+    SmallVector<linalg::LinalgOp> marked;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (op->hasAttr(loop::kMmaAttrName))
+        marked.push_back(op);
     });
-    for (linalg::MatmulOp matmul : marked)
-      if (failed(lower(matmul, matmul->getAttrOfType<DictionaryAttr>(
-                                   loop::kMmaAttrName))))
+    for (linalg::LinalgOp op : marked)
+      if (failed(lower(op, op->getAttrOfType<DictionaryAttr>(
+                               loop::kMmaAttrName))))
         return signalPassFailure();
   }
 };

@@ -1,8 +1,8 @@
 //===- DefaultSchedule.cpp - a loop.schedule for every kernel --------------===//
 //
-// A contraction that tensor cores can take (an f16 matmul, maybe with an
-// elementwise epilogue, whose extents the tiles divide) gets a loop.mma
-// schedule. Every other kernel gets blocks over the root's parallel loops,
+// A contraction that tensor cores can take (an f16 matmul, maybe batched,
+// maybe with an elementwise epilogue, whose extents the tiles divide) gets
+// a loop.mma schedule. Every other kernel gets blocks over the root's parallel loops,
 // each thread computing one point (or, in reduction kernels whose root is
 // elementwise over the reduced rows, one whole row). A kernel with no loop
 // to distribute gets no schedule and runs in a single thread. The fallback
@@ -104,26 +104,31 @@ struct LoopDefaultSchedulePass
   bool addMmaSchedule(func::FuncOp func, TilingInterface root,
                       std::optional<unsigned> result) {
     std::string why;
-    linalg::MatmulOp matmul = findMmaContraction(func, root, why);
-    if (!matmul)
+    linalg::LinalgOp contraction = findMmaContraction(func, root, why);
+    if (!contraction)
       return false;
-    SmallVector<int64_t> extents = matmul.getStaticLoopRanges();
+    unsigned batch = *mmaBatchLoops(contraction);
+    SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
+    // The innermost batch loop goes to grid z, outer ones stay in the block.
+    int64_t batchBlocks = batch ? extents[batch - 1] : 1;
     auto noName = [](MmaConfig::Field) { return std::string(); };
     // Candidates from the largest tile down, four warps each (2x2), four
     // stages where they fit; the first that gives every SM a block wins,
     // else the one with the most blocks.
     std::optional<MmaConfig> best;
+    auto blocksOf = [&](const MmaConfig &c) {
+      return (c.m / c.bm) * (c.n / c.bn) * batchBlocks;
+    };
     for (int64_t bm : {128, 64, 32})
       for (int64_t bn : {128, 64, 32})
         for (int64_t bk : {32, 16})
           for (int64_t stages : {4, 3, 2}) {
-            MmaConfig c{extents[0], extents[1], extents[2], bm, bn, bm / 2,
-                        bn / 2, bk, stages, kCopyElements};
+            MmaConfig c{extents[batch], extents[batch + 1], extents[batch + 2],
+                        bm, bn, bm / 2, bn / 2, bk, stages, kCopyElements};
             if (!c.check(target, noName).empty())
               continue;
-            int64_t blocks = (c.m / bm) * (c.n / bn);
-            if (!best || (best->m / best->bm) * (best->n / best->bn) <
-                             std::min(blocks, multiprocessors(target)))
+            if (!best ||
+                blocksOf(*best) < std::min(blocksOf(c), multiprocessors(target)))
               best = c;
             break;
           }
@@ -148,12 +153,17 @@ struct LoopDefaultSchedulePass
     Value stages = knob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
     Value pad = knob(MmaConfig::Pad, best->pad, {0, 8, 16});
     SmallVector<int64_t> blockSizes(root.getLoopIteratorTypes().size(), 0);
-    blockSizes[0] = blockSizes[1] = ShapedType::kDynamic;
-    loop::TileOp::create(
-        sb, loc, ValueRange{bm, bn}, sb.getDenseI64ArrayAttr(blockSizes),
-        sb.getArrayAttr(
-            {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
-             gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+    blockSizes[batch] = blockSizes[batch + 1] = ShapedType::kDynamic;
+    SmallVector<Attribute> mapping;
+    if (batch) {
+      blockSizes[batch - 1] = 1;
+      mapping.push_back(gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ));
+    }
+    mapping.push_back(gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY));
+    mapping.push_back(gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX));
+    loop::TileOp::create(sb, loc, ValueRange{bm, bn},
+                         sb.getDenseI64ArrayAttr(blockSizes),
+                         sb.getArrayAttr(mapping));
     loop::PromoteOp::create(sb, loc, sb.getDenseI64ArrayAttr({0, 1}),
                             ValueRange{pad},
                             sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));

@@ -83,17 +83,55 @@ std::string MmaConfig::check(StringRef target,
   return "";
 }
 
-linalg::MatmulOp tessel::findMmaContraction(func::FuncOp func,
+std::optional<unsigned> tessel::mmaBatchLoops(linalg::LinalgOp op) {
+  Builder b(op.getContext());
+  auto elementType = [](Value v) { return getElementTypeOrSelf(v.getType()); };
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      elementType(op.getDpsInputs()[0]) != b.getF16Type() ||
+      elementType(op.getDpsInputs()[1]) != b.getF16Type() ||
+      elementType(op.getDpsInits()[0]) != b.getF32Type())
+    return std::nullopt;
+  if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
+    return matmul.hasUserDefinedMaps() ? std::nullopt : std::optional(0u);
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic || generic.getNumLoops() < 3 ||
+      !linalg::isaContractionOpInterface(generic))
+    return std::nullopt;
+  unsigned batch = generic.getNumLoops() - 3;
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
+  for (unsigned i = 0; i < batch + 2; ++i)
+    if (iterators[i] != utils::IteratorType::parallel)
+      return std::nullopt;
+  // Dims: batch..., m = batch, n = batch + 1, k = batch + 2.
+  auto map = [&](unsigned row, unsigned col) {
+    SmallVector<AffineExpr> results;
+    for (unsigned i = 0; i < batch; ++i)
+      results.push_back(b.getAffineDimExpr(i));
+    results.push_back(b.getAffineDimExpr(row));
+    results.push_back(b.getAffineDimExpr(col));
+    return AffineMap::get(batch + 3, 0, results, b.getContext());
+  };
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  if (maps[0] != map(batch, batch + 2) || maps[1] != map(batch + 2, batch + 1) ||
+      maps[2] != map(batch, batch + 1))
+    return std::nullopt;
+  return batch;
+}
+
+linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
                                             TilingInterface root,
                                             std::string &why) {
-  SmallVector<linalg::MatmulOp> matmuls(func.getOps<linalg::MatmulOp>());
-  if (matmuls.size() != 1) {
-    why = "the kernel has " + std::to_string(matmuls.size()) +
-          " linalg.matmul ops; loop.mma takes exactly one";
+  SmallVector<linalg::LinalgOp> contractions;
+  func.walk([&](linalg::LinalgOp op) {
+    if (linalg::isaContractionOpInterface(op))
+      contractions.push_back(op);
+  });
+  if (contractions.size() != 1) {
+    why = "the kernel has " + std::to_string(contractions.size()) +
+          " contractions; loop.mma takes exactly one";
     return {};
   }
-  linalg::MatmulOp matmul = matmuls.front();
-  Builder b(func.getContext());
+  linalg::LinalgOp contraction = contractions.front();
   // A kernel argument, maybe reshaped (x @ W on a 3-D x reads x collapsed
   // to 2-D): a buffer of the host program, not computed in the kernel.
   auto isArgument = [](Value v) {
@@ -102,29 +140,24 @@ linalg::MatmulOp tessel::findMmaContraction(func::FuncOp func,
       v = v.getDefiningOp()->getOperand(0);
     return isa<BlockArgument>(v);
   };
-  auto elementType = [](Value v) {
-    return cast<ShapedType>(v.getType()).getElementType();
-  };
-  if (matmul.hasUserDefinedMaps() || !llvm::all_of(matmul.getDpsInputs(), isArgument) ||
-      elementType(matmul.getDpsInputs()[0]) != b.getF16Type() ||
-      elementType(matmul.getDpsInputs()[1]) != b.getF16Type() ||
-      elementType(matmul.getDpsInits()[0]) != b.getF32Type()) {
-    why = "loop.mma takes a plain matmul of f16 kernel arguments into f32";
+  if (!mmaBatchLoops(contraction) ||
+      !llvm::all_of(contraction.getDpsInputs(), isArgument)) {
+    why = "loop.mma takes a (batched) matmul of f16 kernel arguments into "
+          "f32, A row-major (m, k) and B (k, n)";
     return {};
   }
-  auto fill = matmul.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  auto fill = contraction.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
   if (!fill || !fill.value().getDefiningOp<arith::ConstantOp>()) {
-    why = "the matmul's accumulator is not filled with a constant";
+    why = "the contraction's accumulator is not filled with a constant";
     return {};
   }
-  if (root.getOperation() == matmul.getOperation())
-    return matmul;
+  if (root.getOperation() == contraction.getOperation())
+    return contraction;
   auto epilogue = dyn_cast<linalg::GenericOp>(root.getOperation());
-  Value result = matmul->getResult(0);
-  bool elementwise =
-      epilogue && epilogue.getNumLoops() == 2 &&
-      epilogue.getNumParallelLoops() == 2 && epilogue.getNumDpsInits() == 1 &&
-      result.hasOneUse();
+  Value result = contraction->getResult(0);
+  bool elementwise = epilogue &&
+                     epilogue.getNumLoops() == epilogue.getNumParallelLoops() &&
+                     epilogue.getNumDpsInits() == 1 && result.hasOneUse();
   if (elementwise)
     for (OpOperand *in : epilogue.getDpsInputOperands()) {
       if (in->get() == result)
@@ -135,9 +168,9 @@ linalg::MatmulOp tessel::findMmaContraction(func::FuncOp func,
                            in->get().getDefiningOp());
     }
   if (!elementwise || !llvm::is_contained(epilogue.getDpsInputs(), result)) {
-    why = "the kernel's root is not the matmul or an elementwise epilogue "
-          "of it over kernel arguments";
+    why = "the kernel's root is not the contraction or an elementwise "
+          "epilogue of it over kernel arguments";
     return {};
   }
-  return matmul;
+  return contraction;
 }

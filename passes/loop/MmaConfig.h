@@ -39,11 +39,18 @@ struct MmaConfig {
   static llvm::StringRef knobName(Field field);
 };
 
-/// The contraction of a kernel that loop.mma can take, on tensors: a
-/// linalg.matmul of f16 arguments into an f32 fill, which is the kernel's
-/// root or read at the identity by an elementwise root whose other inputs
-/// are arguments. Null, with the reason in `why`, otherwise.
-mlir::linalg::MatmulOp findMmaContraction(mlir::func::FuncOp func,
+/// Leading batch loops of a contraction loop.mma can compute (tensors or
+/// buffers): a linalg.matmul (0), or a generic over (batch..., m, n, k)
+/// reading A at (batch..., m, k) and B at (batch..., k, n) into C at
+/// (batch..., m, n); f16 inputs, f32 accumulator. Nothing otherwise.
+std::optional<unsigned> mmaBatchLoops(mlir::linalg::LinalgOp op);
+
+/// The contraction of a kernel that loop.mma can take, on tensors: one
+/// whose inputs are kernel arguments and whose accumulator is an f32 fill,
+/// and which is the kernel's root or read at the identity by an elementwise
+/// root whose other inputs are arguments. Null, with the reason in `why`,
+/// otherwise.
+mlir::linalg::LinalgOp findMmaContraction(mlir::func::FuncOp func,
                                           mlir::TilingInterface root,
                                           std::string &why);
 

@@ -50,8 +50,9 @@ std::string sizeName(loop::TileOp tile, unsigned index) {
 }
 
 /// Checks loop.mma (with loop.promote and loop.pipeline) against the
-/// kernel's contraction and the target. `blockTile` tiles the root's M and
-/// N loops (its first two).
+/// kernel's contraction and the target. `blockTile` tiles the root's loops,
+/// which are the contraction's batch, M and N loops (the root is the
+/// contraction or reads it at the identity).
 LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
                           TilingInterface root, loop::TileOp blockTile) {
   auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
@@ -72,24 +73,30 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
     return mma.emitError("needs loop.promote inputs [0, 1]: ldmatrix reads "
                          "its fragments from shared memory");
   std::string why;
-  linalg::MatmulOp matmul = findMmaContraction(func, root, why);
-  if (!matmul)
+  linalg::LinalgOp contraction = findMmaContraction(func, root, why);
+  if (!contraction)
     return mma.emitError("cannot apply to kernel '")
            << schedule.getKernel() << "': " << why;
-  SmallVector<int64_t> extents = matmul.getStaticLoopRanges();
+  unsigned batch = *mmaBatchLoops(contraction);
+  SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
   SmallVector<int64_t> block = blockTile.getResolvedSizes();
+  for (auto [size, extent] : llvm::zip(block, extents))
+    if (size == 0)
+      size = extent; // untiled: the whole loop
   SmallVector<int64_t> sizes = mma.getResolvedSizes();
   int64_t stages = 1;
   auto pipelines = schedule.getBody().getOps<loop::PipelineOp>();
   if (!pipelines.empty())
     stages = (*pipelines.begin()).getResolvedStages();
-  MmaConfig c{extents[0], extents[1], extents[2], block[0], block[1],
-              sizes[0],   sizes[1],   sizes[2],   stages,   promote.getResolvedPad()};
+  MmaConfig c{extents[batch],     extents[batch + 1], extents[batch + 2],
+              block[batch],       block[batch + 1],   sizes[0],
+              sizes[1],           sizes[2],           stages,
+              promote.getResolvedPad()};
   std::string error = c.check(schedule.getTarget(), [&](MmaConfig::Field f) {
     switch (f) {
     case MmaConfig::BlockM:
     case MmaConfig::BlockN:
-      return sizeName(blockTile, f == MmaConfig::BlockM ? 0 : 1);
+      return sizeName(blockTile, batch + (f == MmaConfig::BlockM ? 0 : 1));
     case MmaConfig::WarpM:
     case MmaConfig::WarpN:
     case MmaConfig::BlockK:

@@ -61,9 +61,47 @@ func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: me
 // wrong code.
 func.func private @transposed(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
   scf.forall (%i, %j) = (0, 0) to (64, 64) step (64, 64) {
-    // expected-error @+1 {{loop.mma cannot lower this contraction: operands must be row-major f16 x f16 -> f32}}
+    // expected-error @+1 {{loop.mma cannot lower this contraction: expected a bufferized (batched) matmul of f16 into f32}}
     linalg.matmul {tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
         ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%out : memref<64x64xf32>)
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A batched contraction (attention's probabilities @ V): the block tile
+// keeps an outer batch of 2, which becomes a loop around the GEMM with a
+// barrier before each batch index refills the buffers; operands are
+// indexed after the batch indices.
+// CHECK-LABEL: func.func private @batched
+// CHECK: scf.forall (%{{.*}}) in (128) {
+// CHECK: scf.for %[[B:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.device_async_copy %{{.*}}[%[[B]], %c0, %{{.*}}, %{{.*}}]
+// CHECK: nvgpu.mma.sync
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[B]], %c0, %{{.*}}, %{{.*}}]
+#a = affine_map<(b, h, m, n, k) -> (b, h, m, k)>
+#b = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
+#c = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
+func.func private @batched(%p: memref<2x4x64x64xf16>, %v: memref<2x4x64x64xf16>, %out: memref<2x4x64x64xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%h) in (4) {
+    %sp = memref.subview %p[0, %h, 0, 0] [2, 1, 64, 64] [1, 1, 1, 1] : memref<2x4x64x64xf16> to memref<2x1x64x64xf16, strided<[16384, 4096, 64, 1], offset: ?>>
+    %sv = memref.subview %v[0, %h, 0, 0] [2, 1, 64, 64] [1, 1, 1, 1] : memref<2x4x64x64xf16> to memref<2x1x64x64xf16, strided<[16384, 4096, 64, 1], offset: ?>>
+    %so = memref.subview %out[0, %h, 0, 0] [2, 1, 64, 64] [1, 1, 1, 1] : memref<2x4x64x64xf32> to memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"],
+                    tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+        ins(%sp, %sv : memref<2x1x64x64xf16, strided<[16384, 4096, 64, 1], offset: ?>>, memref<2x1x64x64xf16, strided<[16384, 4096, 64, 1], offset: ?>>)
+        outs(%so : memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>) {
+    ^bb0(%x: f16, %y: f16, %acc: f32):
+      %xf = arith.extf %x : f16 to f32
+      %yf = arith.extf %y : f16 to f32
+      %prod = arith.mulf %xf, %yf : f32
+      %sum = arith.addf %acc, %prod : f32
+      linalg.yield %sum : f32
+    }
+  } {mapping = [#gpu.block<z>]}
   return
 }

@@ -196,3 +196,30 @@ func.func private @odd(%a: tensor<250x512xf16>, %b: tensor<512x250xf16>) -> tens
   %mm = linalg.matmul ins(%a, %b : tensor<250x512xf16>, tensor<512x250xf16>) outs(%acc : tensor<250x250xf32>) -> tensor<250x250xf32>
   return %mm : tensor<250x250xf32>
 }
+
+// -----
+
+// A batched contraction (batch, heads, m, n, k): heads go to grid z, the
+// batch stays whole in the block, m and n are tiled for tensor cores.
+// CHECK-LABEL: func.func private @attention_pv
+// CHECK: loop.schedule @attention_pv target "sm_90" {
+// CHECK: loop.tile [0, 1, %{{.*}}, %{{.*}}, 0] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
+// CHECK: loop.mma
+#a = affine_map<(b, h, m, n, k) -> (b, h, m, k)>
+#b = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
+#c = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
+func.func private @attention_pv(%p: tensor<8x12x1024x1024xf16>, %v: tensor<8x12x1024x64xf16>) -> tensor<8x12x1024x64xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x12x1024x64xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x12x1024x64xf32>) -> tensor<8x12x1024x64xf32>
+  %0 = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<8x12x1024x1024xf16>, tensor<8x12x1024x64xf16>) outs(%acc : tensor<8x12x1024x64xf32>) {
+  ^bb0(%x: f16, %y: f16, %o: f32):
+    %xf = arith.extf %x : f16 to f32
+    %yf = arith.extf %y : f16 to f32
+    %prod = arith.mulf %xf, %yf : f32
+    %sum = arith.addf %o, %prod : f32
+    linalg.yield %sum : f32
+  } -> tensor<8x12x1024x64xf32>
+  return %0 : tensor<8x12x1024x64xf32>
+}

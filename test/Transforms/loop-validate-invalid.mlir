@@ -292,6 +292,6 @@ func.func private @f32mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor
 loop.schedule @f32mm target "sm_90" {
   loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
   loop.promote inputs [0, 1] pad [8]
-  // expected-error @below {{cannot apply to kernel 'f32mm': loop.mma takes a plain matmul of f16 kernel arguments into f32}}
+  // expected-error @below {{cannot apply to kernel 'f32mm': loop.mma takes a (batched) matmul of f16 kernel arguments into f32, A row-major (m, k) and B (k, n)}}
   loop.mma [32, 32, 32] shape [16, 8, 16]
 }

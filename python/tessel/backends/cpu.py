@@ -35,15 +35,37 @@ RUNTIME_LIBRARIES = ("mlir_c_runner_utils", "mlir_async_runtime")
 
 
 @functools.cache
-def _load_runtime_libraries() -> None:
-    """Makes the runtime libraries' symbols visible to every JIT in the process.
+def _runtime_libraries() -> tuple[ctypes.CDLL, ...]:
+    """The runtime libraries, loaded once per process.
 
-    They are loaded once, globally, rather than passed to each
-    ExecutionEngine: an engine tears down the async runtime it was given when
-    it is destroyed, which would break every other live executable.
+    Loaded once rather than passed to each ExecutionEngine: an engine tears
+    down the async runtime it was given when it is destroyed, which would
+    break every other live executable. Loaded locally (RTLD_LOCAL): global
+    loading would put their libLLVM.so in the global scope, where it takes
+    over the LLVM symbols of any library loaded later that bundles its own
+    LLVM (importing triton, as torch.export does, then crashed).
     """
-    for lib in RUNTIME_LIBRARIES:
-        ctypes.CDLL(str(mlir_runtime_library(lib)), mode=ctypes.RTLD_GLOBAL)
+    return tuple(ctypes.CDLL(str(mlir_runtime_library(lib)), mode=ctypes.RTLD_LOCAL)
+                 for lib in RUNTIME_LIBRARIES)
+
+
+def _declared_functions(module: ir.Module) -> list[str]:
+    """The functions an LLVM-dialect module declares without defining."""
+    return [ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
+            if op.operation.name == "llvm.func" and not op.regions[0].blocks]
+
+
+def _register_runtime_symbols(engine: execution_engine.ExecutionEngine, names: Sequence[str]) -> None:
+    """Binds each of ``names`` that a runtime library defines."""
+    for name in names:
+        for lib in _runtime_libraries():
+            try:
+                address = ctypes.cast(getattr(lib, name), ctypes.c_void_p)
+            except AttributeError:
+                continue
+            engine.raw_register_runtime(name, address)
+            break
+
 
 # Seconds a dropped executable's JIT code is kept. MLIR's async runtime wakes
 # the caller of a parallel loop before its worker threads have returned from
@@ -138,8 +160,9 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
 
     seconds = run_stages(work, cpu_stages(schedules), print_ir_after_all=print_ir_after_all, timing=timing)
     start = time.perf_counter()
-    _load_runtime_libraries()
+    declared = _declared_functions(work)
     engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)
+    _register_runtime_symbols(engine, declared)
     engine.initialize()
     # Code generation is lazy: look the entry up now so that it is part of
     # the compile (and its errors surface here), not of the first call.

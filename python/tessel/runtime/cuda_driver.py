@@ -31,7 +31,8 @@ class CudaDriver:
         self._cu = cu
         try:
             self._check(cu.cuInit(0), "cuInit")
-        except RuntimeError as e:
+        # cuda-bindings raises its own error when libcuda itself is missing.
+        except Exception as e:
             raise RuntimeError(f"no usable CUDA driver or GPU: {e}") from None
         count = self._check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
         if ordinal >= count:
