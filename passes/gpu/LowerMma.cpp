@@ -44,7 +44,9 @@ struct MmaMatch {
   linalg::LinalgOp contraction;
   unsigned batch;              // leading batch loops
   linalg::FillOp fill;         // sets the accumulator's initial value
-  linalg::GenericOp epilogue;  // elementwise consumer, or null
+  // Elementwise consumers in order: the first reads the accumulator, later
+  // ones read it or earlier ones' outputs, all at the same point.
+  SmallVector<linalg::GenericOp> epilogue;
   memref::AllocOp accumulator; // the f32 tile when the epilogue consumes it
 };
 
@@ -84,10 +86,13 @@ FailureOr<MmaMatch> match(linalg::LinalgOp contraction) {
       m.fill = fill;
       continue;
     }
+    // The first generic reading the accumulator starts the epilogue; the
+    // chain below collects the rest.
     auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (generic && op->isBeforeInBlock(generic) && !m.epilogue &&
+    if (generic && op->isBeforeInBlock(generic) &&
         llvm::is_contained(generic.getDpsInputs(), acc)) {
-      m.epilogue = generic;
+      if (m.epilogue.empty() || generic->isBeforeInBlock(m.epilogue.front()))
+        m.epilogue = {generic};
       continue;
     }
     return fail("the accumulator has a use the epilogue cannot take over");
@@ -95,22 +100,37 @@ FailureOr<MmaMatch> match(linalg::LinalgOp contraction) {
   if (!m.fill || !m.fill.value().getDefiningOp<arith::ConstantOp>())
     return fail("the accumulator must be filled with a constant first");
   m.accumulator = acc.getDefiningOp<memref::AllocOp>();
-  if (m.accumulator && !m.epilogue)
+  if (m.accumulator && m.epilogue.empty())
     return fail("the accumulator tile is neither a result nor read by an "
                 "epilogue");
-  if (m.epilogue) {
-    linalg::GenericOp e = m.epilogue;
-    if (!m.accumulator)
-      return fail("an epilogue reads the result in place");
+  if (m.epilogue.empty())
+    return m;
+  if (!m.accumulator)
+    return fail("an epilogue reads the result in place");
+  // Later generics of the block that read an epilogue output join the chain.
+  llvm::SmallPtrSet<Value, 4> tile = {acc};
+  tile.insert(m.epilogue.front().getDpsInits()[0]);
+  for (Operation *next = m.epilogue.front()->getNextNode(); next;
+       next = next->getNextNode()) {
+    auto generic = dyn_cast<linalg::GenericOp>(next);
+    if (!generic || !llvm::any_of(generic.getDpsInputs(), [&](Value in) {
+          return tile.contains(in);
+        }))
+      continue;
+    m.epilogue.push_back(generic);
+    tile.insert(generic.getDpsInits()[0]);
+  }
+  ArrayRef<int64_t> shape = cast<MemRefType>(acc.getType()).getShape();
+  for (linalg::GenericOp e : m.epilogue) {
     if (e.getNumLoops() != m.batch + 2 || e.getNumReductionLoops() != 0 ||
-        e.getNumDpsInits() != 1 ||
-        e.getStaticLoopRanges() != ArrayRef<int64_t>(
-                                        cast<MemRefType>(acc.getType()).getShape()))
+        e.getNumDpsInits() != 1 || e.getStaticLoopRanges() != shape)
       return fail("the epilogue must be elementwise over the block tile");
     for (OpOperand &in : e->getOpOperands())
-      if (in.get() == acc && (e.isDpsInit(&in) ||
-                              !e.getMatchingIndexingMap(&in).isIdentity()))
-        return fail("the epilogue must read the accumulator elementwise");
+      if (tile.contains(in.get()) && !e.isDpsInit(&in) &&
+          !e.getMatchingIndexingMap(&in).isIdentity())
+        return fail("the epilogue must read the tile elementwise");
+    if (!e.getMatchingIndexingMap(&e.getDpsInitsMutable()[0]).isIdentity())
+      return fail("the epilogue must write the tile elementwise");
   }
   return m;
 }
@@ -326,41 +346,51 @@ private:
           }
   }
 
-  /// The elementwise epilogue at one point, or the plain store.
+  /// The epilogue chain at one point, or the plain store. Each generic's
+  /// result is stored to its output and passed on in registers to the
+  /// generics that read it.
   void store(Value v, Value row, Value col) {
-    Value acc = m.contraction.getDpsInits()[0];
     SmallVector<Value> point = at({row, col});
-    if (!m.epilogue) {
+    Value acc = m.contraction.getDpsInits()[0];
+    if (m.epilogue.empty()) {
       memref::StoreOp::create(b, loc, v, acc, point);
       return;
     }
-    linalg::GenericOp e = m.epilogue;
-    Block &body = e.getRegion().front();
-    IRMapping map;
-    auto indicesOf = [&](OpOperand &operand) {
-      SmallVector<Value> indices;
-      for (AffineExpr expr : e.getMatchingIndexingMap(&operand).getResults())
-        indices.push_back(apply(expr, point));
-      return indices;
-    };
-    for (OpOperand &operand : e->getOpOperands()) {
-      BlockArgument arg = body.getArgument(operand.getOperandNumber());
-      if (operand.get() == acc)
-        map.map(arg, v);
-      else if (!arg.use_empty())
-        map.map(arg, memref::LoadOp::create(b, loc, operand.get(),
-                                            indicesOf(operand)));
-    }
-    for (Operation &op : body.without_terminator()) {
-      if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
-        map.map(idx.getResult(), point[idx.getDim()]);
-        continue;
+    llvm::DenseMap<Value, Value> known = {{acc, v}};
+    for (linalg::GenericOp e : m.epilogue) {
+      Block &body = e.getRegion().front();
+      IRMapping map;
+      for (OpOperand &operand : e->getOpOperands()) {
+        BlockArgument arg = body.getArgument(operand.getOperandNumber());
+        if (Value value = known.lookup(operand.get()))
+          map.map(arg, value);
+        else if (!arg.use_empty())
+          map.map(arg, memref::LoadOp::create(b, loc, operand.get(),
+                                              indicesOf(e, operand, point)));
       }
-      b.clone(op, map);
+      for (Operation &op : body.without_terminator()) {
+        if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
+          map.map(idx.getResult(), point[idx.getDim()]);
+          continue;
+        }
+        b.clone(op, map);
+      }
+      Value result = map.lookupOrDefault(body.getTerminator()->getOperand(0));
+      Value out = e.getDpsInits()[0];
+      known[out] = result;
+      // A tile only the chain reads stays in registers.
+      if (!out.getDefiningOp<memref::AllocOp>())
+        memref::StoreOp::create(b, loc, result, out, point);
     }
-    Value result = map.lookupOrDefault(body.getTerminator()->getOperand(0));
-    OpOperand &out = e.getDpsInitsMutable()[0];
-    memref::StoreOp::create(b, loc, result, out.get(), indicesOf(out));
+  }
+
+  /// The indices `e` reads `operand` at, at iteration `point`.
+  SmallVector<Value> indicesOf(linalg::GenericOp e, OpOperand &operand,
+                               ValueRange point) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : e.getMatchingIndexingMap(&operand).getResults())
+      indices.push_back(apply(expr, point));
+    return indices;
   }
 
   OpBuilder &b;
@@ -403,7 +433,8 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
     return contraction.emitError("loop.mma: ") << unfit;
 
   // At the epilogue, which every operand of both ops dominates.
-  OpBuilder b(m.epilogue ? m.epilogue.getOperation() : contraction.getOperation());
+  OpBuilder b(m.epilogue.empty() ? contraction.getOperation()
+                                 : m.epilogue.back().getOperation());
   Location loc = contraction.getLoc();
   MLIRContext *ctx = b.getContext();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -421,18 +452,25 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   b.setInsertionPoint(threads.getBody()->getTerminator());
   MmaEmitter(b, loc, c, m, threads.getInductionVar(0), smA, smB).emit();
 
-  if (m.epilogue)
-    m.epilogue.erase();
+  SmallVector<memref::AllocOp> tiles;
+  if (m.accumulator)
+    tiles.push_back(m.accumulator);
+  for (linalg::GenericOp e : llvm::reverse(m.epilogue)) {
+    if (auto alloc = e.getDpsInits()[0].getDefiningOp<memref::AllocOp>())
+      tiles.push_back(alloc);
+    e.erase();
+  }
   contraction->erase();
   m.fill.erase();
-  if (m.accumulator) {
-    for (Operation *user : llvm::to_vector(m.accumulator->getUsers()))
+  // Tiles that only the chain read now live in registers.
+  for (memref::AllocOp alloc : tiles) {
+    for (Operation *user : llvm::to_vector(alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
         user->erase();
-    if (!m.accumulator->use_empty())
-      return m.accumulator.emitError(
-          "loop.mma: the accumulator tile is still used after lowering");
-    m.accumulator.erase();
+    if (!alloc->use_empty())
+      return alloc.emitError("loop.mma: a tile of the epilogue is still used "
+                             "after lowering");
+    alloc.erase();
   }
   return success();
 }

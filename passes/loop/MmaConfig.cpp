@@ -153,21 +153,47 @@ linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
   }
   if (root.getOperation() == contraction.getOperation())
     return contraction;
-  auto epilogue = dyn_cast<linalg::GenericOp>(root.getOperation());
+  // The epilogue: the generics after the contraction that read its result
+  // or an earlier one's, elementwise; the root must be the last of them.
   Value result = contraction->getResult(0);
-  bool elementwise = epilogue &&
-                     epilogue.getNumLoops() == epilogue.getNumParallelLoops() &&
-                     epilogue.getNumDpsInits() == 1 && result.hasOneUse();
-  if (elementwise)
-    for (OpOperand *in : epilogue.getDpsInputOperands()) {
-      if (in->get() == result)
-        elementwise &= epilogue.getMatchingIndexingMap(in).isIdentity();
-      else
-        elementwise &= isArgument(in->get()) ||
-                       isa_and_present<arith::ConstantOp>(
-                           in->get().getDefiningOp());
-    }
-  if (!elementwise || !llvm::is_contained(epilogue.getDpsInputs(), result)) {
+  llvm::SmallPtrSet<Value, 4> tile = {result};
+  llvm::SmallPtrSet<Operation *, 4> chain;
+  Operation *last = nullptr;
+  unsigned loops = contraction.getNumParallelLoops();
+  for (Operation *op = contraction->getNextNode(); op; op = op->getNextNode()) {
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic || !llvm::any_of(generic.getDpsInputs(),
+                                  [&](Value v) { return tile.contains(v); }))
+      continue;
+    bool elementwise = generic.getNumLoops() == loops &&
+                       generic.getNumParallelLoops() == loops &&
+                       generic.getNumDpsInits() == 1;
+    for (OpOperand *in : generic.getDpsInputOperands())
+      elementwise &= tile.contains(in->get())
+                         ? generic.getMatchingIndexingMap(in).isIdentity()
+                         : isArgument(in->get()) ||
+                               isa_and_present<arith::ConstantOp>(
+                                   in->get().getDefiningOp());
+    if (!elementwise)
+      break;
+    tile.insert(generic->getResult(0));
+    chain.insert(generic);
+    last = generic;
+  }
+  // Tile values are read by the chain or returned (maybe reshaped), never
+  // by other computation; the contraction's result is only read.
+  auto isReturned = [&](Operation *user) {
+    while (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
+           user->hasOneUse())
+      user = *user->getUsers().begin();
+    return isa<func::ReturnOp>(user);
+  };
+  bool contained = llvm::all_of(tile, [&](Value v) {
+    return llvm::all_of(v.getUsers(), [&](Operation *user) {
+      return chain.contains(user) || (v != result && isReturned(user));
+    });
+  });
+  if (last != root.getOperation() || !contained) {
     why = "the kernel's root is not the contraction or an elementwise "
           "epilogue of it over kernel arguments";
     return {};

@@ -105,3 +105,40 @@ func.func private @batched(%p: memref<2x4x64x64xf16>, %v: memref<2x4x64x64xf16>,
   } {mapping = [#gpu.block<z>]}
   return
 }
+
+// -----
+
+// An epilogue chain: bias + residual is a result, and its f32 cast (for a
+// following layer_norm) another; the cast reads the first in registers.
+// CHECK-LABEL: func.func private @chain
+// CHECK: nvgpu.mma.sync
+// CHECK: %[[SUM:.*]] = arith.addf
+// CHECK-NEXT: memref.store %[[SUM]], %{{.*}} : memref<64x64xf16
+// CHECK-NEXT: %[[WIDE:.*]] = arith.extf %[[SUM]]
+// CHECK-NEXT: memref.store %[[WIDE]], %{{.*}} : memref<64x64xf32
+// CHECK-NOT: linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @chain(%a: memref<64x128xf16>, %b: memref<128x64xf16>, %res: memref<64x64xf16>, %out: memref<64x64xf16>, %wide: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (1) {
+    %acc = memref.alloc() : memref<64x64xf32>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<64x64xf32>)
+    linalg.matmul {tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+        ins(%a, %b : memref<64x128xf16>, memref<128x64xf16>) outs(%acc : memref<64x64xf32>)
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%acc, %res : memref<64x64xf32>, memref<64x64xf16>) outs(%out : memref<64x64xf16>) {
+    ^bb0(%x: f32, %r: f16, %o: f16):
+      %t = arith.truncf %x : f32 to f16
+      %s = arith.addf %t, %r : f16
+      linalg.yield %s : f16
+    }
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%out : memref<64x64xf16>) outs(%wide : memref<64x64xf32>) {
+    ^bb0(%x: f16, %o: f32):
+      %w = arith.extf %x : f16 to f32
+      linalg.yield %w : f32
+    }
+    memref.dealloc %acc : memref<64x64xf32>
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -151,6 +151,27 @@ def test_tensor_core_schedules_match_numpy_on_cpu():
     assert any("mma.sync" in k.ptx for k in tessel.compile(module, target="cuda:sm_90").kernels)
 
 
+def test_every_contraction_of_an_f16_transformer_layer_runs_on_tensor_cores():
+    # bench/gpu's encoder layer at a small size whose contractions tiles
+    # divide: q, k, v, q @ k^T, p @ v, out (with the residual and a cast for
+    # the next layer_norm), and both MLP matmuls.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "gpu"))
+    import workloads
+
+    layer = workloads._encoder_layer(2, 128, 128, 2, 256)
+    specs = [tessel.TensorSpec(shape, np.dtype(dtype)) for shape, dtype in layer.inputs]
+    module = tessel.trace(layer.tessel_fn, *specs, name="layer")
+    kernels = tessel.compile(module, target="cuda:sm_90").kernels
+    tensor_core = [k for k in kernels if "mma.sync.aligned.m16n8k16" in k.ptx]
+    assert len(tensor_core) == 8
+    assert all("cp.async.cg.shared.global" in k.ptx and k.ptxas["spill_stores"] == 0 for k in tensor_core)
+    # The same schedules on the CPU agree with the CPU's own pipeline.
+    args = layer.arrays()
+    scheduled = compile_cpu(module, schedules="sm_90")(*args)
+    np.testing.assert_allclose(scheduled.astype(np.float32), tessel.compile(module)(*args).astype(np.float32),
+                               rtol=2e-2, atol=2e-2)
+
+
 FUZZ_GRAPHS = int(os.environ.get("TESSEL_CUDA_FUZZ_GRAPHS", "40"))
 
 
