@@ -283,6 +283,27 @@ def GpuLowerMma : Pass<"gpu-lower-mma", "mlir::func::FuncOp"> {
   ];
 }
 
+def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
+  let summary = "Share each row of a loop.warp_reduce block tile among its threads";
+  let description = [{
+    Runs on bufferized kernels: the block tile (an scf.forall) holding a
+    root marked `tessel.warp_reduce = T` (set by loop-apply-schedule from
+    loop.warp_reduce) becomes a T-thread scf.forall in which thread t takes
+    columns t, t + T, ... of every op over the row. Reductions combine
+    per-thread partials with warp shuffles (gpu.shuffle xor) and, across
+    warps, a workgroup buffer; elementwise results internal to the tile are
+    recomputed where read instead of stored. An op of another form is an
+    error naming it.
+  }];
+  let dependentDialects = [
+    "mlir::affine::AffineDialect",
+    "mlir::arith::ArithDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+  ];
+}
+
 def GpuMapKernels : Pass<"gpu-map-kernels", "mlir::ModuleOp"> {
   let summary = "Turn each bufferized kernel's mapped scf.forall nests into gpu.launch ops";
   let description = [{

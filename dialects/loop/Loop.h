@@ -29,6 +29,9 @@ namespace tessel::loop {
 /// (loop.mma, loop.promote, loop.pipeline) on the contraction they apply to,
 /// from loop-apply-schedule through bufferization to gpu-lower-mma.
 constexpr llvm::StringLiteral kMmaAttrName = "tessel.mma";
+/// The same for loop.warp_reduce, on the block tile's scf.forall: the
+/// number of threads that share its rows (gpu-distribute-rows).
+constexpr llvm::StringLiteral kWarpReduceAttrName = "tessel.warp_reduce";
 
 /// Threads in a warp on every target a schedule may name.
 constexpr int64_t kWarpSize = 32;

@@ -189,7 +189,7 @@ LogicalResult TileOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// PromoteOp, PipelineOp, MmaOp
+// PromoteOp, PipelineOp, MmaOp, WarpReduceOp
 //===----------------------------------------------------------------------===//
 
 /// One value per list entry that the op's syntax names.
@@ -233,6 +233,19 @@ LogicalResult MmaOp::verify() {
     return failure();
   if (llvm::is_contained(getResolvedSizes(), 0))
     return emitOpError("sizes must be positive");
+  return success();
+}
+
+LogicalResult WarpReduceOp::verify() {
+  if (failed(verifyCount(*this, "thread count", getStaticThreads(), 1)) ||
+      failed(verifyValues(*this, "thread count", getDynamicThreads(),
+                          getStaticThreads())))
+    return failure();
+  int64_t threads = getResolvedThreads();
+  if (threads < kWarpSize || threads % kWarpSize)
+    return emitOpError("threads = ")
+           << threads << " is not a positive multiple of the warp size "
+           << kWarpSize;
   return success();
 }
 

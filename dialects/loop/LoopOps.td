@@ -200,4 +200,33 @@ def Loop_MmaOp : Loop_ValuesOp<"mma"> {
   }];
 }
 
+def Loop_WarpReduceOp : Loop_ValuesOp<"warp_reduce"> {
+  let summary = "Shares each row of the block tile among the block's threads";
+  let description = [{
+    For kernels that reduce rows (softmax, layer_norm): after a block-level
+    `loop.tile` that leaves the innermost loop whole, the block's `threads`
+    threads split every op's innermost loop between them (thread t takes
+    columns t, t + threads, ...). A reduction over that loop combines the
+    threads' partial results with warp shuffles and, across warps, through
+    shared memory; every thread then holds the row's result in a register.
+    Elementwise intermediates are recomputed where they are read instead of
+    stored, so a row is read from memory once per pass over it.
+
+    ```mlir
+    loop.tile [1, 0] mapping [#gpu.block<x>]
+    loop.warp_reduce threads [256]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_threads,
+                       DenseI64ArrayAttr:$static_threads);
+  let assemblyFormat = [{
+    `threads` custom<DynamicIndexList>($dynamic_threads, $static_threads) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedThreads() {
+      return resolveValues(getDynamicThreads(), getStaticThreads()).front();
+    }
+  }];
+}
+
 #endif // TESSEL_LOOP_OPS

@@ -132,6 +132,10 @@ struct LoopApplySchedulesPass
       if (!schedule.getBody().getOps<loop::MmaOp>().empty() &&
           failed(markMma(schedule, root)))
         return signalPassFailure();
+      // gpu-distribute-rows carries out loop.warp_reduce on buffers.
+      for (auto warpReduce : schedule.getBody().getOps<loop::WarpReduceOp>())
+        root->setAttr(loop::kWarpReduceAttrName,
+                      rewriter.getI64IntegerAttr(warpReduce.getResolvedThreads()));
       rewriter.eraseOp(schedule);
     }
   }

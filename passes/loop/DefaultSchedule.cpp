@@ -15,6 +15,7 @@
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
 #include "passes/loop/MmaConfig.h"
+#include "passes/loop/RowReduction.h"
 
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -177,6 +178,48 @@ struct LoopDefaultSchedulePass
     return true;
   }
 
+  /// One row per block, shared by the block's threads (loop.warp_reduce),
+  /// when the kernel's ops allow it, its rows are long enough to share and
+  /// the grid can take one block per row; false otherwise.
+  bool addWarpReduceSchedule(func::FuncOp func, TilingInterface root,
+                             ArrayRef<int64_t> extents,
+                             std::optional<unsigned> result) {
+    if (extents.size() < 2 || extents.size() > 4 ||
+        extents.back() < loop::kWarpSize ||
+        !rowReductionUnfit(func, root).empty())
+      return false;
+    int64_t columns = extents.back();
+    for (auto [i, extent] : llvm::enumerate(extents.drop_back()))
+      if (i + 2 < extents.size() && extent > 65535) // grid y and z
+        return false;
+    // Four or more columns per thread, at most 256 threads.
+    int64_t threads = std::clamp<int64_t>(
+        llvm::bit_floor(static_cast<uint64_t>(columns / 4)), loop::kWarpSize,
+        256);
+    MLIRContext *ctx = &getContext();
+    OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
+    createSchedule(sb, func, result);
+    Location loc = func.getLoc();
+    Value knob = loop::KnobOp::create(
+        sb, loc, sb.getIndexType(), sb.getStringAttr("threads"),
+        sb.getI64IntegerAttr(threads),
+        sb.getDenseI64ArrayAttr({32, 64, 128, 256, 512, 1024}), IntegerAttr(),
+        IntegerAttr(), IntegerAttr());
+    SmallVector<int64_t> blockSizes(extents.size(), 1);
+    blockSizes.back() = 0;
+    SmallVector<Attribute> mapping;
+    for (int64_t i = extents.size() - 2; i >= 0; --i)
+      mapping.insert(mapping.begin(),
+                     gpu::GPUBlockMappingAttr::get(
+                         ctx, kBlockIds[extents.size() - 2 - i]));
+    loop::TileOp::create(sb, loc, ValueRange{},
+                         sb.getDenseI64ArrayAttr(blockSizes),
+                         sb.getArrayAttr(mapping));
+    loop::WarpReduceOp::create(sb, loc, ValueRange{knob},
+                               sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+    return true;
+  }
+
   /// Appends the default schedule of `root` to the module.
   LogicalResult addSchedule(func::FuncOp func, TilingInterface root,
                             StringAttr kind, std::optional<unsigned> result) {
@@ -200,6 +243,8 @@ struct LoopDefaultSchedulePass
                    llvm::all_of(iterators, [](utils::IteratorType it) {
                      return it == utils::IteratorType::parallel;
                    });
+    if (rowwise && addWarpReduceSchedule(func, root, extents, result))
+      return success();
     SmallVector<int64_t> parallel, unit;
     for (int64_t d = extents.size() - 1; d >= 0; --d) {
       if (iterators[d] != utils::IteratorType::parallel ||

@@ -10,6 +10,7 @@
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
 #include "passes/loop/MmaConfig.h"
+#include "passes/loop/RowReduction.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_LOOPVALIDATESCHEDULES
@@ -120,6 +121,34 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
   return success();
 }
 
+/// Checks loop.warp_reduce: one block tile that keeps rows whole, a kernel
+/// of row ops, at most 1024 threads.
+LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
+                                 TilingInterface root, loop::TileOp blockTile,
+                                 ArrayRef<int64_t> extents) {
+  auto warpReduce = *schedule.getBody().getOps<loop::WarpReduceOp>().begin();
+  if (!blockTile)
+    return warpReduce.emitError("needs a block-level loop.tile before it");
+  for (auto tile : schedule.getBody().getOps<loop::TileOp>())
+    if (tile != blockTile)
+      return tile.emitError("cannot be combined with loop.warp_reduce, which "
+                            "distributes the block tile itself");
+  int64_t last = blockTile.getResolvedSizes().back();
+  if (last != 0 && last != extents.back())
+    return blockTile.emitError(sizeName(blockTile, extents.size() - 1))
+           << " = " << last << " splits the rows that loop.warp_reduce "
+           << "shares among threads; leave it 0";
+  if (warpReduce.getResolvedThreads() > kMaxThreadsPerBlock)
+    return warpReduce.emitError("threads = ")
+           << warpReduce.getResolvedThreads() << " exceeds the limit of "
+           << kMaxThreadsPerBlock << " threads per block";
+  std::string why = rowReductionUnfit(func, root);
+  if (!why.empty())
+    return warpReduce.emitError("cannot apply to kernel '")
+           << schedule.getKernel() << "': " << why;
+  return success();
+}
+
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   TilingInterface root = scheduledRoot(schedule, func, findKernelRoots(func),
                                        schedule.getResult());
@@ -185,6 +214,8 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   }
   if (!schedule.getBody().getOps<loop::MmaOp>().empty())
     return validateMma(schedule, func, root, blockTile);
+  if (!schedule.getBody().getOps<loop::WarpReduceOp>().empty())
+    return validateWarpReduce(schedule, func, root, blockTile, *maybeExtents);
   if (gpu && !blocks)
     return schedule.emitError("a schedule for GPU target '")
            << schedule.getTarget() << "' must map a loop to blocks";

@@ -22,11 +22,14 @@ func.func private @ew(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attribut
 // -----
 
 // A reduction kernel whose root is elementwise over the reduced rows (the
-// end of a softmax): each thread walks one whole row, 64 rows per block.
+// end of a softmax): one row per block, its 1000 columns shared by 128
+// threads (about four or more each, at most 256), reductions through warp
+// shuffles.
 // CHECK-LABEL: func.func private @rows
 // CHECK: loop.schedule @rows target "sm_90" {
-// CHECK-NEXT: loop.tile [64, 0] mapping [#gpu.block<x>]
-// CHECK-NEXT: loop.tile [1, 0] mapping [#gpu.thread<x>]
+// CHECK-NEXT: %[[T:.*]] = loop.knob "threads" = 128 choices [32, 64, 128, 256, 512, 1024]
+// CHECK-NEXT: loop.tile [1, 0] mapping [#gpu.block<x>]
+// CHECK-NEXT: loop.warp_reduce threads [%[[T]]]
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0, 0)>
 #in = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -49,6 +52,38 @@ func.func private @rows(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attrib
     linalg.yield %y : f32
   } -> tensor<512x1000xf32>
   return %0 : tensor<512x1000xf32>
+}
+
+// -----
+
+// Rows whose reduction is not over f32 (shuffles here move f32) keep the
+// fallback: each thread walks one whole row, 64 rows per block.
+// CHECK-LABEL: func.func private @introws
+// CHECK: loop.schedule @introws target "sm_90" {
+// CHECK-NEXT: loop.tile [64, 0] mapping [#gpu.block<x>]
+// CHECK-NEXT: loop.tile [1, 0] mapping [#gpu.thread<x>]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#in = affine_map<(d0, d1, d2) -> (d0, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @introws(%a: tensor<512x1000xi32>) -> tensor<512x1000xi32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0 : i32
+  %e1 = tensor.empty() : tensor<512x1xi32>
+  %f = linalg.fill ins(%zero : i32) outs(%e1 : tensor<512x1xi32>) -> tensor<512x1xi32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a : tensor<512x1000xi32>) outs(%f : tensor<512x1xi32>) {
+  ^bb0(%x: i32, %acc: i32):
+    %y = arith.addi %acc, %x : i32
+    linalg.yield %y : i32
+  } -> tensor<512x1xi32>
+  %e = tensor.empty() : tensor<512x1000xi32>
+  %0 = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %s : tensor<512x1000xi32>, tensor<512x1xi32>) outs(%e : tensor<512x1000xi32>) {
+  ^bb0(%x: i32, %t: i32, %o: i32):
+    %y = arith.divsi %x, %t : i32
+    linalg.yield %y : i32
+  } -> tensor<512x1000xi32>
+  return %0 : tensor<512x1000xi32>
 }
 
 // -----

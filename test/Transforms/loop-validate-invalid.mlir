@@ -295,3 +295,37 @@ loop.schedule @f32mm target "sm_90" {
   // expected-error @below {{cannot apply to kernel 'f32mm': loop.mma takes a (batched) matmul of f16 kernel arguments into f32, A row-major (m, k) and B (k, n)}}
   loop.mma [32, 32, 32] shape [16, 8, 16]
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @rows(%a: tensor<64x1000xf32>) -> tensor<64x1000xf32> attributes {tessel.kernel = "reduction"} {
+  %e = tensor.empty() : tensor<64x1000xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x1000xf32>) outs(%e : tensor<64x1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x1000xf32>
+  return %0 : tensor<64x1000xf32>
+}
+loop.schedule @rows target "sm_90" {
+  // expected-error @below {{tile size #1 = 500 splits the rows that loop.warp_reduce shares among threads; leave it 0}}
+  loop.tile [1, 500] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.warp_reduce threads [128]
+}
+
+// -----
+
+func.func private @mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %mm : tensor<64x64xf32>
+}
+loop.schedule @mm target "sm_90" {
+  loop.tile [1, 0, 0] mapping [#gpu.block<x>]
+  // expected-error @below {{cannot apply to kernel 'mm': 'linalg.matmul' is not a generic}}
+  loop.warp_reduce threads [128]
+}

@@ -172,6 +172,20 @@ def test_every_contraction_of_an_f16_transformer_layer_runs_on_tensor_cores():
                                rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("op", ["softmax", "layer_norm"])
+def test_row_reductions_share_rows_through_warp_shuffles(op):
+    f16 = np.dtype(np.float16)
+    fn = {"softmax": lambda x: ops.softmax(x, axis=-1),
+          "layer_norm": lambda x, w, b: ops.layer_norm(x, w, b, eps=1e-5)}[op]
+    specs = [tessel.TensorSpec((8192, 8192), f16)] + [tessel.TensorSpec((8192,), f16)] * (op == "layer_norm") * 2
+    kernels = tessel.compile(tessel.trace(fn, *specs), target="cuda:sm_90").kernels
+    # One row per block, 256 threads, partials combined by butterfly shuffles
+    # (layer_norm's weight and bias casts are kernels of their own).
+    [kernel] = [k for k in kernels if k.grid == (8192, 1, 1)]
+    assert kernel.block == (256, 1, 1)
+    assert "shfl.sync.bfly.b32" in kernel.ptx and kernel.ptxas["spill_stores"] == 0
+
+
 FUZZ_GRAPHS = int(os.environ.get("TESSEL_CUDA_FUZZ_GRAPHS", "40"))
 
 

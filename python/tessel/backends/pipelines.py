@@ -83,7 +83,7 @@ def gpu_lower(target: str) -> tuple[str, str]:
     """Mapped loops to launches, outlined kernels, NVVM, PTX."""
     return (
         "gpu",
-        "builtin.module(func.func(gpu-lower-mma),gpu-map-kernels,canonicalize,"
+        "builtin.module(func.func(gpu-lower-mma,gpu-distribute-rows),gpu-map-kernels,canonicalize,"
         "gpu-launch-sink-index-computations,"
         "gpu-kernel-outlining,canonicalize,"
         f"nvvm-attach-target{{chip={target} features={GPU_TARGETS[target]} O=3}},"

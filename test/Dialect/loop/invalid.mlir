@@ -195,3 +195,11 @@ loop.schedule @k target "sm_90" {
   // expected-error @+1 {{sizes must be positive}}
   loop.mma [64, 0, 32] shape [16, 8, 16]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{threads = 48 is not a positive multiple of the warp size 32}}
+  loop.warp_reduce threads [48]
+}

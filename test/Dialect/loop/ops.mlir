@@ -58,3 +58,11 @@ loop.schedule @matmul_kernel result 1 target "sm_90" {
   loop.pipeline stages [%st]
   loop.mma [%wm, 64, 32] shape [16, 8, 16]
 }
+
+// CHECK-LABEL: loop.schedule @matmul_kernel result 2 target "sm_80" {
+// CHECK: loop.warp_reduce threads [%{{.*}}]
+loop.schedule @matmul_kernel result 2 target "sm_80" {
+  %t = loop.knob "threads" = 256 choices [128, 256]
+  loop.tile [1, 0, 0] mapping [#gpu.block<x>]
+  loop.warp_reduce threads [%t]
+}

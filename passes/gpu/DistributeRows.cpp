@@ -1,0 +1,337 @@
+//===- DistributeRows.cpp - loop.warp_reduce: a block's threads share rows ===//
+//
+// A block tile of a row-reduction kernel (softmax, layer_norm) after
+// bufferization is a sequence of ops over one row of C columns: fills and
+// copies of scalars, elementwise ops over the row, reductions of the row to
+// a scalar, and elementwise ops on scalars. They become one thread-mapped
+// scf.forall in which thread t takes columns t, t + T, ...:
+//
+// * a reduction accumulates a per-thread partial from the combiner's
+//   neutral element, then combines partials with butterfly warp shuffles
+//   and, across warps, through a small workgroup buffer; every thread ends
+//   with the row's value in a register;
+// * an elementwise op whose result is a kernel-internal buffer is not
+//   stored: its readers recompute it at their column (each thread reads
+//   only its own columns, so nothing crosses threads but the reductions);
+// * ops that write a result of the kernel store it (scalars by thread 0).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_GPUDISTRIBUTEROWS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+
+namespace {
+
+/// Shape with every extent 1: a scalar of the row.
+bool isScalar(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return llvm::all_of(type.getShape(), [](int64_t d) { return d == 1; });
+}
+
+/// Loops of `op` but the last have extent 1; returns the last's extent.
+std::optional<int64_t> rowExtent(linalg::GenericOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || ShapedType::isDynamicShape(ranges) ||
+      !llvm::all_of(ArrayRef(ranges).drop_back(),
+                    [](int64_t r) { return r == 1; }))
+    return std::nullopt;
+  for (utils::IteratorType it : ArrayRef(op.getIteratorTypesArray()).drop_back())
+    if (it != utils::IteratorType::parallel)
+      return std::nullopt;
+  return ranges.back();
+}
+
+class RowEmitter {
+public:
+  RowEmitter(OpBuilder &b, Location loc, int64_t threads, int64_t columns,
+             Value tid, Value partials)
+      : b(b), loc(loc), threads(threads), columns(columns), tid(tid),
+        partials(partials) {}
+
+  /// Emits `ops` (the block tile, in order); fails on an op it cannot take.
+  LogicalResult emit(ArrayRef<Operation *> ops) {
+    for (Operation *op : ops) {
+      LogicalResult result =
+          llvm::TypeSwitch<Operation *, LogicalResult>(op)
+              .Case<linalg::FillOp>([&](linalg::FillOp fill) -> LogicalResult {
+                Value out = fill.getDpsInits()[0];
+                if (!isScalar(out))
+                  return fill.emitError("loop.warp_reduce: a row fill");
+                scalars[out] = fill.value();
+                return success();
+              })
+              .Case<memref::CopyOp>([&](memref::CopyOp copy) -> LogicalResult {
+                if (!isScalar(copy.getSource()))
+                  return copy.emitError("loop.warp_reduce: a row copy");
+                setScalar(copy.getTarget(),
+                          valueAt(copy.getSource(), zeros(copy.getSource())));
+                return success();
+              })
+              .Case<linalg::GenericOp>(
+                  [&](linalg::GenericOp generic) { return emitGeneric(generic); })
+              .Default([](Operation *op) -> LogicalResult {
+                return op->emitError("loop.warp_reduce cannot distribute ")
+                       << op->getName();
+              });
+      if (failed(result))
+        return failure();
+    }
+    return success();
+  }
+
+private:
+  LogicalResult emitGeneric(linalg::GenericOp op) {
+    std::optional<int64_t> extent = rowExtent(op);
+    if (!extent || op.getNumDpsInits() != 1 ||
+        (*extent != 1 && *extent != columns))
+      return op.emitError("loop.warp_reduce: not an op over the row or a "
+                          "scalar of it");
+    Value out = op.getDpsInits()[0];
+    if (*extent == 1) {
+      setScalar(out, compute(op, index(0), /*reduced=*/Value()));
+      return success();
+    }
+    if (op.getNumReductionLoops() == 0) {
+      if (isInternal(out)) {
+        rowOps[out] = op; // recomputed where it is read
+        return success();
+      }
+      columnLoop([&](Value column) {
+        memref::StoreOp::create(b, loc, compute(op, column, Value()), out,
+                                at(op, op.getDpsInitsMutable()[0], column));
+      });
+      return success();
+    }
+    // A reduction: yield(combine(out, f(ins))).
+    Block &body = op.getRegion().front();
+    Operation *combiner = body.getTerminator()->getOperand(0).getDefiningOp();
+    Value outArg = body.getArguments().back();
+    std::optional<TypedAttr> neutral =
+        combiner ? arith::getNeutralElement(combiner) : std::nullopt;
+    if (!neutral || !llvm::is_contained(combiner->getOperands(), outArg) ||
+        !outArg.getType().isF32())
+      return op.emitError("loop.warp_reduce: the reduction must combine f32 "
+                          "values with an op that has a neutral element");
+    Value partial = arith::ConstantOp::create(b, loc, *neutral);
+    auto loop = scf::ForOp::create(b, loc, tid, index(columns), index(threads),
+                                   ValueRange{partial});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value next = compute(op, loop.getInductionVar(), loop.getRegionIterArgs()[0]);
+      scf::YieldOp::create(b, loc, next);
+    }
+    Value total = allReduce(loop.getResult(0), combiner);
+    Value init = valueAt(out, zeros(out));
+    setScalar(out, combine(combiner, init, total));
+    return success();
+  }
+
+  /// The value of `op`'s body at `column` (index 0 for scalar ops), with
+  /// `reduced` (the partial so far) as its output argument for reductions.
+  Value compute(linalg::GenericOp op, Value column, Value reduced) {
+    Block &body = op.getRegion().front();
+    IRMapping map;
+    for (OpOperand &operand : op->getOpOperands()) {
+      BlockArgument arg = body.getArgument(operand.getOperandNumber());
+      if (op.isDpsInit(&operand) && reduced)
+        map.map(arg, reduced);
+      else if (!arg.use_empty())
+        map.map(arg, valueAt(operand.get(), at(op, operand, column)));
+    }
+    for (Operation &inner : body.without_terminator()) {
+      if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
+        map.map(idx.getResult(),
+                idx.getDim() + 1 == op.getNumLoops() ? column : index(0));
+        continue;
+      }
+      b.clone(inner, map);
+    }
+    return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+  }
+
+  /// `buffer` at `indices`: a scalar in a register, an internal row
+  /// recomputed at its column, or a load.
+  Value valueAt(Value buffer, ValueRange indices) {
+    if (Value v = scalars.lookup(buffer))
+      return v;
+    if (linalg::GenericOp producer = rowOps.lookup(buffer))
+      return compute(producer, indices.back(), Value());
+    return memref::LoadOp::create(b, loc, buffer, indices);
+  }
+
+  /// A scalar's value from now on; stored (by thread 0) when the kernel
+  /// returns it.
+  void setScalar(Value buffer, Value v) {
+    scalars[buffer] = v;
+    if (isInternal(buffer))
+      return;
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                        index(0));
+    auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    memref::StoreOp::create(b, loc, v, buffer, zeros(buffer));
+  }
+
+  /// Combines every thread's `partial`: shuffles within each warp, then the
+  /// warps' results through workgroup memory.
+  Value allReduce(Value partial, Operation *combiner) {
+    for (int32_t offset = loop::kWarpSize / 2; offset > 0; offset /= 2) {
+      auto shuffle = gpu::ShuffleOp::create(b, loc, partial, offset,
+                                            loop::kWarpSize,
+                                            gpu::ShuffleMode::XOR);
+      partial = combine(combiner, partial, shuffle.getShuffleResult());
+    }
+    int64_t warps = threads / loop::kWarpSize;
+    if (warps == 1)
+      return partial;
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    Value lane = affine::makeComposedAffineApply(b, loc, d0 % loop::kWarpSize,
+                                                 {OpFoldResult(tid)});
+    Value warp = affine::makeComposedAffineApply(
+        b, loc, d0.floorDiv(loop::kWarpSize), {OpFoldResult(tid)});
+    // The previous reduction's reads of the buffer are done.
+    gpu::BarrierOp::create(b, loc);
+    Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         lane, index(0));
+    auto ifOp = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      memref::StoreOp::create(b, loc, partial, partials, ValueRange{warp});
+    }
+    gpu::BarrierOp::create(b, loc);
+    Value total = memref::LoadOp::create(b, loc, partials, ValueRange{index(0)});
+    for (int64_t w = 1; w < warps; ++w)
+      total = combine(combiner, total,
+                      memref::LoadOp::create(b, loc, partials,
+                                             ValueRange{index(w)}));
+    return total;
+  }
+
+  /// `combiner` (an op of the reduction's body) applied to `x` and `y`.
+  Value combine(Operation *combiner, Value x, Value y) {
+    OperationState state(loc, combiner->getName());
+    state.addOperands({x, y});
+    state.addTypes(x.getType());
+    state.addAttributes(combiner->getAttrs());
+    return b.create(state)->getResult(0);
+  }
+
+  /// Runs `body` for each of this thread's columns.
+  void columnLoop(function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, tid, index(columns), index(threads));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+
+  /// A buffer of the block tile that no one outside it reads.
+  static bool isInternal(Value buffer) {
+    return buffer.getDefiningOp<memref::AllocOp>();
+  }
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  SmallVector<Value> zeros(Value buffer) {
+    return SmallVector<Value>(cast<MemRefType>(buffer.getType()).getRank(),
+                              index(0));
+  }
+
+  /// The indices `op` accesses `operand` at, at `column` of its last loop
+  /// (its other loops have extent 1).
+  SmallVector<Value> at(linalg::GenericOp op, OpOperand &operand,
+                        Value column) {
+    SmallVector<Value> indices;
+    unsigned last = op.getNumLoops() - 1;
+    for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults()) {
+      auto dim = dyn_cast<AffineDimExpr>(e);
+      indices.push_back(dim && dim.getPosition() == last ? column : index(0));
+    }
+    return indices;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  int64_t threads, columns;
+  Value tid, partials;
+  llvm::DenseMap<Value, Value> scalars;
+  llvm::DenseMap<Value, linalg::GenericOp> rowOps;
+};
+
+/// Distributes the block tile holding `root` over `threads` threads.
+LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
+  auto block = root->getParentOfType<scf::ForallOp>();
+  std::optional<int64_t> columns = rowExtent(root);
+  if (!block || !columns)
+    return root.emitError("loop.warp_reduce: the root is not an op over rows "
+                          "of a block tile");
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.getBody()->without_terminator())
+    if (!isa<memref::SubViewOp, memref::AllocOp, memref::DeallocOp,
+             memref::CollapseShapeOp, memref::ExpandShapeOp, arith::ConstantOp>(
+            op))
+      ops.push_back(&op);
+
+  OpBuilder b(block.getBody()->getTerminator());
+  Location loc = root.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value partials = memref::AllocOp::create(
+      b, loc,
+      MemRefType::get({threads / loop::kWarpSize}, b.getF32Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{},
+      b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+  b.setInsertionPoint(forall.getBody()->getTerminator());
+  if (failed(RowEmitter(b, loc, threads, *columns, forall.getInductionVar(0),
+                        partials)
+                 .emit(ops)))
+    return failure();
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+  // Internal buffers now live in registers.
+  for (auto alloc : llvm::to_vector(block.getBody()->getOps<memref::AllocOp>())) {
+    if (alloc == partials.getDefiningOp())
+      continue;
+    for (Operation *user : llvm::to_vector(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    if (!alloc->use_empty())
+      return alloc.emitError("loop.warp_reduce: a buffer of the row is still "
+                             "used after distribution");
+    alloc.erase();
+  }
+  return success();
+}
+
+struct GpuDistributeRowsPass
+    : tessel::impl::GpuDistributeRowsBase<GpuDistributeRowsPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> roots;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op->hasAttr(loop::kWarpReduceAttrName))
+        roots.push_back(op);
+    });
+    for (linalg::GenericOp root : roots) {
+      int64_t threads =
+          root->getAttrOfType<IntegerAttr>(loop::kWarpReduceAttrName).getInt();
+      if (failed(distribute(root, threads)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,57 @@
+//===- RowReduction.cpp - what loop.warp_reduce accepts -------------------===//
+
+#include "passes/loop/RowReduction.h"
+#include "passes/TileAndFuseRoot.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+using namespace mlir;
+using namespace tessel;
+
+std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
+  std::optional<SmallVector<int64_t>> rootExtents = staticLoopExtents(root);
+  if (!rootExtents || rootExtents->empty())
+    return "the root has dynamic or no loops";
+  int64_t columns = rootExtents->back();
+  std::string why;
+  func.walk([&](linalg::LinalgOp op) {
+    if (isa<linalg::FillOp>(op))
+      return WalkResult::advance();
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      why = ("'" + op->getName().getStringRef() + "' is not a generic").str();
+      return WalkResult::interrupt();
+    }
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    SmallVector<utils::IteratorType> iterators =
+        generic.getIteratorTypesArray();
+    unsigned last = ranges.size() - 1;
+    bool fits = !ranges.empty() &&
+                (ranges.back() == columns || ranges.back() == 1) &&
+                llvm::all_of(ArrayRef(iterators).drop_back(), [](auto it) {
+                  return it == utils::IteratorType::parallel;
+                });
+    // The row is addressed only by the last loop, in the last position.
+    for (AffineMap map : generic.getIndexingMapsArray())
+      for (auto [i, e] : llvm::enumerate(map.getResults()))
+        fits &= !e.isFunctionOfDim(last) ||
+                (i + 1 == map.getNumResults() && isa<AffineDimExpr>(e));
+    if (fits && iterators.back() == utils::IteratorType::reduction) {
+      Block &body = generic.getRegion().front();
+      Operation *combiner =
+          body.getTerminator()->getOperand(0).getDefiningOp();
+      fits = combiner && arith::getNeutralElement(combiner) &&
+             llvm::is_contained(combiner->getOperands(),
+                                body.getArguments().back()) &&
+             body.getArguments().back().getType().isF32();
+    }
+    if (!fits) {
+      why = "an op is not elementwise over rows nor an f32 reduction of "
+            "whole rows";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return why;
+}

@@ -1,0 +1,94 @@
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-distribute-rows),canonicalize,cse)" | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-distribute-rows),gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,nvvm-attach-target{chip=sm_90 features=+ptx80 O=3},gpu.module(convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
+
+// A softmax row as bufferization leaves it (one row per block): 128
+// threads take every 128th column; the max and the sum reduce per thread,
+// then through five xor shuffles and four warps' partials in workgroup
+// memory; exp(x - max) is recomputed where read, never stored; only the
+// result row is stored.
+// CHECK-LABEL: func.func private @softmax
+// CHECK: memref.alloc() : memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.forall (%[[T:.*]]) in (128) {
+// CHECK: %[[MAX:.*]] = scf.for %{{.*}} = %[[T]] to %c1000 step %c128 iter_args(%{{.*}} = %cst{{.*}}) -> (f32) {
+// CHECK: arith.maximumf
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK: memref.store {{.*}} : memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: scf.for {{.*}} -> (f32) {
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: scf.for %{{.*}} = %[[T]] to %c1000 step %c128 {
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: memref.store
+// CHECK: } {mapping = [#gpu.thread<x>]}
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: memref.alloc() {{.*}}1000
+// PTX: shfl.sync.bfly.b32
+// PTX: bar.sync
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#in = affine_map<(d0, d1, d2) -> (d0, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+func.func private @softmax(%x: memref<64x1000xf32>, %y: memref<64x1000xf32>) attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  scf.forall (%r) in (64) {
+    %sx = memref.subview %x[%r, 0] [1, 1000] [1, 1] : memref<64x1000xf32> to memref<1x1000xf32, strided<[1000, 1], offset: ?>>
+    %max = memref.alloc() : memref<1x1xf32>
+    linalg.fill ins(%ninf : f32) outs(%max : memref<1x1xf32>)
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%sx : memref<1x1000xf32, strided<[1000, 1], offset: ?>>) outs(%max : memref<1x1xf32>) {
+    ^bb0(%a: f32, %m: f32):
+      %0 = arith.maximumf %m, %a : f32
+      linalg.yield %0 : f32
+    }
+    %e = memref.alloc() : memref<1x1000xf32>
+    linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%sx, %max : memref<1x1000xf32, strided<[1000, 1], offset: ?>>, memref<1x1xf32>) outs(%e : memref<1x1000xf32>) {
+    ^bb0(%a: f32, %m: f32, %o: f32):
+      %0 = arith.subf %a, %m : f32
+      %1 = math.exp %0 : f32
+      linalg.yield %1 : f32
+    }
+    %sum = memref.alloc() : memref<1x1xf32>
+    linalg.fill ins(%zero : f32) outs(%sum : memref<1x1xf32>)
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%e : memref<1x1000xf32>) outs(%sum : memref<1x1xf32>) {
+    ^bb0(%a: f32, %s: f32):
+      %0 = arith.addf %s, %a : f32
+      linalg.yield %0 : f32
+    }
+    %sy = memref.subview %y[%r, 0] [1, 1000] [1, 1] : memref<64x1000xf32> to memref<1x1000xf32, strided<[1000, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%e, %sum : memref<1x1000xf32>, memref<1x1xf32>) outs(%sy : memref<1x1000xf32, strided<[1000, 1], offset: ?>>)
+        attrs = {tessel.warp_reduce = 128 : i64} {
+    ^bb0(%a: f32, %s: f32, %o: f32):
+      %0 = arith.divf %a, %s : f32
+      linalg.yield %0 : f32
+    }
+    memref.dealloc %e : memref<1x1000xf32>
+    memref.dealloc %max : memref<1x1xf32>
+    memref.dealloc %sum : memref<1x1xf32>
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// An op that is neither over the row nor a scalar of it is an error.
+func.func private @copy(%x: memref<1x64xf32>, %y: memref<1x64xf32>) attributes {tessel.kernel = "reduction"} {
+  scf.forall (%r) in (1) {
+    // expected-error @+1 {{loop.warp_reduce cannot distribute linalg.copy}}
+    linalg.copy ins(%x : memref<1x64xf32>) outs(%y : memref<1x64xf32>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+        outs(%y : memref<1x64xf32>) attrs = {tessel.warp_reduce = 32 : i64} {
+    ^bb0(%o: f32):
+      linalg.yield %o : f32
+    }
+  } {mapping = [#gpu.block<x>]}
+  return
+}
