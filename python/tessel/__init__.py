@@ -56,6 +56,7 @@ __all__ = [
     "parse",
     "run_passes",
     "runtime",
+    "schedules",
     "trace",
     "verify",
 ]
@@ -64,7 +65,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    elif name in ("ops", "runtime"):
+    elif name in ("ops", "runtime", "schedules"):
         value = importlib.import_module(f".{name}", __name__)
     elif name == "load":
         value = importlib.import_module(".runtime", __name__).load

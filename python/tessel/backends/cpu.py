@@ -22,7 +22,7 @@ from mlir import runtime as mlir_runtime
 from .. import ir as tir
 from ..tools import mlir_runtime_library
 from ..errors import UnsupportedError
-from .pipelines import GPU_TARGETS, cpu_stages, run_stages
+from .pipelines import GPU_TARGETS, cpu_stages, run_stages, scheduled_for
 from .signature import TensorSpec, entry_function, signature
 
 __all__ = ["CPUExecutable", "STAGES", "compile_cpu"]
@@ -144,7 +144,10 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     ``schedules`` names a GPU target (``"sm_90"``): kernels are then tiled
     by their ``loop.schedule`` (that target's default where they have none)
     instead of the CPU's own tiling, so a GPU schedule's semantics can be
-    checked against numpy on this machine. ``module`` is not modified.
+    checked against numpy on this machine. A module that is already
+    scheduled (:func:`tessel.schedules.default_schedules`, maybe with other
+    knob values) needs ``schedules`` and runs its own schedules.
+    ``module`` is not modified.
     ``stage_seconds`` on the result records the time of each stage plus the
     JIT.
     """
@@ -158,7 +161,12 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     with work.context:
         func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
 
-    seconds = run_stages(work, cpu_stages(schedules), print_ir_after_all=print_ir_after_all, timing=timing)
+    scheduled = scheduled_for(work, schedules or "cpu")
+    if scheduled and schedules is None:
+        raise UnsupportedError("the CPU pipeline tiles kernels itself; loop.schedule ops for "
+                               "target 'cpu' are not supported yet")
+    seconds = run_stages(work, cpu_stages(schedules, scheduled=scheduled),
+                         print_ir_after_all=print_ir_after_all, timing=timing)
     start = time.perf_counter()
     declared = _declared_functions(work)
     engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)

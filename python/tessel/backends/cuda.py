@@ -31,7 +31,7 @@ from .. import ir as tir
 from ..errors import CompileError, UnsupportedError
 from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo
 from ..tools import ptxas
-from .pipelines import GPU_TARGETS, cuda_stages, run_stages
+from .pipelines import GPU_TARGETS, cuda_stages, run_stages, scheduled_for
 from .signature import DTYPES, TensorSpec, entry_function, signature
 
 __all__ = ["BufferInfo", "CudaArtifact", "KernelInfo", "compile_cuda"]
@@ -278,7 +278,8 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
             run_ptxas = True
         except FileNotFoundError:
             run_ptxas = False
-    seconds = run_stages(work, cuda_stages(target), print_ir_after_all=print_ir_after_all, timing=timing)
+    seconds = run_stages(work, cuda_stages(target, scheduled=scheduled_for(work, target)),
+                         print_ir_after_all=print_ir_after_all, timing=timing)
     start = time.perf_counter()
     with work.context:
         kernels, buffers, constants, steps = _host_program(

@@ -15,8 +15,9 @@ import time
 from mlir import ir
 
 from .. import ir as tir
+from ..errors import UnsupportedError
 
-__all__ = ["GPU_TARGETS", "cpu_stages", "cuda_stages", "run_stages"]
+__all__ = ["GPU_TARGETS", "cpu_stages", "cuda_stages", "run_stages", "scheduled_for"]
 
 Stages = tuple[tuple[str, str], ...]
 
@@ -95,17 +96,34 @@ def gpu_lower(target: str) -> tuple[str, str]:
     )
 
 
-def cpu_stages(schedules: str | None = None) -> Stages:
+def scheduled_for(module: ir.Module, target: str) -> bool:
+    """Whether ``module`` is already scheduled: kernels in linalg with
+    ``loop.schedule`` ops (as :func:`tessel.schedules.default_schedules`
+    gives them), so that compiling starts at the schedule stage. Its
+    schedules must name ``target``."""
+    targets = {ir.StringAttr(op.attributes["target"]).value
+               for op in module.body.operations if op.operation.name == "loop.schedule"}
+    if targets - {target}:
+        raise UnsupportedError(f"the module's schedules are for {', '.join(sorted(targets))}, "
+                               f"not {target}")
+    return bool(targets)
+
+
+def cpu_stages(schedules: str | None = None, *, scheduled: bool = False) -> Stages:
     """The CPU pipeline; with ``schedules`` (a GPU target), kernels are tiled
-    by that target's schedules instead of the CPU's own tiling."""
+    by that target's schedules instead of the CPU's own tiling. A
+    ``scheduled`` module skips the stages that made its schedules."""
     if schedules is None:
         return (GRAPH, CPU_LINALG, BUFFERIZE, CPU_LOWER)
-    return (GRAPH, SCHEDULED_LINALG, schedule(schedules), BUFFERIZE, CPU_LOWER)
+    front = () if scheduled else (GRAPH, SCHEDULED_LINALG)
+    return front + (schedule(schedules), BUFFERIZE, CPU_LOWER)
 
 
-def cuda_stages(target: str) -> Stages:
-    """The pipeline of a GPU target in ``GPU_TARGETS``."""
-    return (GRAPH, SCHEDULED_LINALG, schedule(target), BUFFERIZE, gpu_lower(target))
+def cuda_stages(target: str, *, scheduled: bool = False) -> Stages:
+    """The pipeline of a GPU target in ``GPU_TARGETS``; a ``scheduled``
+    module skips the stages that made its schedules."""
+    front = () if scheduled else (GRAPH, SCHEDULED_LINALG)
+    return front + (schedule(target), BUFFERIZE, gpu_lower(target))
 
 
 def run_stages(module: ir.Module, stages: Stages, *, print_ir_after_all: bool = False,

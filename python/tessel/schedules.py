@@ -1,0 +1,132 @@
+"""Schedules as data: every kernel's ``loop.schedule``, its knobs and their domains.
+
+:func:`default_schedules` gives a module as a GPU target schedules it: the
+kernels in linalg, each with a ``loop.schedule`` op (the target's default).
+Its knobs are points of a search space: :func:`knobs` lists them with their
+legal domains, :func:`with_knobs` sets values, :func:`sample` draws a random
+point that the schedule validator accepts. ``tessel.compile`` and
+``compile_cpu(..., schedules=target)`` take such a module and run its
+schedules as they are.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence, Union
+
+from mlir import ir
+
+from . import ir as tir
+from .backends.pipelines import GPU_TARGETS, GRAPH, SCHEDULED_LINALG, run_stages
+from .errors import CompileError, UnsupportedError
+
+__all__ = ["Knob", "default_schedules", "knobs", "sample", "with_knobs"]
+
+# (kernel, result or None, knob name): a knob's address in a module.
+KnobKey = tuple[str, Optional[int], str]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One tunable value of one schedule."""
+
+    kernel: str
+    result: Optional[int]  # the root's result index; None for the kernel's first root
+    name: str
+    value: int
+    domain: Union[tuple[int, ...], range]  # choices, or range(lower, upper + 1, step)
+
+    @property
+    def key(self) -> KnobKey:
+        return (self.kernel, self.result, self.name)
+
+
+def default_schedules(module: ir.Module, target: str = "sm_90") -> ir.Module:
+    """A copy of graph module ``module`` with its kernels in linalg and the
+    default ``loop.schedule`` of ``target`` (a chip in ``GPU_TARGETS``) for
+    each."""
+    if target not in GPU_TARGETS:
+        raise UnsupportedError(f"unknown GPU target {target!r}; available: {', '.join(GPU_TARGETS)}")
+    work = _copy(module)
+    run_stages(work, (GRAPH, SCHEDULED_LINALG))
+    tir.run_passes(work, f"builtin.module(loop-default-schedule{{target={target}}})")
+    return work
+
+
+def knobs(module: ir.Module) -> list[Knob]:
+    """Every knob of every schedule in ``module``, in order."""
+    found = []
+    for schedule, kernel, result in _schedules(module):
+        for op in schedule.regions[0].blocks[0].operations:
+            if op.operation.name != "loop.knob":
+                continue
+            attrs = op.attributes
+            if "choices" in attrs:
+                domain: Union[tuple[int, ...], range] = tuple(ir.DenseI64ArrayAttr(attrs["choices"]))
+            else:
+                lower, upper, step = (ir.IntegerAttr(attrs[a]).value for a in ("lower", "upper", "step"))
+                domain = range(lower, upper + 1, step)
+            found.append(Knob(kernel, result, ir.StringAttr(attrs["name"]).value,
+                              ir.IntegerAttr(attrs["value"]).value, domain))
+    return found
+
+
+def with_knobs(module: ir.Module, values: Mapping[KnobKey, int]) -> ir.Module:
+    """A copy of ``module`` with the knobs at ``values`` (keyed by
+    :attr:`Knob.key`) set; a value outside its domain is a CompileError
+    from the knob's verifier, a key that names no knob an UnsupportedError."""
+    work = _copy(module)
+    remaining = dict(values)
+    with work.context:
+        for schedule, kernel, result in _schedules(work):
+            for op in schedule.regions[0].blocks[0].operations:
+                if op.operation.name != "loop.knob":
+                    continue
+                key = (kernel, result, ir.StringAttr(op.attributes["name"]).value)
+                if key in remaining:
+                    op.attributes["value"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                remaining.pop(key))
+    if remaining:
+        raise UnsupportedError(f"no knob {sorted(remaining)[0]} in this module")
+    return _copy(work)  # parsing verifies the new values
+
+
+def sample(module: ir.Module, rng: random.Random, *, tries: int = 64) -> ir.Module:
+    """A copy of ``module`` whose knobs, schedule by schedule, are drawn
+    uniformly from their domains until the validator accepts them (a
+    schedule keeps its values after ``tries`` rejected draws)."""
+    current = module
+    by_schedule: dict[tuple[str, Optional[int]], list[Knob]] = {}
+    for knob in knobs(module):
+        by_schedule.setdefault((knob.kernel, knob.result), []).append(knob)
+    for group in by_schedule.values():
+        for _ in range(tries):
+            candidate = with_knobs(current, {k.key: rng.choice(k.domain) for k in group})
+            if _is_legal(candidate):
+                current = candidate
+                break
+    return current if current is not module else _copy(module)
+
+
+def _is_legal(module: ir.Module) -> bool:
+    try:
+        tir.run_passes(_copy(module), "builtin.module(loop-validate)")
+    except CompileError:
+        return False
+    return True
+
+
+def _schedules(module: ir.Module) -> Sequence[tuple[ir.Operation, str, Optional[int]]]:
+    found = []
+    for op in module.body.operations:
+        if op.operation.name == "loop.schedule":
+            kernel = ir.FlatSymbolRefAttr(op.attributes["kernel"]).value
+            result = ir.IntegerAttr(op.attributes["result"]).value if "result" in op.attributes else None
+            found.append((op, kernel, result))
+    return found
+
+
+def _copy(module: ir.Module) -> ir.Module:
+    return tir.parse(module.operation.get_asm(enable_debug_info=True), ctx=module.context,
+                     source_name="<schedules>")

@@ -1,0 +1,108 @@
+"""Schedules as data: knobs, their domains, and randomly sampled legal points.
+
+Every sampled schedule's tiling runs on the CPU against numpy and compiles
+to PTX that ptxas assembles, so the knob space, not just the defaults, is
+checked on machines without a GPU.
+"""
+
+import random
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import ops, schedules
+from tessel.backends.cpu import compile_cpu
+
+F16 = np.dtype(np.float16)
+RNG = np.random.default_rng(0)
+
+
+def _gemm_bias_gelu():
+    args = [RNG.standard_normal(s).astype(np.float16) for s in ((128, 64), (64, 128), (128,))]
+    args[1] *= np.float16(0.1)
+
+    def reference(a, w, b):
+        x = a.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
+        return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+    return lambda a, w, b: ops.gelu(a @ w + b, approximate="tanh"), args, reference
+
+
+def _softmax():
+    x = RNG.standard_normal((16, 512)).astype(np.float16)
+
+    def reference(x):
+        e = np.exp(x.astype(np.float32) - x.astype(np.float32).max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    return lambda x: ops.softmax(x, axis=-1), [x], reference
+
+
+def _layer_norm():
+    x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in ((8, 3, 256), (256,), (256,)))
+
+    def reference(x, w, b):
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w + b
+
+    return lambda x, w, b: ops.layer_norm(x, w, b, eps=1e-5), [x, w, b], reference
+
+
+CASES = {"gemm_bias_gelu": _gemm_bias_gelu, "softmax": _softmax, "layer_norm": _layer_norm}
+
+
+def _scheduled(case):
+    fn, args, reference = CASES[case]()
+    module = tessel.trace(fn, *args, name=case)
+    return schedules.default_schedules(module, "sm_90"), args, reference
+
+
+def test_knobs_list_the_default_tensor_core_schedule_with_domains():
+    scheduled, _, _ = _scheduled("gemm_bias_gelu")
+    found = {k.name: k for k in schedules.knobs(scheduled)}
+    assert set(found) == {"block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "pad"}
+    assert found["stages"].domain == (1, 2, 3, 4, 5) and found["block_m"].value in found["block_m"].domain
+    assert all(k.kernel == "gemm_bias_gelu_kernel0" and k.result is None for k in found.values())
+
+
+def test_with_knobs_sets_values_and_rejects_bad_ones():
+    scheduled, _, _ = _scheduled("gemm_bias_gelu")
+    key = ("gemm_bias_gelu_kernel0", None, "stages")
+    changed = schedules.with_knobs(scheduled, {key: 2})
+    assert {k.name: k.value for k in schedules.knobs(changed)}["stages"] == 2
+    # The original is untouched.
+    assert {k.name: k.value for k in schedules.knobs(scheduled)}["stages"] == 4
+    with pytest.raises(tessel.CompileError, match="knob 'stages' = 9 is outside its domain"):
+        schedules.with_knobs(scheduled, {key: 9})
+    with pytest.raises(tessel.UnsupportedError, match="no knob"):
+        schedules.with_knobs(scheduled, {("gemm_bias_gelu_kernel0", None, "nope"): 1})
+
+
+def test_illegal_combination_is_reported_by_the_validator_with_the_knob():
+    scheduled, _, _ = _scheduled("gemm_bias_gelu")
+    bad = schedules.with_knobs(scheduled, {("gemm_bias_gelu_kernel0", None, "warp_m"): 128})
+    with pytest.raises(tessel.CompileError, match="knob 'block_m' = .* is not a multiple of the warp tile knob 'warp_m'"):
+        tessel.compile(bad, target="cuda:sm_90")
+
+
+def test_schedules_for_one_target_do_not_compile_for_another():
+    scheduled, _, _ = _scheduled("softmax")
+    with pytest.raises(tessel.UnsupportedError, match="schedules are for sm_90, not sm_80"):
+        tessel.compile(scheduled, target="cuda:sm_80")
+    with pytest.raises(tessel.UnsupportedError, match="schedules are for sm_90, not cpu"):
+        tessel.compile(scheduled)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sampled_legal_schedules_match_numpy_on_cpu_and_assemble(case):
+    scheduled, args, reference = _scheduled(case)
+    rng = random.Random(case)
+    want = reference(*args)
+    seen = set()
+    for _ in range(3):
+        point = schedules.sample(scheduled, rng)
+        seen.add(tuple(k.value for k in schedules.knobs(point)))
+        got = compile_cpu(point, schedules="sm_90")(*args)
+        np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=2e-2, atol=2e-2)
+        assert all(k.ptxas["registers"] > 0 for k in tessel.compile(point, target="cuda:sm_90").kernels)
+    assert len(seen) > 1  # the samples differ
