@@ -50,11 +50,11 @@ struct MmaMatch {
   memref::AllocOp accumulator; // the f32 tile when the epilogue consumes it
 };
 
-/// Whether `v` is a static memref with unit inner stride (16-byte copies
-/// and ldmatrix rows need contiguous rows).
+/// Whether `v` is a memref with unit inner stride (16-byte copies and
+/// ldmatrix rows need contiguous rows).
 bool isRowMajor(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || !type.hasStaticShape())
+  if (!type)
     return false;
   SmallVector<int64_t> strides;
   int64_t offset;
@@ -72,7 +72,7 @@ FailureOr<MmaMatch> match(linalg::LinalgOp contraction) {
     return fail("expected a bufferized (batched) matmul of f16 into f32");
   Value acc = contraction.getDpsInits()[0];
   if (!llvm::all_of(contraction->getOperands(), isRowMajor))
-    return fail("operands must be static and row-major");
+    return fail("operands must be row-major");
   MmaMatch m{contraction, *batch, {}, {}, {}};
   Operation *op = contraction;
   Block *block = op->getBlock();
@@ -152,6 +152,14 @@ public:
     fragCol = apply(d0.floorDiv(16) * 8, lane);
     laneRow = apply(d0.floorDiv(4), lane);
     laneCol = apply((d0 % 4) * 2, lane);
+    // A block tile at the edge of M or N has fewer rows or columns than
+    // the schedule's (dynamic sizes); the last K step may be partial.
+    Value a = m.contraction.getDpsInputs()[0], bMat = m.contraction.getDpsInputs()[1];
+    validRows = memref::DimOp::create(b, loc, a, m.batch);
+    validCols = memref::DimOp::create(b, loc, bMat, m.batch + 1);
+    partialRows = cast<MemRefType>(a.getType()).isDynamicDim(m.batch);
+    partialCols = cast<MemRefType>(bMat.getType()).isDynamicDim(m.batch + 1);
+    partialK = c.k % c.bk != 0;
     emitBatches(0);
   }
 
@@ -219,7 +227,7 @@ private:
     return all;
   }
 
-  int64_t steps() const { return c.k / c.bk; }
+  int64_t steps() const { return llvm::divideCeil(c.k, c.bk); }
   int64_t tilesM() const { return c.wm / 16; }
   int64_t tilesN() const { return c.wn / 8; }
 
@@ -265,10 +273,24 @@ private:
 
   /// Starts the copies of K tile `step` of A and B into buffer `stage` and
   /// commits them as one group, which it returns. `elements` (null for all)
-  /// zero-fills.
+  /// zero-fills. Chunks past the tile's rows, columns or K read nothing and
+  /// zero-fill, from a clamped (valid) address; K and N are multiples of 8,
+  /// so a chunk is wholly inside or outside.
   Value copyTile(Value step, Value stage, Value elements) {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     SmallVector<Value> tokens;
+    // Limits a source index to `bound` - `width` (a valid chunk start) and
+    // zero-fills the chunk when the index is not below `bound`.
+    auto mask = [&](Value &srcIndex, Value bound, int64_t width,
+                    Value &count) {
+      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           srcIndex, bound);
+      srcIndex = arith::MinUIOp::create(
+          b, loc, srcIndex, apply(d0 - width, bound));
+      Value fill = arith::SelectOp::create(b, loc, inside,
+                                           index(kCopyElements), index(0));
+      count = count ? arith::MinUIOp::create(b, loc, count, fill) : fill;
+    };
     auto copy = [&](Value src, Value dst, int64_t rows, int64_t cols,
                     bool kRows) {
       int64_t perRow = cols / kCopyElements;
@@ -279,10 +301,15 @@ private:
         // A tiles advance along K in columns, B tiles in rows.
         Value srcRow = kRows ? apply(d0 * c.bk + d1, {step, row}) : row;
         Value srcCol = kRows ? col : apply(d0 * c.bk + d1, {step, col});
+        Value count = elements;
+        if (kRows ? partialK : partialRows)
+          mask(srcRow, kRows ? index(c.k) : validRows, 1, count);
+        if (kRows ? partialCols : partialK)
+          mask(srcCol, kRows ? validCols : index(c.k), kCopyElements, count);
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
             ValueRange{stage, row, col}, src, at({srcRow, srcCol}),
-            b.getIndexAttr(kCopyElements), elements, b.getUnitAttr()));
+            b.getIndexAttr(kCopyElements), count, b.getUnitAttr()));
       }
     };
     copy(m.contraction.getDpsInputs()[0], smA, c.bm, c.bk, /*kRows=*/false);
@@ -342,6 +369,20 @@ private:
             Value column = apply(d0 + d1 + (ni * 8 + col), {warpCol, laneCol});
             Value v = vector::ExtractOp::create(
                 b, loc, accs[mi * tilesN() + ni], ArrayRef<int64_t>{r, col});
+            if (!partialRows && !partialCols) {
+              store(v, row, column);
+              continue;
+            }
+            // Points past a partial tile's edge are not stored.
+            Value inside = arith::AndIOp::create(
+                b, loc,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                      validRows),
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                      column, validCols));
+            auto ifOp = scf::IfOp::create(b, loc, inside, false);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(ifOp.thenBlock());
             store(v, row, column);
           }
   }
@@ -400,6 +441,8 @@ private:
   Value tid, smA, smB;
   Value prologueGroup;
   SmallVector<Value> batchIndices; // of the GEMM being emitted
+  Value validRows, validCols;       // of this block tile
+  bool partialRows, partialCols, partialK;
   // Per-thread coordinates: the warp's tile, ldmatrix row/column offsets,
   // and the lane's accumulator row/column within a 16x8 tile.
   Value warpRow, warpCol, fragRow, fragCol, laneRow, laneCol;
@@ -410,15 +453,17 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   if (failed(matched))
     return failure();
   MmaMatch &m = *matched;
-  auto accType = cast<MemRefType>(contraction.getDpsInits()[0].getType());
   auto aType = cast<MemRefType>(contraction.getDpsInputs()[0].getType());
   auto warp = cast<DenseI64ArrayAttr>(attrs.get("warp")).asArrayRef();
-  int64_t rows = accType.getDimSize(m.batch), cols = accType.getDimSize(m.batch + 1);
-  MmaConfig c{rows,
-              cols,
+  auto block = cast<DenseI64ArrayAttr>(attrs.get("block")).asArrayRef();
+  if (aType.isDynamicDim(m.batch + 1))
+    return contraction.emitError("loop.mma: K must be static");
+  // The tile's own extents, for the checks that need whole tiles.
+  MmaConfig c{block[0],
+              block[1],
               aType.getDimSize(m.batch + 1),
-              rows,
-              cols,
+              block[0],
+              block[1],
               warp[0],
               warp[1],
               cast<IntegerAttr>(attrs.get("k")).getInt(),

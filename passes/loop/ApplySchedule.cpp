@@ -9,6 +9,7 @@
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/loop/MmaConfig.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_LOOPAPPLYSCHEDULES
@@ -66,9 +67,23 @@ LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root) {
     llvm::append_range(promoted, promote.getInputs());
   }
   SmallVector<int64_t> sizes = mma.getResolvedSizes();
+  // The block tile's M and N sizes (untiled: the whole extent); edge tiles
+  // of the forall are smaller.
+  unsigned batch = *mmaBatchLoops(contraction);
+  SmallVector<int64_t> block;
+  for (auto tile : schedule.getBody().getOps<loop::TileOp>())
+    if (tile.getMapping() &&
+        isa<gpu::GPUBlockMappingAttr>((*tile.getMapping())[0]))
+      block = tile.getResolvedSizes();
+  SmallVector<int64_t> ranges = contraction.getStaticLoopRanges();
+  auto blockSize = [&](unsigned loop) {
+    return block.empty() || block[loop] == 0 ? ranges[loop] : block[loop];
+  };
   contraction->setAttr(
       loop::kMmaAttrName,
       b.getDictionaryAttr({
+          b.getNamedAttr("block", b.getDenseI64ArrayAttr(
+                                      {blockSize(batch), blockSize(batch + 1)})),
           b.getNamedAttr("warp", b.getDenseI64ArrayAttr({sizes[0], sizes[1]})),
           b.getNamedAttr("k", b.getI64IntegerAttr(sizes[2])),
           b.getNamedAttr("shape", mma.getShapeAttr()),

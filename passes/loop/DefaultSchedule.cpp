@@ -1,8 +1,8 @@
 //===- DefaultSchedule.cpp - a loop.schedule for every kernel --------------===//
 //
 // A contraction that tensor cores can take (an f16 matmul, maybe batched,
-// maybe with an elementwise epilogue, whose extents the tiles divide) gets
-// a loop.mma schedule. Every other kernel gets blocks over the root's parallel loops,
+// maybe with an elementwise epilogue, K and N multiples of 8) gets a
+// loop.mma schedule; edge tiles are masked. Every other kernel gets blocks over the root's parallel loops,
 // each thread computing one point (or, in reduction kernels whose root is
 // elementwise over the reduced rows, one whole row). A kernel with no loop
 // to distribute gets no schedule and runs in a single thread. The fallback
@@ -117,9 +117,7 @@ struct LoopDefaultSchedulePass
     // stages where they fit; the first that gives every SM a block wins,
     // else the one with the most blocks.
     std::optional<MmaConfig> best;
-    auto blocksOf = [&](const MmaConfig &c) {
-      return (c.m / c.bm) * (c.n / c.bn) * batchBlocks;
-    };
+    auto blocksOf = [&](const MmaConfig &c) { return c.blocks() * batchBlocks; };
     for (int64_t bm : {128, 64, 32})
       for (int64_t bn : {128, 64, 32})
         for (int64_t bk : {32, 16})

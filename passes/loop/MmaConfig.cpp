@@ -50,15 +50,16 @@ std::string MmaConfig::check(StringRef target,
     return msg(BlockM, bm, "is not a multiple of the warp tile " + name(WarpM));
   if (bn % wn)
     return msg(BlockN, bn, "is not a multiple of the warp tile " + name(WarpN));
-  if (m % bm)
-    return msg(BlockM, bm, "does not divide M = " + Twine(m) +
-                               "; loop.mma needs whole tiles");
-  if (n % bn)
-    return msg(BlockN, bn, "does not divide N = " + Twine(n) +
-                               "; loop.mma needs whole tiles");
-  if (k % bk)
-    return msg(BlockK, bk, "does not divide K = " + Twine(k) +
-                               "; loop.mma needs whole tiles");
+  // Edge tiles are masked, but copies move whole 16-byte rows: of A along
+  // K, of B along N.
+  if (k % kCopyElements)
+    return msg(BlockK, bk, "tiles K = " + Twine(k) +
+                               ", which is not a multiple of 8 (16-byte rows "
+                               "of A for cp.async)");
+  if (n % kCopyElements)
+    return msg(BlockN, bn, "tiles N = " + Twine(n) +
+                               ", which is not a multiple of 8 (16-byte rows "
+                               "of B for cp.async)");
   if (threads() > 1024)
     return msg(WarpM, wm, "gives " + Twine(threads()) +
                               " threads per block; the limit is 1024");

@@ -27,6 +27,10 @@ struct MmaConfig {
   int64_t stages, pad;
 
   int64_t warpsN() const { return bn / wn; }
+  /// Blocks of the grid (edge tiles included), per batch index.
+  int64_t blocks() const {
+    return llvm::divideCeil(m, bm) * llvm::divideCeil(n, bn);
+  }
   int64_t threads() const;
   int64_t sharedBytes() const;
   /// The fields a message can name, in the order above.

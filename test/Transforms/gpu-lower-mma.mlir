@@ -40,7 +40,7 @@ func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: me
     %sb = memref.subview %b[0, %j] [256, 64] [1, 1] : memref<256x128xf16> to memref<256x64xf16, strided<[128, 1], offset: ?>>
     %acc = memref.alloc() : memref<64x64xf32>
     linalg.fill ins(%zero : f32) outs(%acc : memref<64x64xf32>)
-    linalg.matmul {tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
         ins(%sa, %sb : memref<64x256xf16, strided<[256, 1], offset: ?>>, memref<256x64xf16, strided<[128, 1], offset: ?>>) outs(%acc : memref<64x64xf32>)
     %sbias = memref.subview %bias[%j] [64] [1] : memref<128xf32> to memref<64xf32, strided<[1], offset: ?>>
     %so = memref.subview %out[%i, %j] [64, 64] [1, 1] : memref<128x128xf32> to memref<64x64xf32, strided<[128, 1], offset: ?>>
@@ -62,7 +62,7 @@ func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: me
 func.func private @transposed(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
   scf.forall (%i, %j) = (0, 0) to (64, 64) step (64, 64) {
     // expected-error @+1 {{loop.mma cannot lower this contraction: expected a bufferized (batched) matmul of f16 into f32}}
-    linalg.matmul {tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
         ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%out : memref<64x64xf32>)
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}
   return
@@ -92,7 +92,7 @@ func.func private @batched(%p: memref<2x4x64x64xf16>, %v: memref<2x4x64x64xf16>,
     %so = memref.subview %out[0, %h, 0, 0] [2, 1, 64, 64] [1, 1, 1, 1] : memref<2x4x64x64xf32> to memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>
     linalg.fill ins(%zero : f32) outs(%so : memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>)
     linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"],
-                    tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+                    tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
         ins(%sp, %sv : memref<2x1x64x64xf16, strided<[16384, 4096, 64, 1], offset: ?>>, memref<2x1x64x64xf16, strided<[16384, 4096, 64, 1], offset: ?>>)
         outs(%so : memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>) {
     ^bb0(%x: f16, %y: f16, %acc: f32):
@@ -123,7 +123,7 @@ func.func private @chain(%a: memref<64x128xf16>, %b: memref<128x64xf16>, %res: m
   scf.forall (%i) in (1) {
     %acc = memref.alloc() : memref<64x64xf32>
     linalg.fill ins(%zero : f32) outs(%acc : memref<64x64xf32>)
-    linalg.matmul {tessel.mma = {k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
         ins(%a, %b : memref<64x128xf16>, memref<128x64xf16>) outs(%acc : memref<64x64xf32>)
     linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
         ins(%acc, %res : memref<64x64xf32>, memref<64x64xf16>) outs(%out : memref<64x64xf16>) {
@@ -139,6 +139,36 @@ func.func private @chain(%a: memref<64x128xf16>, %b: memref<128x64xf16>, %res: m
       linalg.yield %w : f32
     }
     memref.dealloc %acc : memref<64x64xf32>
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// Edge tiles: M = 200 in tiles of 64 leaves a 8-row tile, K = 104 in steps
+// of 32 a partial last step. Copies past the tile's rows or K read nothing
+// and zero-fill, from a clamped address; stores past the rows are skipped.
+// CHECK-LABEL: func.func private @edges
+// CHECK: %[[ROWS:.*]] = affine.min
+// CHECK: scf.forall (%{{.*}}) in (128) {
+// CHECK: arith.cmpi ult, %{{.*}}, %[[ROWS]]
+// CHECK: arith.minui
+// CHECK: arith.select
+// CHECK: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1}
+// CHECK: scf.for {{.*}} to %c4 step
+// CHECK: nvgpu.mma.sync
+// CHECK: scf.if
+// CHECK-NEXT: memref.store
+#min = affine_map<(d0) -> (-d0 + 200, 64)>
+func.func private @edges(%a: memref<200x104xf16>, %b: memref<104x64xf16>, %out: memref<200x64xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) = (0) to (200) step (64) {
+    %rows = affine.min #min(%i)
+    %sa = memref.subview %a[%i, 0] [%rows, 104] [1, 1] : memref<200x104xf16> to memref<?x104xf16, strided<[104, 1], offset: ?>>
+    %so = memref.subview %out[%i, 0] [%rows, 64] [1, 1] : memref<200x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<?x64xf32, strided<[64, 1], offset: ?>>)
+    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+        ins(%sa, %b : memref<?x104xf16, strided<[104, 1], offset: ?>>, memref<104x64xf16>) outs(%so : memref<?x64xf32, strided<[64, 1], offset: ?>>)
   } {mapping = [#gpu.block<x>]}
   return
 }

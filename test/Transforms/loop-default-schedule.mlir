@@ -218,8 +218,8 @@ func.func private @mma(%a: tensor<1024x512xf16>, %b: tensor<512x2048xf16>, %bias
 
 // -----
 
-// Tensor-core tiles must divide the contraction: no tile of 32 or more
-// divides 250, so this matmul falls back to one point per thread.
+// Tensor-core copies move 16-byte rows of B: N = 250 is not a multiple of
+// 8, so this matmul falls back to one point per thread.
 // CHECK-LABEL: func.func private @odd
 // CHECK: loop.schedule @odd target "sm_90" {
 // CHECK-NEXT: loop.tile [1, 250, 0] mapping [#gpu.block<y>, #gpu.block<x>]

@@ -18,8 +18,8 @@ F16 = np.dtype(np.float16)
 RNG = np.random.default_rng(0)
 
 
-def _gemm_bias_gelu():
-    args = [RNG.standard_normal(s).astype(np.float16) for s in ((128, 64), (64, 128), (128,))]
+def _gemm_bias_gelu(m=128, k=64, n=128):
+    args = [RNG.standard_normal(s).astype(np.float16) for s in ((m, k), (k, n), (n,))]
     args[1] *= np.float16(0.1)
 
     def reference(a, w, b):
@@ -48,7 +48,9 @@ def _layer_norm():
     return lambda x, w, b: ops.layer_norm(x, w, b, eps=1e-5), [x, w, b], reference
 
 
-CASES = {"gemm_bias_gelu": _gemm_bias_gelu, "softmax": _softmax, "layer_norm": _layer_norm}
+CASES = {"gemm_bias_gelu": _gemm_bias_gelu, "softmax": _softmax, "layer_norm": _layer_norm,
+         # Edge tiles in M, N and K for most sampled tile sizes.
+         "gemm_edges": lambda: _gemm_bias_gelu(100, 72, 136)}
 
 
 def _scheduled(case):
