@@ -50,6 +50,10 @@ std::string MmaConfig::check(StringRef target,
     return msg(BlockM, bm, "is not a multiple of the warp tile " + name(WarpM));
   if (bn % wn)
     return msg(BlockN, bn, "is not a multiple of the warp tile " + name(WarpN));
+  if (bm > m)
+    return msg(BlockM, bm, "exceeds M = " + Twine(m));
+  if (bn > n)
+    return msg(BlockN, bn, "exceeds N = " + Twine(n));
   // Edge tiles are masked, but copies move whole 16-byte rows: of A along
   // K, of B along N.
   if (k % kCopyElements)
