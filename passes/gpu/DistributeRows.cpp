@@ -326,9 +326,15 @@ struct GpuDistributeRowsPass
         roots.push_back(op);
     });
     for (linalg::GenericOp root : roots) {
-      int64_t threads =
-          root->getAttrOfType<IntegerAttr>(loop::kWarpReduceAttrName).getInt();
-      if (failed(distribute(root, threads)))
+      auto threads = root->getAttrOfType<IntegerAttr>(loop::kWarpReduceAttrName);
+      if (!threads || threads.getInt() < loop::kWarpSize ||
+          threads.getInt() % loop::kWarpSize) {
+        root.emitError("loop.warp_reduce: ")
+            << loop::kWarpReduceAttrName
+            << " must be a positive multiple of the warp size";
+        return signalPassFailure();
+      }
+      if (failed(distribute(root, threads.getInt())))
         return signalPassFailure();
     }
   }

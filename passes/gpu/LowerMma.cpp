@@ -454,25 +454,30 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
     return failure();
   MmaMatch &m = *matched;
   auto aType = cast<MemRefType>(contraction.getDpsInputs()[0].getType());
-  auto warp = cast<DenseI64ArrayAttr>(attrs.get("warp")).asArrayRef();
-  auto block = cast<DenseI64ArrayAttr>(attrs.get("block")).asArrayRef();
-  if (aType.isDynamicDim(m.batch + 1))
-    return contraction.emitError("loop.mma: K must be static");
+  auto accType = cast<MemRefType>(contraction.getDpsInits()[0].getType());
+  if (aType.isDynamicDim(m.batch + 1) ||
+      llvm::any_of(accType.getShape().take_front(m.batch), ShapedType::isDynamic))
+    return contraction.emitError("loop.mma: K and the batch tile must be static");
+  auto pair = dyn_cast_if_present<DenseI64ArrayAttr>(attrs.get("warp"));
+  auto block = dyn_cast_if_present<DenseI64ArrayAttr>(attrs.get("block"));
+  auto integer = [&](StringRef name) {
+    auto attr = dyn_cast_if_present<IntegerAttr>(attrs.get(name));
+    return attr ? attr.getInt() : 0;
+  };
+  auto target = dyn_cast_if_present<StringAttr>(attrs.get("target"));
+  if (!pair || pair.size() != 2 || !block || block.size() != 2 || !target ||
+      !integer("k") || !integer("stages"))
+    return contraction.emitError("loop.mma: malformed ")
+           << loop::kMmaAttrName << " attribute " << attrs;
   // The tile's own extents, for the checks that need whole tiles.
-  MmaConfig c{block[0],
-              block[1],
-              aType.getDimSize(m.batch + 1),
-              block[0],
-              block[1],
-              warp[0],
-              warp[1],
-              cast<IntegerAttr>(attrs.get("k")).getInt(),
-              cast<IntegerAttr>(attrs.get("stages")).getInt(),
-              cast<IntegerAttr>(attrs.get("pad")).getInt()};
+  MmaConfig c{block[0], block[1], aType.getDimSize(m.batch + 1),
+              block[0], block[1], pair[0],
+              pair[1],  integer("k"), integer("stages"),
+              integer("pad")};
   // loop-validate has checked the schedule against the whole kernel; this
   // guards a marked op that did not go through it.
   std::string unfit =
-      c.check(cast<StringAttr>(attrs.get("target")).getValue(),
+      c.check(target.getValue(),
               [](MmaConfig::Field f) { return MmaConfig::knobName(f).str(); });
   if (!unfit.empty())
     return contraction.emitError("loop.mma: ") << unfit;

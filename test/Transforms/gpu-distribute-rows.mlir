@@ -92,3 +92,17 @@ func.func private @copy(%x: memref<1x64xf32>, %y: memref<1x64xf32>) attributes {
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+func.func private @badthreads(%y: memref<1x64xf32>) attributes {tessel.kernel = "reduction"} {
+  scf.forall (%r) in (1) {
+    // expected-error @+1 {{loop.warp_reduce: tessel.warp_reduce must be a positive multiple of the warp size}}
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+        outs(%y : memref<1x64xf32>) attrs = {tessel.warp_reduce = 48 : i64} {
+    ^bb0(%o: f32):
+      linalg.yield %o : f32
+    }
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -172,3 +172,16 @@ func.func private @edges(%a: memref<200x104xf16>, %b: memref<104x64xf16>, %out: 
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// The attribute is loop-apply-schedule's; a malformed one is an error.
+func.func private @malformed(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (1) {
+    linalg.fill ins(%zero : f32) outs(%out : memref<64x64xf32>)
+    // expected-error @+1 {{loop.mma: malformed tessel.mma attribute {k = 32 : i64}}}
+    linalg.matmul {tessel.mma = {k = 32 : i64}} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
+  } {mapping = [#gpu.block<x>]}
+  return
+}
