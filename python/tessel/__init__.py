@@ -32,6 +32,7 @@ _LAZY = {
     "context": "ir",
     "parse": "ir",
     "run_passes": "ir",
+    "to_linalg": "ir",
     "verify": "ir",
     "Tensor": "tracing",
     "trace": "tracing",
@@ -57,6 +58,7 @@ __all__ = [
     "run_passes",
     "runtime",
     "schedules",
+    "to_linalg",
     "trace",
     "verify",
 ]

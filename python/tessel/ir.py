@@ -113,3 +113,14 @@ def run_passes(module: ir.Module, pipeline: str, *, print_ir_after_all: bool = F
         except ir.MLIRError as e:
             raise compile_error(f"pass pipeline {pipeline!r} failed", e) from None
     return module
+
+
+def to_linalg(module: ir.Module) -> ir.Module:
+    """A copy of ``module`` in upstream dialects only: composite graph ops
+    decomposed, every graph op as linalg on tensors (with arith, math,
+    tensor and func), as ``tessel-opt --graph-decompose --graph-to-linalg``
+    prints it, for ``mlir-opt`` or another MLIR compiler. ``module`` is not
+    modified."""
+    copy = parse(module.operation.get_asm(enable_debug_info=True), ctx=module.context,
+                 source_name="<to_linalg>")
+    return run_passes(copy, "builtin.module(graph-decompose,graph-to-linalg,canonicalize,cse)")
