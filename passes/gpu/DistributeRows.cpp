@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/gpu/Buffers.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -306,13 +307,9 @@ LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
   for (auto alloc : llvm::to_vector(block.getBody()->getOps<memref::AllocOp>())) {
     if (alloc == partials.getDefiningOp())
       continue;
-    for (Operation *user : llvm::to_vector(alloc->getUsers()))
-      if (isa<memref::DeallocOp>(user))
-        user->erase();
-    if (!alloc->use_empty())
-      return alloc.emitError("loop.warp_reduce: a buffer of the row is still "
-                             "used after distribution");
-    alloc.erase();
+    if (failed(eraseReplacedBuffer(alloc, "loop.warp_reduce: a buffer of the "
+                                          "row is still used after distribution")))
+      return failure();
   }
   return success();
 }

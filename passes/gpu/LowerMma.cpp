@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/gpu/Buffers.h"
 #include "passes/loop/MmaConfig.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -513,15 +514,10 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   contraction->erase();
   m.fill.erase();
   // Tiles that only the chain read now live in registers.
-  for (memref::AllocOp alloc : tiles) {
-    for (Operation *user : llvm::to_vector(alloc->getUsers()))
-      if (isa<memref::DeallocOp>(user))
-        user->erase();
-    if (!alloc->use_empty())
-      return alloc.emitError("loop.mma: a tile of the epilogue is still used "
-                             "after lowering");
-    alloc.erase();
-  }
+  for (memref::AllocOp alloc : tiles)
+    if (failed(eraseReplacedBuffer(
+            alloc, "loop.mma: a tile of the epilogue is still used after lowering")))
+      return failure();
   return success();
 }
 

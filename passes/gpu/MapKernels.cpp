@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/gpu/Buffers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -161,9 +162,7 @@ LogicalResult privatizeAllocations(gpu::LaunchOp launch) {
   for (memref::AllocOp alloc : allocs) {
     if (!alloc.getType().hasStaticShape())
       return alloc.emitError("a kernel-local buffer has a dynamic shape");
-    for (Operation *user : llvm::to_vector(alloc->getUsers()))
-      if (isa<memref::DeallocOp>(user))
-        rewriter.eraseOp(user);
+    eraseDeallocs(alloc);
     rewriter.setInsertionPoint(alloc);
     rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType(),
                                                   alloc.getAlignmentAttr());
@@ -241,9 +240,7 @@ void placeInSharedMemory(gpu::LaunchOp launch) {
     MemRefType type = alloc.getType();
     Value offset = arith::ConstantIndexOp::create(b, loc, bytes);
     Value view = memref::ViewOp::create(b, loc, type, base, offset, ValueRange{});
-    for (Operation *user : llvm::to_vector(alloc->getUsers()))
-      if (isa<memref::DeallocOp>(user))
-        user->erase();
+    eraseDeallocs(alloc);
     alloc.replaceAllUsesWith(view);
     alloc.erase();
     bytes += llvm::alignTo(

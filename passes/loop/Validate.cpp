@@ -50,6 +50,20 @@ std::string sizeName(loop::TileOp tile, unsigned index) {
                    "tile size");
 }
 
+/// A primitive that distributes the block tile itself (loop.mma,
+/// loop.warp_reduce) needs one block-level tile and no other.
+LogicalResult checkOnlyBlockTile(loop::ScheduleOp schedule, Operation *primitive,
+                                 loop::TileOp blockTile) {
+  if (!blockTile)
+    return primitive->emitError("needs a block-level loop.tile before it");
+  for (auto tile : schedule.getBody().getOps<loop::TileOp>())
+    if (tile != blockTile)
+      return tile.emitError("cannot be combined with ")
+             << primitive->getName()
+             << ", which distributes the block tile itself";
+  return success();
+}
+
 /// Checks loop.mma (with loop.promote and loop.pipeline) against the
 /// kernel's contraction and the target. `blockTile` tiles the root's loops,
 /// which are the contraction's batch, M and N loops (the root is the
@@ -57,12 +71,8 @@ std::string sizeName(loop::TileOp tile, unsigned index) {
 LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
                           TilingInterface root, loop::TileOp blockTile) {
   auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
-  if (!blockTile)
-    return mma.emitError("needs a block-level loop.tile before it");
-  for (auto tile : schedule.getBody().getOps<loop::TileOp>())
-    if (tile != blockTile)
-      return tile.emitError("cannot be combined with loop.mma, which "
-                            "distributes the block tile itself");
+  if (failed(checkOnlyBlockTile(schedule, mma, blockTile)))
+    return failure();
   if (mma.getShape() != ArrayRef<int64_t>{16, 8, 16})
     return mma.emitError("shape [")
            << mma.getShape() << "] is not supported; f16 operands with f32 "
@@ -127,12 +137,8 @@ LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
                                  TilingInterface root, loop::TileOp blockTile,
                                  ArrayRef<int64_t> extents) {
   auto warpReduce = *schedule.getBody().getOps<loop::WarpReduceOp>().begin();
-  if (!blockTile)
-    return warpReduce.emitError("needs a block-level loop.tile before it");
-  for (auto tile : schedule.getBody().getOps<loop::TileOp>())
-    if (tile != blockTile)
-      return tile.emitError("cannot be combined with loop.warp_reduce, which "
-                            "distributes the block tile itself");
+  if (failed(checkOnlyBlockTile(schedule, warpReduce, blockTile)))
+    return failure();
   int64_t last = blockTile.getResolvedSizes().back();
   if (last != 0 && last != extents.back())
     return blockTile.emitError(sizeName(blockTile, extents.size() - 1))
