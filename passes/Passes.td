@@ -118,58 +118,6 @@ def CpuFuseElementwise : Pass<"cpu-fuse-elementwise"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
-def CpuTileAndFuse : Pass<"cpu-tile-and-fuse", "mlir::func::FuncOp"> {
-  let summary = "Tile each kernel's root op with scf.forall and fuse its producers";
-  let description = [{
-    Runs on functions marked `tessel.kernel` (see graph-outline-kernels),
-    after graph-to-linalg. The last linalg op whose result the kernel
-    returns is tiled along its outer parallel dimensions into tiles of about
-    `tile-elements` points (contraction kernels: blocks of `contraction-rows`
-    x `contraction-columns` of the result), and all linalg producers are
-    fused into the tile, so intermediates stay in cache and tiles run in
-    parallel.
-  }];
-  let options = [
-    Option<"tileElements", "tile-elements", "int64_t", /*default=*/"16384",
-           "Points of the root's parallel iteration space per tile">,
-    Option<"contractionRows", "contraction-rows", "int64_t", /*default=*/"128",
-           "Rows of a contraction kernel's result tile">,
-    Option<"contractionColumns", "contraction-columns", "int64_t",
-           /*default=*/"128", "Columns of a contraction kernel's result tile">,
-  ];
-  let dependentDialects = [
-    "mlir::scf::SCFDialect",
-    "mlir::tensor::TensorDialect",
-  ];
-}
-
-def CpuVectorizeMatmul : Pass<"cpu-vectorize-matmul", "mlir::func::FuncOp"> {
-  let summary = "Tile kernel matmuls into register blocks and vectorize them";
-  let description = [{
-    Runs on `tessel.kernel` functions after cpu-tile-and-fuse, on tensors.
-    Every static linalg.matmul is tiled with scf.for, first along its depth
-    into `depth-block` steps (so a block of B stays in L2; the A and B blocks
-    are copied into contiguous tensors, sparing a TLB miss per row), then into
-    register blocks of `register-tile` (rows, columns, depth; each reduced
-    to a divisor of its dimension), and vectorized into vector.contract; the
-    accumulator's transfer_read/transfer_write pair is hoisted out of the
-    depth loop.
-    Lower the result with convert-vector-to-scf and convert-vector-to-llvm
-    (vector-contract-lowering=outerproduct).
-  }];
-  let options = [
-    ListOption<"registerTile", "register-tile", "int64_t",
-               "Rows, columns and depth of a register block">,
-    Option<"depthBlock", "depth-block", "int64_t", /*default=*/"256",
-           "Depth (K) of the cache block walked by the register blocks">,
-  ];
-  let dependentDialects = [
-    "mlir::scf::SCFDialect",
-    "mlir::tensor::TensorDialect",
-    "mlir::vector::VectorDialect",
-  ];
-}
-
 def CpuSerializeInnerForalls : Pass<"cpu-serialize-inner-foralls"> {
   let summary = "Turn scf.forall loops nested in another forall into scf.for";
   let description = [{
@@ -214,19 +162,23 @@ def LinalgSinkReshapes : Pass<"linalg-sink-reshapes", "mlir::func::FuncOp"> {
 def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
   let summary = "Give every kernel without a schedule the target's default one";
   let description = [{
-    Runs after graph-to-linalg. Each `tessel.kernel` function that no
-    `loop.schedule` names gets one for `target`: its root's parallel loops
-    are tiled over blocks and then threads (one thread per point); in
-    kernels built around a reduction the innermost loop of an elementwise
-    root stays whole, so each thread walks whole rows and reductions are
-    never recomputed. A kernel with nothing to distribute gets no schedule
-    (gpu-map-kernels runs it in one thread). This schedule runs every kernel
-    class correctly; faster schedules for contractions and reductions
-    replace it per class.
+    Runs after graph-to-linalg. Each root of a `tessel.kernel` function that
+    no `loop.schedule` names gets one for `target`, with its tunable values
+    as knobs whose domains hold the legal values.
+    GPU targets: tensor cores (loop.mma) for f16 matmuls, rows shared by a
+    block's threads (loop.warp_reduce) for softmax/norm-like kernels, else
+    the root's parallel loops over blocks and then threads (one thread per
+    point; in kernels built around a reduction the innermost loop of an
+    elementwise root stays whole, so reductions are never recomputed). A
+    kernel with nothing to distribute gets no schedule (gpu-map-kernels
+    runs it in one thread).
+    CPU: parallel tiles (tasks of the async runtime) of about 16K points
+    of the root's iteration space, inner loops whole; matmul kernels get
+    blocks of the result and loop.vectorize (cache and register blocks).
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
-           "GPU target the schedules are for (sm_80, sm_90, sm_90a)">,
+           "Target the schedules are for (cpu, sm_80, sm_90, sm_90a)">,
   ];
   let dependentDialects = ["tessel::loop::LoopDialect", "mlir::gpu::GPUDialect"];
 }
@@ -235,9 +187,11 @@ def LoopValidateSchedules : Pass<"loop-validate", "mlir::ModuleOp"> {
   let summary = "Reject schedules that cannot run on their target";
   let description = [{
     Walks each `loop.schedule` against its kernel and the target's limits:
-    one tile size per loop of the kernel's root, a block-level tile before
-    any warp or thread level, at most 1024 threads per block. Errors name
-    the knob or tile, the value and the limit.
+    one tile size per loop of the kernel's root, GPU ids only on GPU
+    targets and `parallel` only on the CPU, a block-level tile before any
+    warp or thread level, at most 1024 threads per block, and the limits of
+    loop.mma, loop.warp_reduce and loop.vectorize. Errors name the knob or
+    tile, the value and the limit.
   }];
 }
 
@@ -247,13 +201,18 @@ def LoopApplySchedules : Pass<"loop-apply-schedule", "mlir::ModuleOp"> {
     For every `loop.schedule`, applies its primitives in order to the
     kernel's root op on tensors: `loop.tile` with a mapping tiles into an
     scf.forall carrying that mapping (#gpu.block, #gpu.warp, #gpu.thread),
-    without one into scf.for loops; every linalg producer is fused into each
-    tile. The schedule op is erased once applied. Run loop-validate first.
+    with `parallel` into an scf.forall without one, otherwise into scf.for
+    loops; every linalg producer is fused into each tile. `loop.vectorize`
+    register-blocks and vectorizes the tile's matmul; loop.mma and
+    loop.warp_reduce mark ops for the GPU passes after bufferization. The
+    schedule op is erased once applied. Run loop-validate first.
   }];
   let dependentDialects = [
+    "mlir::gpu::GPUDialect",
+    "mlir::linalg::LinalgDialect",
     "mlir::scf::SCFDialect",
     "mlir::tensor::TensorDialect",
-    "mlir::gpu::GPUDialect",
+    "mlir::vector::VectorDialect",
   ];
 }
 

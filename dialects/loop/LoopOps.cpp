@@ -163,6 +163,9 @@ LogicalResult TileOp::verify() {
   if (llvm::all_of(getResolvedSizes(), [](int64_t s) { return s == 0; }))
     return emitOpError("tiles no loop: every size is 0");
   std::optional<ArrayAttr> mapping = getMapping();
+  if (mapping && getParallel())
+    return emitOpError("is either mapped to GPU ids or `parallel` on the CPU, "
+                       "not both");
   if (!mapping)
     return success();
   int64_t tiled = llvm::count_if(getStaticSizes(), [](int64_t s) {
@@ -189,7 +192,7 @@ LogicalResult TileOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// PromoteOp, PipelineOp, MmaOp, WarpReduceOp
+// PromoteOp, PipelineOp, MmaOp, WarpReduceOp, VectorizeOp
 //===----------------------------------------------------------------------===//
 
 /// One value per list entry that the op's syntax names.
@@ -246,6 +249,20 @@ LogicalResult WarpReduceOp::verify() {
     return emitOpError("threads = ")
            << threads << " is not a positive multiple of the warp size "
            << kWarpSize;
+  return success();
+}
+
+LogicalResult VectorizeOp::verify() {
+  if (failed(verifyCount(*this, "sizes (rows, columns, depth)",
+                         getStaticSizes(), 3)) ||
+      failed(verifyValues(*this, "size", getDynamicSizes(),
+                          getStaticSizes())) ||
+      failed(verifyCount(*this, "depth value", getStaticDepth(), 1)) ||
+      failed(verifyValues(*this, "depth", getDynamicDepth(),
+                          getStaticDepth())))
+    return failure();
+  if (llvm::is_contained(getResolvedSizes(), 0) || getResolvedDepth() == 0)
+    return emitOpError("sizes and depth must be positive");
   return success();
 }
 

@@ -92,20 +92,26 @@ def Loop_KnobOp : Loop_Op<"knob", [HasParent<"ScheduleOp">,
 }
 
 def Loop_TileOp : Loop_Op<"tile", [HasParent<"ScheduleOp">]> {
-  let summary = "Tiles the kernel's loops, optionally mapped to GPU ids";
+  let summary = "Tiles the kernel's loops, in parallel or in sequence";
   let description = [{
     One size per loop of the kernel's root op, in its iteration order; 0
     leaves a loop untiled. Sizes are constants or knobs. With `mapping`,
     the tiled loops become a parallel `scf.forall` mapped to blocks, warps or
-    threads (one mapping entry per non-zero size); without it they become
-    sequential `scf.for` loops (e.g. the K loop of a matmul).
+    threads (one mapping entry per non-zero size); with `parallel` (CPU
+    schedules), an `scf.forall` whose tiles run as tasks on the host's
+    cores; with neither, sequential `scf.for` loops (e.g. the K loop of a
+    matmul).
+    ```mlir
+    loop.tile [%block_m, %block_n, 0] parallel
+    ```
   }];
   let arguments = (ins Variadic<Index>:$dynamic_sizes,
                        DenseI64ArrayAttr:$static_sizes,
-                       OptionalAttr<DeviceMappingArrayAttr>:$mapping);
+                       OptionalAttr<DeviceMappingArrayAttr>:$mapping,
+                       UnitAttr:$parallel);
   let assemblyFormat = [{
     custom<DynamicIndexList>($dynamic_sizes, $static_sizes)
-    (`mapping` $mapping^)? attr-dict
+    (`mapping` $mapping^)? (`parallel` $parallel^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -116,7 +122,8 @@ def Loop_TileOp : Loop_Op<"tile", [HasParent<"ScheduleOp">]> {
 
 // Tunable values of the primitives below are lists like loop.tile's sizes:
 // constants or loop.knob results.
-class Loop_ValuesOp<string mnemonic> : Loop_Op<mnemonic, [HasParent<"ScheduleOp">]> {
+class Loop_ValuesOp<string mnemonic, list<Trait> traits = []>
+    : Loop_Op<mnemonic, !listconcat([HasParent<"ScheduleOp">], traits)> {
   let hasVerifier = 1;
 }
 
@@ -225,6 +232,38 @@ def Loop_WarpReduceOp : Loop_ValuesOp<"warp_reduce"> {
   let extraClassDeclaration = [{
     int64_t getResolvedThreads() {
       return resolveValues(getDynamicThreads(), getStaticThreads()).front();
+    }
+  }];
+}
+
+def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
+  let summary = "Computes the tile's matmul in vector registers (CPU)";
+  let description = [{
+    For CPU schedules of matmul kernels, after a `loop.tile ... parallel`
+    (or alone, for the whole matmul): the tile's matmul walks K in cache
+    blocks of `depth` (the A and B blocks of a step are first copied into
+    contiguous buffers, sparing a TLB miss per row), and each block in
+    register blocks of `sizes` = (rows, columns, depth), each one
+    `vector.contract` lowered to outer products, whose accumulator stays in
+    registers across the depth loop. Sizes must divide the tile.
+    ```mlir
+    loop.vectorize [%reg_m, %reg_n, %reg_k] depth [%block_k]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_sizes,
+                       DenseI64ArrayAttr:$static_sizes,
+                       Variadic<Index>:$dynamic_depth,
+                       DenseI64ArrayAttr:$static_depth);
+  let assemblyFormat = [{
+    custom<DynamicIndexList>($dynamic_sizes, $static_sizes)
+    `depth` custom<DynamicIndexList>($dynamic_depth, $static_depth) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    llvm::SmallVector<int64_t> getResolvedSizes() {
+      return resolveValues(getDynamicSizes(), getStaticSizes());
+    }
+    int64_t getResolvedDepth() {
+      return resolveValues(getDynamicDepth(), getStaticDepth()).front();
     }
   }];
 }

@@ -2,13 +2,16 @@
 //
 // Each loop.tile of a schedule tiles the kernel's current root (the tiled
 // root of the previous level) and fuses its producers, so the levels nest:
-// blocks, then warps or threads, then sequential loops.
+// blocks, then warps or threads, then sequential loops (on the CPU: parallel
+// tiles). loop.vectorize then vectorizes the tile's matmul; loop.mma and
+// loop.warp_reduce become attributes for the GPU passes after bufferization.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/cpu/VectorizeMatmul.h"
 #include "passes/loop/MmaConfig.h"
 
 namespace tessel {
@@ -97,6 +100,11 @@ LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root) {
 
 struct LoopApplySchedulesPass
     : tessel::impl::LoopApplySchedulesBase<LoopApplySchedulesPass> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    LoopApplySchedulesBase::getDependentDialects(registry);
+    registerVectorizeMatmulInterfaces(registry);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -135,7 +143,8 @@ struct LoopApplySchedulesPass
           mapping = llvm::to_vector(*tile.getMapping());
         FailureOr<TilingInterface> tiled =
             tileAndFuseRoot(rewriter, root, sizes,
-                            /*sequential=*/mapping.empty(), mapping, returned);
+                            /*sequential=*/mapping.empty() && !tile.getParallel(),
+                            mapping, returned);
         if (failed(tiled)) {
           InFlightDiagnostic diag = tile.emitError("could not tile the root");
           diag.attachNote(root->getLoc()) << "root: " << root->getName();
@@ -143,6 +152,18 @@ struct LoopApplySchedulesPass
         }
         root = *tiled;
         collectYieldedOps(root, returned);
+      }
+      for (auto vectorize : schedule.getBody().getOps<loop::VectorizeOp>()) {
+        auto matmul = dyn_cast_if_present<linalg::MatmulOp>(
+            findTiledContraction(root).getOperation());
+        if (!matmul) {
+          vectorize.emitError("needs exactly one matmul in the tile");
+          return signalPassFailure();
+        }
+        if (failed(vectorizeMatmul(rewriter, matmul,
+                                   vectorize.getResolvedDepth(),
+                                   vectorize.getResolvedSizes())))
+          return signalPassFailure();
       }
       if (!schedule.getBody().getOps<loop::MmaOp>().empty() &&
           failed(markMma(schedule, root)))

@@ -1,19 +1,26 @@
 //===- DefaultSchedule.cpp - a loop.schedule for every kernel --------------===//
 //
-// A contraction that tensor cores can take (an f16 matmul, maybe batched,
-// maybe with an elementwise epilogue, K and N multiples of 8) gets a
-// loop.mma schedule; edge tiles are masked. Every other kernel gets blocks over the root's parallel loops,
-// each thread computing one point (or, in reduction kernels whose root is
-// elementwise over the reduced rows, one whole row). A kernel with no loop
-// to distribute gets no schedule and runs in a single thread. The fallback
-// is correct for every kernel class, and slow for contractions and
-// reductions.
+// GPU targets: a contraction that tensor cores can take (an f16 matmul,
+// maybe batched, maybe with an elementwise epilogue, K and N multiples of
+// 8) gets a loop.mma schedule; edge tiles are masked. Row reductions get
+// loop.warp_reduce. Every other kernel gets blocks over the root's parallel
+// loops, each thread computing one point (or, in reduction kernels whose
+// root is elementwise over the reduced rows, one whole row). A kernel with
+// no loop to distribute gets no schedule and runs in a single thread. The
+// fallback is correct for every kernel class, and slow for contractions.
+//
+// CPU: parallel tiles of about 16K points of the root (inner loops whole,
+// so a softmax tile holds whole rows and its reductions are fused), and
+// for matmul kernels blocks of the result plus loop.vectorize. Knob domains
+// hold only values that divide what they tile where vectorization needs
+// static tiles.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/cpu/VectorizeMatmul.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
 
@@ -45,6 +52,47 @@ int64_t multiprocessors(StringRef target) {
   return target == "sm_80" ? 108 : 132;
 }
 
+/// CPU tiles hold about this many points of the root's parallel loops: a
+/// softmax tile of whole rows then stays in L2 between its passes.
+constexpr int64_t kCpuTilePoints = 16384;
+
+/// The divisors of `extent` in [lo, hi] (`extent` alone when there are
+/// none), so that every tile of a loop has the same static size.
+SmallVector<int64_t> divisorsBetween(int64_t extent, int64_t lo, int64_t hi) {
+  SmallVector<int64_t> found;
+  for (int64_t d = std::min(lo, extent); d <= std::min(hi, extent); ++d)
+    if (extent % d == 0)
+      found.push_back(d);
+  if (found.empty())
+    found.push_back(extent);
+  return found;
+}
+
+/// `candidates` that divide `extent` (1 always does).
+SmallVector<int64_t> dividing(ArrayRef<int64_t> candidates, int64_t extent) {
+  return llvm::filter_to_vector(
+      candidates, [&](int64_t c) { return extent % c == 0; });
+}
+
+/// Powers of two below `extent`, and `extent` itself.
+SmallVector<int64_t> powersOfTwoUpTo(int64_t extent) {
+  SmallVector<int64_t> found;
+  for (int64_t p = 1; p < extent; p *= 2)
+    found.push_back(p);
+  found.push_back(extent);
+  return found;
+}
+
+/// The largest of `choices` (ascending) that is at most `preferred` and
+/// divides `tile`, else the smallest choice.
+int64_t pick(ArrayRef<int64_t> choices, int64_t preferred, int64_t tile = 0) {
+  int64_t best = choices.front();
+  for (int64_t c : choices)
+    if (c <= preferred && (tile == 0 || tile % c == 0))
+      best = c;
+  return best;
+}
+
 /// Block tiles divide their loop so that every block has the same static
 /// thread count (thread ids are mapped statically).
 int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
@@ -60,9 +108,8 @@ struct LoopDefaultSchedulePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!llvm::is_contained(loop::ScheduleOp::getKnownTargets(), target) ||
-        target == "cpu") {
-      module.emitError("loop-default-schedule: unknown GPU target '")
+    if (!llvm::is_contained(loop::ScheduleOp::getKnownTargets(), target)) {
+      module.emitError("loop-default-schedule: unknown target '")
           << target << "'";
       return signalPassFailure();
     }
@@ -98,6 +145,107 @@ struct LoopDefaultSchedulePass
         sb.getStringAttr(target));
     sb.setInsertionPointToEnd(sb.createBlock(&schedule.getBody()));
     return schedule;
+  }
+
+  /// A knob of the schedule being built at `sb`'s insertion point.
+  Value knob(OpBuilder &sb, Location loc, StringRef name, int64_t value,
+             ArrayRef<int64_t> choices) {
+    return loop::KnobOp::create(sb, loc, sb.getIndexType(),
+                                sb.getStringAttr(name),
+                                sb.getI64IntegerAttr(value),
+                                sb.getDenseI64ArrayAttr(choices), IntegerAttr(),
+                                IntegerAttr(), IntegerAttr());
+  }
+
+  /// The CPU schedule of `root`: parallel tiles, plus loop.vectorize for a
+  /// matmul kernel. A root small enough to be one tile gets none (unless it
+  /// is a matmul, which is vectorized whole).
+  void addCpuSchedule(func::FuncOp func, TilingInterface root,
+                      ArrayRef<int64_t> extents, StringAttr kind,
+                      std::optional<unsigned> result) {
+    OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
+    Location loc = func.getLoc();
+    SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
+    SmallVector<int64_t> parallel;
+    for (auto [d, it] : llvm::enumerate(iterators))
+      if (it == utils::IteratorType::parallel)
+        parallel.push_back(d);
+    SmallVector<Value> knobs;
+    SmallVector<int64_t> sizes(extents.size(), 0);
+    if (linalg::MatmulOp matmul = findVectorizableMatmul(func, root)) {
+      // Blocks of the result whose rows of A and columns of B stay in
+      // cache; K in blocks that stay in L2; 8x16 register blocks (16 AVX2
+      // accumulators) unrolled 8 deep, the fastest of the blocks tried on
+      // 1024^3 (4x16, 8x8, 2x32, 4x32, 8x32, 16x16).
+      SmallVector<int64_t> mnk = matmul.getStaticLoopRanges();
+      SmallVector<int64_t> bmChoices = divisorsBetween(mnk[0], 8, 512);
+      SmallVector<int64_t> bnChoices = divisorsBetween(mnk[1], 8, 512);
+      SmallVector<int64_t> bkChoices = divisorsBetween(mnk[2], 16, 1024);
+      int64_t bm = pick(bmChoices, 128), bn = pick(bnChoices, 128),
+              bk = pick(bkChoices, 256);
+      SmallVector<int64_t> rmChoices = dividing({1, 2, 4, 6, 8, 12, 16}, mnk[0]);
+      SmallVector<int64_t> rnChoices =
+          dividing({1, 2, 4, 8, 16, 24, 32, 48, 64}, mnk[1]);
+      SmallVector<int64_t> rkChoices = dividing({1, 2, 4, 8, 16}, mnk[2]);
+      createSchedule(sb, func, result);
+      Value vbm = knob(sb, loc, "block_m", bm, bmChoices);
+      Value vbn = knob(sb, loc, "block_n", bn, bnChoices);
+      Value vbk = knob(sb, loc, "block_k", bk, bkChoices);
+      Value vrm = knob(sb, loc, "reg_m", pick(rmChoices, 8, bm), rmChoices);
+      Value vrn = knob(sb, loc, "reg_n", pick(rnChoices, 16, bn), rnChoices);
+      Value vrk = knob(sb, loc, "reg_k", pick(rkChoices, 8, bk), rkChoices);
+      sizes[0] = sizes[1] = ShapedType::kDynamic;
+      loop::TileOp::create(sb, loc, ValueRange{vbm, vbn},
+                           sb.getDenseI64ArrayAttr(sizes), ArrayAttr(),
+                           sb.getUnitAttr());
+      loop::VectorizeOp::create(
+          sb, loc, ValueRange{vrm, vrn, vrk},
+          sb.getDenseI64ArrayAttr({ShapedType::kDynamic, ShapedType::kDynamic,
+                                   ShapedType::kDynamic}),
+          ValueRange{vbk}, sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+      return;
+    }
+    if (kind && kind.getValue() == "contraction" && parallel.size() >= 2) {
+      // Other contractions (batched, convolutions): blocks of the last two
+      // parallel loops, outer ones one index per tile.
+      for (int64_t d : ArrayRef(parallel).drop_back(2))
+        sizes[d] = 1;
+      createSchedule(sb, func, result);
+      SmallVector<Value> blocks;
+      const char *names[] = {"block_m", "block_n"};
+      for (auto [d, name] : llvm::zip(ArrayRef(parallel).take_back(2), names)) {
+        SmallVector<int64_t> choices = powersOfTwoUpTo(extents[d]);
+        blocks.push_back(knob(sb, loc, name, pick(choices, 128), choices));
+        sizes[d] = ShapedType::kDynamic;
+      }
+      loop::TileOp::create(sb, loc, blocks, sb.getDenseI64ArrayAttr(sizes),
+                           ArrayAttr(), sb.getUnitAttr());
+      return;
+    }
+    // Tiles of about kCpuTilePoints: inner loops whole, the first that
+    // overflows split (its tile size is the knob), outer ones by 1.
+    int64_t volume = 1;
+    std::optional<int64_t> split;
+    for (int64_t d : llvm::reverse(parallel)) {
+      if (split) {
+        sizes[d] = 1;
+      } else if (volume * extents[d] > kCpuTilePoints) {
+        split = d;
+        sizes[d] = ShapedType::kDynamic;
+      } else {
+        volume *= extents[d];
+      }
+    }
+    if (!split)
+      return;
+    createSchedule(sb, func, result);
+    SmallVector<int64_t> choices = powersOfTwoUpTo(extents[*split]);
+    Value tile = knob(sb, loc, ("tile_" + Twine(*split)).str(),
+                      pick(choices, std::max<int64_t>(1, kCpuTilePoints / volume)),
+                      choices);
+    loop::TileOp::create(sb, loc, ValueRange{tile},
+                         sb.getDenseI64ArrayAttr(sizes), ArrayAttr(),
+                         sb.getUnitAttr());
   }
 
   /// The tensor-core schedule of `root`, when its kernel is a contraction
@@ -137,20 +285,17 @@ struct LoopDefaultSchedulePass
     OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
     createSchedule(sb, func, result);
     Location loc = func.getLoc();
-    auto knob = [&](MmaConfig::Field field, int64_t value,
-                    ArrayRef<int64_t> choices) -> Value {
-      return loop::KnobOp::create(
-          sb, loc, sb.getIndexType(), sb.getStringAttr(MmaConfig::knobName(field)),
-          sb.getI64IntegerAttr(value), sb.getDenseI64ArrayAttr(choices),
-          IntegerAttr(), IntegerAttr(), IntegerAttr());
+    auto mmaKnob = [&](MmaConfig::Field field, int64_t value,
+                       ArrayRef<int64_t> choices) {
+      return knob(sb, loc, MmaConfig::knobName(field), value, choices);
     };
-    Value bm = knob(MmaConfig::BlockM, best->bm, {32, 64, 128, 256});
-    Value bn = knob(MmaConfig::BlockN, best->bn, {32, 64, 128, 256});
-    Value bk = knob(MmaConfig::BlockK, best->bk, {16, 32, 64});
-    Value wm = knob(MmaConfig::WarpM, best->wm, {16, 32, 64, 128});
-    Value wn = knob(MmaConfig::WarpN, best->wn, {16, 32, 64, 128});
-    Value stages = knob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
-    Value pad = knob(MmaConfig::Pad, best->pad, {0, 8, 16});
+    Value bm = mmaKnob(MmaConfig::BlockM, best->bm, {32, 64, 128, 256});
+    Value bn = mmaKnob(MmaConfig::BlockN, best->bn, {32, 64, 128, 256});
+    Value bk = mmaKnob(MmaConfig::BlockK, best->bk, {16, 32, 64});
+    Value wm = mmaKnob(MmaConfig::WarpM, best->wm, {16, 32, 64, 128});
+    Value wn = mmaKnob(MmaConfig::WarpN, best->wn, {16, 32, 64, 128});
+    Value stages = mmaKnob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
+    Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, 8, 16});
     SmallVector<int64_t> blockSizes(root.getLoopIteratorTypes().size(), 0);
     blockSizes[batch] = blockSizes[batch + 1] = ShapedType::kDynamic;
     SmallVector<Attribute> mapping;
@@ -198,11 +343,8 @@ struct LoopDefaultSchedulePass
     OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
     createSchedule(sb, func, result);
     Location loc = func.getLoc();
-    Value knob = loop::KnobOp::create(
-        sb, loc, sb.getIndexType(), sb.getStringAttr("threads"),
-        sb.getI64IntegerAttr(threads),
-        sb.getDenseI64ArrayAttr({32, 64, 128, 256, 512, 1024}), IntegerAttr(),
-        IntegerAttr(), IntegerAttr());
+    Value threadsKnob =
+        knob(sb, loc, "threads", threads, {32, 64, 128, 256, 512, 1024});
     SmallVector<int64_t> blockSizes(extents.size(), 1);
     blockSizes.back() = 0;
     SmallVector<Attribute> mapping;
@@ -213,7 +355,7 @@ struct LoopDefaultSchedulePass
     loop::TileOp::create(sb, loc, ValueRange{},
                          sb.getDenseI64ArrayAttr(blockSizes),
                          sb.getArrayAttr(mapping));
-    loop::WarpReduceOp::create(sb, loc, ValueRange{knob},
+    loop::WarpReduceOp::create(sb, loc, ValueRange{threadsKnob},
                                sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
     return true;
   }
@@ -225,9 +367,13 @@ struct LoopDefaultSchedulePass
     MLIRContext *ctx = &getContext();
     std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
     if (!maybeExtents)
-      return root->emitError("GPU schedules need static shapes; this "
+      return root->emitError("schedules need static shapes; this "
                              "kernel's root has a dynamic loop");
     SmallVector<int64_t> extents = *maybeExtents;
+    if (target == "cpu") {
+      addCpuSchedule(func, root, extents, kind, result);
+      return success();
+    }
     if (kind && kind.getValue() == "contraction" &&
         addMmaSchedule(func, root, result))
       return success();

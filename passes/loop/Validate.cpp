@@ -9,6 +9,7 @@
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/cpu/VectorizeMatmul.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
 
@@ -155,6 +156,63 @@ LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
   return success();
 }
 
+/// Checks loop.vectorize: a matmul kernel, at most one `parallel` tile,
+/// tiles that divide the matmul (vectorization needs static shapes) and
+/// register blocks that divide the tiles.
+LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
+                                TilingInterface root) {
+  auto vectorize = *schedule.getBody().getOps<loop::VectorizeOp>().begin();
+  linalg::MatmulOp matmul = findVectorizableMatmul(func, root);
+  if (!matmul)
+    return vectorize.emitError("cannot apply to kernel '")
+           << schedule.getKernel()
+           << "': it takes the kernel's only matmul, of static shape, as its "
+           << "root or read at the identity by an elementwise root";
+  SmallVector<int64_t> mnk = matmul.getStaticLoopRanges();
+  SmallVector<int64_t> tile = mnk;
+  const char *what[] = {"rows", "columns", "depth"};
+  loop::TileOp parallelTile;
+  for (auto t : schedule.getBody().getOps<loop::TileOp>()) {
+    if (!t.getParallel() || parallelTile)
+      return t.emitError("cannot be combined with loop.vectorize, which "
+                         "takes the tile of one `parallel` loop.tile");
+    parallelTile = t;
+  }
+  if (parallelTile) {
+    SmallVector<int64_t> sizes = parallelTile.getResolvedSizes();
+    if (sizes.size() > 2 && sizes[2] != 0)
+      return parallelTile.emitError(sizeName(parallelTile, 2))
+             << " = " << sizes[2] << " tiles the matmul's K loop; "
+             << "loop.vectorize walks K itself (its depth)";
+    for (unsigned i : {0u, 1u}) {
+      if (sizes[i] == 0)
+        continue;
+      if (mnk[i] % sizes[i])
+        return parallelTile.emitError(sizeName(parallelTile, i))
+               << " = " << sizes[i] << " does not divide the matmul's "
+               << mnk[i] << " " << what[i]
+               << "; loop.vectorize needs tiles of one static size";
+      tile[i] = sizes[i];
+    }
+  }
+  int64_t depth = vectorize.getResolvedDepth();
+  if (mnk[2] % depth)
+    return vectorize.emitError(valueName(vectorize.getDynamicDepth(),
+                                         vectorize.getStaticDepth(), 0,
+                                         "depth"))
+           << " = " << depth << " does not divide the matmul's depth "
+           << mnk[2];
+  tile[2] = depth;
+  for (auto [i, size] : llvm::enumerate(vectorize.getResolvedSizes()))
+    if (tile[i] % size)
+      return vectorize.emitError(valueName(vectorize.getDynamicSizes(),
+                                           vectorize.getStaticSizes(), i,
+                                           "loop.vectorize size"))
+             << " = " << size << " does not divide the tile's " << tile[i]
+             << " " << what[i];
+  return success();
+}
+
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   TilingInterface root = scheduledRoot(schedule, func, findKernelRoots(func),
                                        schedule.getResult());
@@ -177,6 +235,12 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
              << sizes.size() << " sizes but the kernel's root has "
              << extents.size() << " loops";
     std::optional<ArrayAttr> mapping = tile.getMapping();
+    if (gpu && tile.getParallel())
+      return tile.emitError("is `parallel`, which is for CPU schedules; "
+                            "GPU schedules map loops with `mapping`");
+    if (!gpu && mapping)
+      return tile.emitError("maps loops to GPU ids, but the target is 'cpu'; "
+                            "CPU schedules tile in parallel with `parallel`");
     bool isBlock = mapping && isa<gpu::GPUBlockMappingAttr>((*mapping)[0]);
     if (mapping && !isBlock && !blocks)
       return tile.emitError("maps loops to ")
@@ -218,6 +282,16 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
     if (isBlock)
       blockTile = tile;
   }
+  for (Operation &op : schedule.getBody().getOps()) {
+    bool gpuOnly = isa<loop::MmaOp, loop::PromoteOp, loop::PipelineOp,
+                       loop::WarpReduceOp>(op);
+    if (gpuOnly != gpu && (gpuOnly || isa<loop::VectorizeOp>(op)))
+      return op.emitError("is for ")
+             << (gpuOnly ? "GPU targets" : "the CPU") << ", not target '"
+             << schedule.getTarget() << "'";
+  }
+  if (!schedule.getBody().getOps<loop::VectorizeOp>().empty())
+    return validateVectorize(schedule, func, root);
   if (!schedule.getBody().getOps<loop::MmaOp>().empty())
     return validateMma(schedule, func, root, blockTile);
   if (!schedule.getBody().getOps<loop::WarpReduceOp>().empty())

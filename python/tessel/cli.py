@@ -5,6 +5,11 @@ artifact: inputs are the arrays of ``in.npz`` in the artifact's argument
 order (``arg0``, ``arg1``, ... or numpy's ``arr_0``, ...), results go to
 ``out.npz`` as ``out0``, ``out1``, ... ``--dry`` checks everything without a
 GPU. Needs only numpy and cuda-bindings.
+
+``tessel tune MODEL --target cpu --trials N --db tune.db [--plot curve.png]``
+tunes the schedule of every kernel of MODEL (graph-dialect ``.mlir`` or
+``.onnx``) and records the measurements in the tuning database, which
+``tessel.compile(..., tuning_db=...)`` then uses.
 """
 
 from __future__ import annotations
@@ -38,7 +43,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--out", required=True, help=".npz to write the results to")
     run.add_argument("--device", type=int, default=0, help="CUDA device ordinal")
     run.add_argument("--dry", action="store_true", help="check everything, launch nothing (no GPU needed)")
+    tune = commands.add_parser("tune", help="tune the kernels' schedules of a model")
+    tune.add_argument("model", help="a graph-dialect .mlir file or an .onnx model")
+    tune.add_argument("--target", default="cpu", help="what to tune for (cpu)")
+    tune.add_argument("--trials", type=int, default=64, help="measurements per kernel schedule")
+    tune.add_argument("--db", required=True, help="the tuning database (SQLite; created if missing)")
+    tune.add_argument("--plot", help="write best-so-far curves to this PNG")
+    tune.add_argument("--search", default="model", choices=("model", "evolution", "random"),
+                      help="cost-model-guided (default), evolutionary only, or random search")
+    tune.add_argument("--seed", type=int, default=0, help="seed of the search")
     args = parser.parse_args(argv)
+    if args.command == "tune":
+        return _tune(args)
 
     from . import runtime
 
@@ -52,6 +68,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     np.savez(args.out, **{f"out{i}": r for i, r in enumerate(results)})
     print(f"ran {executable.artifact.entry} ({len(executable.artifact.kernels)} kernels) on "
           f"{executable.driver.device_name}; wrote {len(results)} results to {args.out}")
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from . import from_onnx, parse
+    from .tuning import print_progress, tune
+
+    try:
+        if args.model.endswith(".onnx"):
+            module = from_onnx(args.model)
+        else:
+            with open(args.model, encoding="utf-8") as f:
+                module = parse(f.read(), source_name=args.model)
+        target = args.target.removeprefix("cuda:")
+        summaries = tune(module, target=target, trials=args.trials, db=args.db, plot=args.plot,
+                         search=args.search, seed=args.seed, progress=print_progress)
+    except (TesselError, OSError, ValueError) as e:
+        print(f"tessel tune: {e}", file=sys.stderr)
+        return 1
+    print(f"{'kernel':<28} {'default ms':>11} {'best ms':>9} {'speed-up':>9} {'trials':>7} {'failed':>7}")
+    for s in summaries:
+        if s.error is not None:
+            print(f"{s.name:<28} {s.error}")
+            continue
+        print(f"{s.name:<28} {s.default_seconds * 1e3:>11.3f} {s.best_seconds * 1e3:>9.3f} "
+              f"{s.speedup:>8.2f}x {s.trials:>7} {s.failures:>7}")
+    print(f"recorded in {args.db}; tessel.compile(module, target={args.target!r}, tuning_db={args.db!r}) "
+          "uses the best schedules" + (f"; curves in {args.plot}" if args.plot else ""))
     return 0
 
 

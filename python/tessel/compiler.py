@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from mlir import ir
 
 from .backends.cpu import CPUExecutable, compile_cpu
@@ -15,18 +17,40 @@ TARGETS = ("cpu",) + tuple(f"cuda:{chip}" for chip in GPU_TARGETS)
 
 
 def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
-            print_ir_after_all: bool = False, timing: bool = False) -> CPUExecutable | CudaArtifact:
+            tuning_db: str | os.PathLike[str] | None = None, print_ir_after_all: bool = False,
+            timing: bool = False) -> CPUExecutable | CudaArtifact:
     """Compiles ``module``'s entry function for ``target``.
 
     ``"cpu"`` gives an executable to call here; ``"cuda:sm_90"`` (or another
     chip in ``TARGETS``) a :class:`CudaArtifact` of PTX and a manifest, which
-    ``save()`` writes for the CUDA runtime. ``print_ir_after_all`` prints the
-    IR after every pass and ``timing`` the time of every pass, to stderr, for
-    debugging a compile.
+    ``save()`` writes for the CUDA runtime. With ``tuning_db`` (a database
+    that ``tessel.tuning.tune`` wrote), each kernel runs the best schedule
+    measured for it on this device, and its default schedule where there is
+    none; the result's ``tuning`` maps each schedule (``kernel`` or
+    ``kernel#result``) to ``"database"`` or ``"default"``.
+    ``print_ir_after_all`` prints the IR after every pass and ``timing`` the
+    time of every pass, to stderr, for debugging a compile.
     """
-    if target == "cpu":
-        return compile_cpu(module, entry=entry, print_ir_after_all=print_ir_after_all, timing=timing)
-    if target in TARGETS:
-        return compile_cuda(module, target.split(":", 1)[1], entry=entry,
-                            print_ir_after_all=print_ir_after_all, timing=timing)
-    raise UnsupportedError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
+    if target != "cpu" and target not in TARGETS:
+        raise UnsupportedError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
+    chip = target.split(":", 1)[-1]
+    tuning: dict[str, str] = {}
+    if tuning_db is not None:
+        module, tuning = _tuned(module, chip, tuning_db)
+    options = dict(entry=entry, print_ir_after_all=print_ir_after_all, timing=timing)
+    compiled = (compile_cpu(module, **options) if target == "cpu"
+                else compile_cuda(module, chip, **options))
+    compiled.tuning = tuning
+    return compiled
+
+
+def _tuned(module: ir.Module, chip: str, path: str | os.PathLike[str]) -> tuple[ir.Module, dict[str, str]]:
+    """``module`` scheduled for ``chip``, with the database's best schedules."""
+    from .schedules import default_schedules
+    from .tuning import TuningDatabase, apply_records, device_key
+
+    scheduled = default_schedules(module, chip)
+    with TuningDatabase(path, readonly=True) as db:
+        tuned, used = apply_records(scheduled, db, device_key(chip))
+    return tuned, {kernel if result is None else f"{kernel}#{result}": "default" if record is None else "database"
+                   for (kernel, result), record in used.items()}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-__all__ = ["Diagnostic", "TesselError", "CompileError", "UnsupportedError", "RuntimeError"]
+__all__ = ["Diagnostic", "TesselError", "CompileError", "UnsupportedError", "RuntimeError",
+           "TuningDatabaseError"]
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,9 @@ class RuntimeError(TesselError):  # noqa: A001 - tessel.RuntimeError, as the iss
     """Loading or running an artifact failed: a CUDA error (named, with the
     kernel it concerns), a missing driver or GPU, or arguments that do not
     match the artifact's signature."""
+
+
+class TuningDatabaseError(TesselError):
+    """A tuning database cannot be used: the file is missing, not SQLite,
+    corrupted, another program's database or of a newer schema version.
+    The message names the file and what is wrong with it."""

@@ -1,12 +1,13 @@
 """Schedules as data: every kernel's ``loop.schedule``, its knobs and their domains.
 
-:func:`default_schedules` gives a module as a GPU target schedules it: the
-kernels in linalg, each with a ``loop.schedule`` op (the target's default).
+:func:`default_schedules` gives a module as a target (the CPU or a GPU)
+schedules it: the kernels in linalg, each with a ``loop.schedule`` op (the
+target's default).
 Its knobs are points of a search space: :func:`knobs` lists them with their
 legal domains, :func:`with_knobs` sets values, :func:`sample` draws a random
-point that the schedule validator accepts. ``tessel.compile`` and
-``compile_cpu(..., schedules=target)`` take such a module and run its
-schedules as they are.
+point that the schedule validator accepts. ``tessel.compile`` (and, for a
+GPU target's schedules, ``compile_cpu(..., schedules=target)``) take such a
+module and run its schedules as they are.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Mapping, Optional, Sequence, Union
 from mlir import ir
 
 from . import ir as tir
-from .backends.pipelines import GPU_TARGETS, GRAPH, SCHEDULED_LINALG, run_stages
+from .backends.pipelines import GPU_TARGETS, GRAPH, LINALG, run_stages
 from .errors import CompileError, UnsupportedError
 
 __all__ = ["Knob", "default_schedules", "knobs", "sample", "with_knobs"]
@@ -44,12 +45,12 @@ class Knob:
 
 def default_schedules(module: ir.Module, target: str = "sm_90") -> ir.Module:
     """A copy of graph module ``module`` with its kernels in linalg and the
-    default ``loop.schedule`` of ``target`` (a chip in ``GPU_TARGETS``) for
-    each."""
-    if target not in GPU_TARGETS:
-        raise UnsupportedError(f"unknown GPU target {target!r}; available: {', '.join(GPU_TARGETS)}")
+    default ``loop.schedule`` of ``target`` (``"cpu"`` or a chip in
+    ``GPU_TARGETS``) for each."""
+    if target != "cpu" and target not in GPU_TARGETS:
+        raise UnsupportedError(f"unknown target {target!r}; available: cpu, {', '.join(GPU_TARGETS)}")
     work = _copy(module)
-    run_stages(work, (GRAPH, SCHEDULED_LINALG))
+    run_stages(work, (GRAPH, LINALG))
     tir.run_passes(work, f"builtin.module(loop-default-schedule{{target={target}}})")
     return work
 

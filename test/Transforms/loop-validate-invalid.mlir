@@ -331,3 +331,132 @@ loop.schedule @mm target "sm_90" {
   // expected-error @below {{cannot apply to kernel 'mm': 'linalg.matmul' is not a generic}}
   loop.warp_reduce threads [128]
 }
+
+// -----
+
+// CPU schedules: `parallel` tiles only, loop.vectorize tiles that divide
+// the matmul, register blocks that divide the tiles.
+func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tensor<96x80xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96x80xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<96x64xf32>, tensor<64x80xf32>) outs(%acc : tensor<96x80xf32>) -> tensor<96x80xf32>
+  return %mm : tensor<96x80xf32>
+}
+loop.schedule @cpu_mm target "cpu" {
+  // expected-error @below {{maps loops to GPU ids, but the target is 'cpu'; CPU schedules tile in parallel with `parallel`}}
+  loop.tile [32, 16, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+}
+
+// -----
+
+func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tensor<96x80xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96x80xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<96x64xf32>, tensor<64x80xf32>) outs(%acc : tensor<96x80xf32>) -> tensor<96x80xf32>
+  return %mm : tensor<96x80xf32>
+}
+loop.schedule @cpu_mm target "sm_90" {
+  // expected-error @below {{is `parallel`, which is for CPU schedules; GPU schedules map loops with `mapping`}}
+  loop.tile [32, 16, 0] parallel
+}
+
+// -----
+
+func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tensor<96x80xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96x80xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<96x64xf32>, tensor<64x80xf32>) outs(%acc : tensor<96x80xf32>) -> tensor<96x80xf32>
+  return %mm : tensor<96x80xf32>
+}
+loop.schedule @cpu_mm target "cpu" {
+  %bm = loop.knob "block_m" = 64 choices [32, 64]
+  // expected-error @below {{knob 'block_m' = 64 does not divide the matmul's 96 rows; loop.vectorize needs tiles of one static size}}
+  loop.tile [%bm, 16, 0] parallel
+  loop.vectorize [8, 16, 8] depth [32]
+}
+
+// -----
+
+func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tensor<96x80xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96x80xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<96x64xf32>, tensor<64x80xf32>) outs(%acc : tensor<96x80xf32>) -> tensor<96x80xf32>
+  return %mm : tensor<96x80xf32>
+}
+loop.schedule @cpu_mm target "cpu" {
+  %rn = loop.knob "reg_n" = 32 choices [16, 32]
+  loop.tile [32, 16, 0] parallel
+  // expected-error @below {{knob 'reg_n' = 32 does not divide the tile's 16 columns}}
+  loop.vectorize [8, %rn, 8] depth [32]
+}
+
+// -----
+
+func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tensor<96x80xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96x80xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<96x64xf32>, tensor<64x80xf32>) outs(%acc : tensor<96x80xf32>) -> tensor<96x80xf32>
+  return %mm : tensor<96x80xf32>
+}
+loop.schedule @cpu_mm target "cpu" {
+  // expected-error @below {{depth #0 = 48 does not divide the matmul's depth 64}}
+  loop.vectorize [8, 16, 8] depth [48]
+}
+
+// -----
+
+func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tensor<96x80xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96x80xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<96x64xf32>, tensor<64x80xf32>) outs(%acc : tensor<96x80xf32>) -> tensor<96x80xf32>
+  return %mm : tensor<96x80xf32>
+}
+loop.schedule @cpu_mm target "sm_90" {
+  loop.tile [32, 16, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  // expected-error @below {{is for the CPU, not target 'sm_90'}}
+  loop.vectorize [8, 16, 8] depth [32]
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @cpu_ew(%a: tensor<64x1000xf32>) -> tensor<64x1000xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x1000xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x1000xf32>) outs(%e : tensor<64x1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x1000xf32>
+  return %0 : tensor<64x1000xf32>
+}
+loop.schedule @cpu_ew target "cpu" {
+  loop.tile [4, 0] parallel
+  // expected-error @below {{cannot apply to kernel 'cpu_ew': it takes the kernel's only matmul, of static shape, as its root or read at the identity by an elementwise root}}
+  loop.vectorize [8, 16, 8] depth [32]
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @cpu_ew(%a: tensor<64x1000xf32>) -> tensor<64x1000xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x1000xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x1000xf32>) outs(%e : tensor<64x1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x1000xf32>
+  return %0 : tensor<64x1000xf32>
+}
+loop.schedule @cpu_ew target "cpu" {
+  loop.tile [1, 0] parallel
+  // expected-error @below {{is for GPU targets, not target 'cpu'}}
+  loop.warp_reduce threads [128]
+}

@@ -210,7 +210,7 @@ def test_unknown_gpu_target_is_a_clear_error():
     module = tessel.trace(lambda x: -x, _randn(4))
     with pytest.raises(tessel.UnsupportedError, match="unknown target 'cuda:sm_75'.*cuda:sm_90"):
         tessel.compile(module, target="cuda:sm_75")
-    with pytest.raises(tessel.UnsupportedError, match="unknown GPU target 'sm_75'"):
+    with pytest.raises(tessel.UnsupportedError, match="unknown target 'sm_75' for schedules; available: cpu, sm_80"):
         compile_cpu(module, schedules="sm_75")
 
 

@@ -29,8 +29,8 @@ def _gemm_bias_gelu(m=128, k=64, n=128):
     return lambda a, w, b: ops.gelu(a @ w + b, approximate="tanh"), args, reference
 
 
-def _softmax():
-    x = RNG.standard_normal((16, 512)).astype(np.float16)
+def _softmax(rows=16):
+    x = RNG.standard_normal((rows, 512)).astype(np.float16)
 
     def reference(x):
         e = np.exp(x.astype(np.float32) - x.astype(np.float32).max(-1, keepdims=True))
@@ -39,8 +39,8 @@ def _softmax():
     return lambda x: ops.softmax(x, axis=-1), [x], reference
 
 
-def _layer_norm():
-    x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in ((8, 3, 256), (256,), (256,)))
+def _layer_norm(batch=8):
+    x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in ((batch, 3, 256), (256,), (256,)))
 
     def reference(x, w, b):
         return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w + b
@@ -108,3 +108,59 @@ def test_sampled_legal_schedules_match_numpy_on_cpu_and_assemble(case):
         np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=2e-2, atol=2e-2)
         assert all(k.ptxas["registers"] > 0 for k in tessel.compile(point, target="cuda:sm_90").kernels)
     assert len(seen) > 1  # the samples differ
+
+
+# CPU schedules: every kernel class gets one with knobs, and sampled legal
+# points (tiles, K blocks, register blocks) still compute the same thing.
+# Shapes are over one default tile (16K points), which leaves smaller
+# kernels whole.
+CPU_CASES = {
+    "matmul_epilogue": lambda: _f32(_gemm_bias_gelu(96, 80, 120)),
+    "softmax": lambda: _f32(_softmax(rows=96)),
+    "layer_norm": lambda: _layer_norm(batch=40),
+    "batched_matmul": lambda: (lambda a, b: a @ b,
+                               [RNG.standard_normal(s).astype(np.float32) for s in ((4, 24, 16), (4, 16, 40))],
+                               np.matmul),
+}
+
+
+def _f32(case):
+    fn, args, reference = case
+    return fn, [a.astype(np.float32) for a in args], reference
+
+
+def test_cpu_default_schedules_have_knobs_with_legal_defaults():
+    fn, args, _ = CPU_CASES["matmul_epilogue"]()
+    scheduled = schedules.default_schedules(tessel.trace(fn, *args), "cpu")
+    found = {k.name: k for k in schedules.knobs(scheduled)}
+    assert set(found) == {"block_m", "block_n", "block_k", "reg_m", "reg_n", "reg_k"}
+    # Block sizes divide the matmul (96 x 120, K 80), so tiles are static.
+    assert all(96 % v == 0 for v in found["block_m"].domain)
+    assert all(120 % v == 0 for v in found["block_n"].domain)
+    assert all(80 % v == 0 for v in found["block_k"].domain)
+    assert all(k.value in k.domain for k in found.values())
+    assert "parallel" in str(scheduled) and "loop.vectorize" in str(scheduled)
+
+
+def test_cpu_register_block_that_does_not_divide_the_tile_is_rejected_with_its_knob():
+    fn, args, _ = CPU_CASES["matmul_epilogue"]()
+    scheduled = schedules.default_schedules(tessel.trace(fn, *args, name="mm"), "cpu")
+    values = {k.name: k for k in schedules.knobs(scheduled)}
+    bad = schedules.with_knobs(scheduled, {values["block_m"].key: 32, values["reg_m"].key: 6})
+    with pytest.raises(tessel.CompileError, match="knob 'reg_m' = 6 does not divide the tile's 32 rows"):
+        tessel.compile(bad)
+
+
+@pytest.mark.parametrize("case", sorted(CPU_CASES))
+def test_sampled_cpu_schedules_match_numpy(case):
+    fn, args, reference = CPU_CASES[case]()
+    scheduled = schedules.default_schedules(tessel.trace(fn, *args, name=case), "cpu")
+    assert schedules.knobs(scheduled)
+    rng = random.Random(case)
+    want = reference(*args)
+    seen = set()
+    for _ in range(3):
+        point = schedules.sample(scheduled, rng)
+        seen.add(tuple(k.value for k in schedules.knobs(point)))
+        np.testing.assert_allclose(tessel.compile(point)(*args), want, rtol=2e-3, atol=2e-3)
+    assert len(seen) > 1

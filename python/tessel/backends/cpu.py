@@ -1,8 +1,8 @@
 """CPU backend: graph -> kernels of linalg -> tiled, vectorized, bufferized code -> LLVM JIT.
 
 ``STAGES`` (from :mod:`.pipelines`) is the whole pipeline: graph passes and kernel outlining; lowering
-to linalg with each kernel tiled (scf.forall), fused and its matmuls
-vectorized; bufferization with a generated host program that reuses
+to linalg; each kernel's ``loop.schedule`` (the CPU's default unless given)
+tiles it (scf.forall), fuses it and vectorizes its matmul; bufferization with a generated host program that reuses
 buffers; then the tiles become async-runtime tasks and everything lowers to
 LLVM for the ExecutionEngine. docs/architecture.md lists the passes.
 """
@@ -95,6 +95,8 @@ class CPUExecutable:
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.stage_seconds = dict(stage_seconds)
+        # Where each schedule came from when compiled with a tuning database.
+        self.tuning: dict[str, str] = {}
 
     def __del__(self) -> None:
         engine = getattr(self, "_engine", None)
@@ -134,26 +136,26 @@ class CPUExecutable:
 
 
 def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int = 2,
-                schedules: str | None = None, print_ir_after_all: bool = False,
+                schedules: str = "cpu", print_ir_after_all: bool = False,
                 timing: bool = False) -> CPUExecutable:
     """Compiles the entry function of a graph module for this CPU.
 
     ``opt_level`` is LLVM's; 2 rather than 3 because O3's unrolling of the
     vectorized matmul loops made the JIT ~7x slower and the kernels slower
     too (256x256x1024: 0.5 s and 4.6 ms at O2, 3.3 s and 7.5 ms at O3).
-    ``schedules`` names a GPU target (``"sm_90"``): kernels are then tiled
-    by their ``loop.schedule`` (that target's default where they have none)
-    instead of the CPU's own tiling, so a GPU schedule's semantics can be
-    checked against numpy on this machine. A module that is already
+    Kernels are tiled by their ``loop.schedule`` ops, the default schedules
+    of target ``schedules`` where they have none: the CPU's own (``"cpu"``),
+    or a GPU target's (``"sm_90"``), so that a GPU schedule's semantics can
+    be checked against numpy on this machine. A module that is already
     scheduled (:func:`tessel.schedules.default_schedules`, maybe with other
-    knob values) needs ``schedules`` and runs its own schedules.
+    knob values) runs its own schedules, which must be for ``schedules``.
     ``module`` is not modified.
     ``stage_seconds`` on the result records the time of each stage plus the
     JIT.
     """
-    if schedules is not None and schedules not in GPU_TARGETS:
+    if schedules != "cpu" and schedules not in GPU_TARGETS:
         raise UnsupportedError(
-            f"unknown GPU target {schedules!r} for schedules; available: {', '.join(GPU_TARGETS)}")
+            f"unknown target {schedules!r} for schedules; available: cpu, {', '.join(GPU_TARGETS)}")
     text = module.operation.get_asm(enable_debug_info=True)
     work = tir.parse(text, ctx=module.context, source_name="<compile>")
     func = entry_function(work, entry)
@@ -161,10 +163,7 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     with work.context:
         func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
 
-    scheduled = scheduled_for(work, schedules or "cpu")
-    if scheduled and schedules is None:
-        raise UnsupportedError("the CPU pipeline tiles kernels itself; loop.schedule ops for "
-                               "target 'cpu' are not supported yet")
+    scheduled = scheduled_for(work, schedules)
     seconds = run_stages(work, cpu_stages(schedules, scheduled=scheduled),
                          print_ir_after_all=print_ir_after_all, timing=timing)
     start = time.perf_counter()

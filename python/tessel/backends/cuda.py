@@ -53,6 +53,8 @@ class CudaArtifact:
         self.constants = dict(constants)
         self.steps = tuple(steps)
         self.stage_seconds = dict(stage_seconds)
+        # Where each schedule came from when compiled with a tuning database.
+        self.tuning: dict[str, str] = {}
 
     def manifest(self) -> dict[str, Any]:
         """The manifest as JSON-ready data (file names relative to the artifact)."""

@@ -2,9 +2,9 @@
 
 A stage is ``(name, pipeline)``; backends time each stage and any stage can
 be replayed with ``tessel-opt --pass-pipeline='<pipeline>'``. Targets share
-the graph and bufferization stages; GPU targets schedule kernels through the
-``loop`` dialect, and the CPU can run those same schedules
-(:func:`cpu_stages` with a GPU target) to check their semantics here.
+the graph, linalg, schedule and bufferization stages: every target's kernels
+are tiled by ``loop.schedule`` ops, and the CPU can also run a GPU target's
+schedules (:func:`cpu_stages` with a GPU target) to check their semantics.
 """
 
 from __future__ import annotations
@@ -30,17 +30,7 @@ GRAPH = (
     "func.func(graph-form-fusion-groups),graph-outline-kernels)",
 )
 
-CPU_LINALG = (
-    "graph-to-linalg",
-    "builtin.module(graph-to-linalg,canonicalize,cse,"
-    "func.func(cpu-fuse-elementwise),canonicalize,"
-    # 8x16 accumulators are 16 AVX2 registers; the fastest of the
-    # register blocks tried on 1024^3 (4x16, 8x8, 2x32, 4x32, 8x32, 16x16).
-    "func.func(cpu-tile-and-fuse,cpu-vectorize-matmul{register-tile=8,16,8}),canonicalize,cse,"
-    "host-dedupe-kernel-results)",
-)
-
-SCHEDULED_LINALG = (
+LINALG = (
     "graph-to-linalg",
     "builtin.module(graph-to-linalg,canonicalize,cse,"
     "func.func(cpu-fuse-elementwise,linalg-sink-reshapes),canonicalize,"
@@ -109,20 +99,19 @@ def scheduled_for(module: ir.Module, target: str) -> bool:
     return bool(targets)
 
 
-def cpu_stages(schedules: str | None = None, *, scheduled: bool = False) -> Stages:
-    """The CPU pipeline; with ``schedules`` (a GPU target), kernels are tiled
-    by that target's schedules instead of the CPU's own tiling. A
-    ``scheduled`` module skips the stages that made its schedules."""
-    if schedules is None:
-        return (GRAPH, CPU_LINALG, BUFFERIZE, CPU_LOWER)
-    front = () if scheduled else (GRAPH, SCHEDULED_LINALG)
+def cpu_stages(schedules: str = "cpu", *, scheduled: bool = False) -> Stages:
+    """The CPU pipeline. Kernels are tiled by their ``loop.schedule`` ops:
+    the CPU's own (``schedules="cpu"``), or a GPU target's, whose semantics
+    this checks on the CPU. A ``scheduled`` module skips the stages that
+    made its schedules."""
+    front = () if scheduled else (GRAPH, LINALG)
     return front + (schedule(schedules), BUFFERIZE, CPU_LOWER)
 
 
 def cuda_stages(target: str, *, scheduled: bool = False) -> Stages:
     """The pipeline of a GPU target in ``GPU_TARGETS``; a ``scheduled``
     module skips the stages that made its schedules."""
-    front = () if scheduled else (GRAPH, SCHEDULED_LINALG)
+    front = () if scheduled else (GRAPH, LINALG)
     return front + (schedule(target), BUFFERIZE, gpu_lower(target))
 
 

@@ -870,16 +870,16 @@ def trace_graphs(graphs: Sequence[Graph], name: str = "fuzz") -> ir.Module:
     return trace(fn, *(a for g in graphs for a in g.arrays()), name=name)
 
 
-def run(graphs: Sequence[Graph], schedules: Optional[str] = None) -> list[list[np.ndarray]]:
+def run(graphs: Sequence[Graph], schedules: str = "cpu") -> list[list[np.ndarray]]:
     """Compiles ``graphs`` as one module for the CPU and runs it; the outputs of each graph.
 
-    With ``schedules`` (a GPU target such as ``"sm_90"``) the kernels run
-    under that target's default schedules instead of the CPU's tiling, and
-    the module must also compile for that GPU (every kernel assembled by
-    ptxas when it is installed).
+    With ``schedules`` a GPU target such as ``"sm_90"``, the kernels run
+    under that target's default schedules instead of the CPU's, and the
+    module must also compile for that GPU (every kernel assembled by ptxas
+    when it is installed).
     """
     module = trace_graphs(graphs)
-    if schedules is not None:
+    if schedules != "cpu":
         compile_module(module, target=f"cuda:{schedules}")
     executable = compile_cpu(module, schedules=schedules)
     results = executable(*(a for g in graphs for a in g.arrays()))
@@ -894,7 +894,7 @@ def run(graphs: Sequence[Graph], schedules: Optional[str] = None) -> list[list[n
 Outcome = Union[list[np.ndarray], str]  # a graph's outputs, or why there are none
 
 
-def run_seeds(seeds: Sequence[int], schedules: Optional[str] = None) -> dict[int, Outcome]:
+def run_seeds(seeds: Sequence[int], schedules: str = "cpu") -> dict[int, Outcome]:
     """Runs the graphs of ``seeds`` as one module; if that fails, each alone to find the culprits."""
     graphs = [random_graph(seed) for seed in seeds]
     try:
@@ -910,7 +910,7 @@ def run_seeds(seeds: Sequence[int], schedules: Optional[str] = None) -> dict[int
 
 
 def run_isolated(batches: Sequence[Sequence[int]], workers: int, per_process: int = 4,
-                 timeout: float = 300, schedules: Optional[str] = None) -> dict[int, Outcome]:
+                 timeout: float = 300, schedules: str = "cpu") -> dict[int, Outcome]:
     """:func:`run_seeds` on each batch, in ``workers`` parallel processes of ``per_process`` batches each.
 
     A compiler crash or hang then fails only the graphs involved (each
@@ -923,8 +923,8 @@ def run_isolated(batches: Sequence[Sequence[int]], workers: int, per_process: in
 
 
 def _run_process(batches: list[Sequence[int]], timeout: float,
-                 schedules: Optional[str]) -> dict[int, Outcome]:
-    command = [sys.executable, "-m", __name__, schedules or "cpu",
+                 schedules: str) -> dict[int, Outcome]:
+    command = [sys.executable, "-m", __name__, schedules,
                *(",".join(map(str, batch)) for batch in batches)]
     try:
         done = subprocess.run(command, capture_output=True, timeout=timeout)
@@ -986,7 +986,6 @@ def report(graph: Graph, problem: str) -> str:
 
 
 if __name__ == "__main__":  # a worker of run_isolated: "cpu" or a GPU target, then batches "seed,seed,..."
-    target = None if sys.argv[1] == "cpu" else sys.argv[1]
     for argument in sys.argv[2:]:
-        pickle.dump(run_seeds([int(seed) for seed in argument.split(",")], target), sys.stdout.buffer)
+        pickle.dump(run_seeds([int(seed) for seed in argument.split(",")], sys.argv[1]), sys.stdout.buffer)
         sys.stdout.buffer.flush()

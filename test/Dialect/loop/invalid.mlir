@@ -203,3 +203,27 @@ loop.schedule @k target "sm_90" {
   // expected-error @+1 {{threads = 48 is not a positive multiple of the warp size 32}}
   loop.warp_reduce threads [48]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  // expected-error @+1 {{is either mapped to GPU ids or `parallel` on the CPU, not both}}
+  loop.tile [4, 0] mapping [#gpu.block<x>] parallel
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  // expected-error @+1 {{needs 3 sizes (rows, columns, depth), got 2}}
+  loop.vectorize [8, 16] depth [64]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  // expected-error @+1 {{sizes and depth must be positive}}
+  loop.vectorize [8, 16, 8] depth [0]
+}

@@ -1,0 +1,32 @@
+"""Tuning: measured schedules kept in a database and reused by compiles.
+
+* :class:`TuningDatabase`, :class:`Record` - measured schedules in an SQLite file
+* :func:`kernel_keys`, :func:`device_key` - what records are keyed by
+* :func:`apply_records` - a scheduled module with the best known schedules
+* :func:`tune` - the search (:mod:`.search`), measuring through a runner (:mod:`.runners`)
+  and ranking candidates with a learned cost model (:mod:`.cost_model`)
+"""
+
+from ..errors import TuningDatabaseError
+from .database import Record, TuningDatabase
+from .keys import apply_records, device_key, kernel_keys
+from .runners import LocalCpuRunner, Measurement, Runner
+from .search import KernelSummary, Task, plot_curves, print_progress, tasks, tune
+
+__all__ = [
+    "KernelSummary",
+    "LocalCpuRunner",
+    "Measurement",
+    "Record",
+    "Runner",
+    "Task",
+    "TuningDatabase",
+    "TuningDatabaseError",
+    "apply_records",
+    "device_key",
+    "kernel_keys",
+    "plot_curves",
+    "print_progress",
+    "tasks",
+    "tune",
+]

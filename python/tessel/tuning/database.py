@@ -1,0 +1,242 @@
+"""The tuning database: measured schedules of kernels, in one SQLite file.
+
+A :class:`Record` is one measured candidate: a kernel's compute (its key,
+:func:`tessel.tuning.kernel_keys`), the device it ran on
+(:func:`tessel.tuning.device_key`), the printed ``loop.schedule`` op, every
+time measured, or the error of a candidate that failed (recorded too, so a
+search does not try it again). :meth:`TuningDatabase.best` is what compiles
+reuse: the fastest success for a kernel on a device, measured by this
+tessel version.
+
+The file is safe to share: it is in WAL mode, every :meth:`TuningDatabase.add`
+is one transaction, so concurrent tuners all get their records in, and a
+tuner killed mid-run leaves every record whose ``add`` returned. A file that
+is not a tessel tuning database is reported as such and never written to.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import statistics
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Iterator
+from urllib.parse import quote
+
+from .. import __version__
+from ..errors import TuningDatabaseError
+
+__all__ = ["FORMAT", "SCHEMA_VERSION", "Record", "TuningDatabase"]
+
+# What the meta table says about a file of ours.
+FORMAT = "tessel-tuning"
+SCHEMA_VERSION = 1
+
+# Every writer holds the lock for one short transaction per record, so even
+# many tuners on a slow disk get their turn well within this.
+_BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = (
+    "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE records (
+        id INTEGER PRIMARY KEY,  -- insertion order
+        key TEXT NOT NULL,
+        device TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        schedule TEXT NOT NULL,
+        seconds TEXT NOT NULL,  -- a JSON list of floats
+        median REAL,  -- NULL for failures; makes best() one indexed query
+        error TEXT,
+        tessel_version TEXT NOT NULL,
+        created REAL NOT NULL
+    )""",
+    "CREATE INDEX records_by_kernel ON records (key, device, tessel_version, median)",
+)
+
+_COLUMNS = "key, device, kernel, schedule, seconds, error, tessel_version, created"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measured schedule of one kernel on one device.
+
+    ``schedule`` is the printed ``loop.schedule`` op of kernel ``kernel``
+    (the symbol it had when measured; :func:`tessel.tuning.apply_records`
+    renames it). ``error`` is None for a success, whose ``seconds`` holds
+    at least one positive time; a failure's message otherwise.
+    """
+
+    key: str
+    device: str
+    kernel: str
+    schedule: str
+    seconds: tuple[float, ...]
+    error: str | None = None
+    tessel_version: str = __version__  # of the tessel that measured it
+    created: float = field(default_factory=time.time)  # unix time
+
+    def __post_init__(self) -> None:
+        # Any iterable of numbers is accepted; the record keeps a tuple of floats.
+        object.__setattr__(self, "seconds", tuple(float(s) for s in self.seconds))
+        if self.error == "":
+            raise ValueError("a failed record needs an error message")
+        if self.error is None and not self.seconds:
+            raise ValueError("a successful record needs at least one measured time")
+        if self.error is None and not all(0 < s < math.inf for s in self.seconds):
+            raise ValueError(f"measured times must be positive and finite, not {self.seconds}")
+
+    @property
+    def median(self) -> float:
+        """The median time in seconds; inf for a failure."""
+        return statistics.median(self.seconds) if self.error is None else math.inf
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median of the times: 0 for one time, inf for a failure."""
+        if self.error is not None:
+            return math.inf
+        return (max(self.seconds) - min(self.seconds)) / self.median
+
+
+class TuningDatabase:
+    """A tuning database file, opened or created at ``path``.
+
+    ``readonly=True`` opens an existing database without writing to it.
+    Raises :class:`TuningDatabaseError` when the file cannot be opened or is
+    not a tessel tuning database of this schema version; a foreign file is
+    left as it was. Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        if readonly and not self.path.is_file():
+            raise TuningDatabaseError(f"no tuning database at {self.path}")
+        # Autocommit (isolation_level=None): each statement outside an
+        # explicit BEGIN is its own transaction.
+        with self._errors():
+            if readonly:
+                self._conn = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True,
+                                             timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+            else:
+                self._conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            with self._errors():
+                self._open()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _open(self) -> None:
+        if self.readonly:
+            self._check_schema(create=False)
+            return
+        # The write lock makes check-then-create atomic against other
+        # processes creating the same new file; nothing is written to a
+        # file that turns out not to be ours.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._check_schema(create=True)
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        # Persistent in the file; outside a transaction, as SQLite requires.
+        self._conn.execute("PRAGMA journal_mode=WAL")
+
+    def _check_schema(self, *, create: bool) -> None:
+        tables = {name for (name,) in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            if not create:
+                raise TuningDatabaseError(f"{self.path} is empty, not a tessel tuning database")
+            for statement in _SCHEMA:
+                self._conn.execute(statement)
+            self._conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)",
+                                   [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])
+            return
+        if "meta" not in tables:
+            raise TuningDatabaseError(f"{self.path} is not a tessel tuning database: "
+                                      "an SQLite database without a meta table (another program's?)")
+        try:
+            meta = dict(self._conn.execute("SELECT name, value FROM meta"))
+        except sqlite3.OperationalError:  # a meta table of other columns
+            meta = {}
+        if meta.get("format") != FORMAT:
+            raise TuningDatabaseError(f"{self.path} is not a tessel tuning database: its meta table "
+                                      f"names format {meta.get('format')!r}, not {FORMAT!r}")
+        version = meta.get("schema_version")
+        if version != str(SCHEMA_VERSION):
+            newer = version is not None and version.isdigit() and int(version) > SCHEMA_VERSION
+            raise TuningDatabaseError(
+                f"{self.path} has tuning database schema version {version}; this tessel reads version "
+                f"{SCHEMA_VERSION}" + (" (the file was written by a newer tessel)" if newer else ""))
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Reports SQLite's errors as TuningDatabaseError naming the file."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise TuningDatabaseError(f"tuning database {self.path}: {e}") from None
+
+    def add(self, record: Record) -> None:
+        """Adds ``record``, committed when this returns."""
+        median = record.median if record.error is None else None
+        with self._errors():
+            self._conn.execute(
+                f"INSERT INTO records ({_COLUMNS}, median) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.key, record.device, record.kernel, record.schedule, json.dumps(record.seconds),
+                 record.error, record.tessel_version, record.created, median))
+
+    def best(self, key: str, device: str) -> Record | None:
+        """The success with the lowest median for kernel ``key`` on
+        ``device`` measured by this tessel version (the earliest of equals);
+        None if there is none."""
+        with self._errors():
+            row = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM records WHERE key = ? AND device = ? AND tessel_version = ? "
+                "AND error IS NULL ORDER BY median, id LIMIT 1", (key, device, __version__)).fetchone()
+        return None if row is None else self._record(row)
+
+    def records(self, key: str | None = None, device: str | None = None) -> list[Record]:
+        """Every record (of kernel ``key``, on ``device`` where given), in
+        insertion order, of every tessel version."""
+        with self._errors():
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM records WHERE (:key IS NULL OR key = :key) "
+                "AND (:device IS NULL OR device = :device) ORDER BY id",
+                {"key": key, "device": device}).fetchall()
+        return [self._record(row) for row in rows]
+
+    def _record(self, row: tuple) -> Record:
+        key, device, kernel, schedule, seconds, error, version, created = row
+        try:
+            return Record(key, device, kernel, schedule, tuple(json.loads(seconds)), error, version, created)
+        except (TypeError, ValueError) as e:
+            raise TuningDatabaseError(f"tuning database {self.path} holds a malformed record: {e}") from None
+
+    def __len__(self) -> int:
+        with self._errors():
+            (count,) = self._conn.execute("SELECT count(*) FROM records").fetchone()
+        return count
+
+    def close(self) -> None:
+        """Closes the file; further use is an error. Closing twice is fine."""
+        self._conn.close()
+
+    def __enter__(self) -> TuningDatabase:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"TuningDatabase({str(self.path)!r}{', readonly=True' if self.readonly else ''})"

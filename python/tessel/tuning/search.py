@@ -1,0 +1,364 @@
+"""The search: tunes each kernel's schedule knobs and keeps what it measured.
+
+:func:`tune` takes a graph module and a target, splits the scheduled module
+into one :class:`Task` per schedule (a kernel with its schedules and an
+entry that calls it, compiled and timed alone), and for each spends
+``trials`` measurements: first the default schedule, then rounds of
+candidates. A candidate is a point of the knob space that the schedule
+validator accepts; rounds mix random points with mutations and crossovers of
+the best ones measured so far (an evolutionary step) and, with the cost
+model, rank a larger pool by predicted time and measure the most promising.
+Every measurement, failures included, goes into the tuning database, so a
+later run or a compile with ``tuning_db=`` reuses it; records already there
+for the kernel seed the search and are never measured again.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Mapping, Optional, Sequence
+
+import numpy as np
+from mlir import ir
+
+from .. import __version__
+from .. import ir as tir
+from ..errors import CompileError, UnsupportedError
+from ..schedules import Knob, _schedules, default_schedules, knobs, with_knobs
+from .cost_model import CostModel
+from .database import Record, TuningDatabase
+from .keys import device_key, kernel_keys
+from .runners import LocalCpuRunner, Measurement, Runner
+
+__all__ = ["KernelSummary", "Task", "plot_curves", "print_progress", "tasks", "tune"]
+
+Strategy = Literal["model", "evolution", "random"]
+
+# The public function each task module calls its kernel from.
+ENTRY = "tessel_tune_entry"
+
+# Candidates measured per round; the model ranks POOL_FACTOR times as many.
+ROUND = 8
+POOL_FACTOR = 8
+# Share of a round drawn at random even with a model (exploration), and
+# share of proposals bred from the best points (evolution).
+EXPLORE = 0.25
+BREED = 0.7
+# The best points that parents are drawn from.
+ELITE = 5
+# Outputs of a candidate must match the default schedule's within this.
+RTOL = 2e-2
+
+
+@dataclass(frozen=True)
+class Task:
+    """One schedule to tune: kernel ``kernel``'s root ``result``.
+
+    ``module`` holds the kernel, all its schedules (the others at their
+    defaults) and a public entry ``ENTRY`` calling it, so that it compiles
+    and runs alone; ``knobs`` are this schedule's, at their default values.
+    """
+
+    kernel: str
+    result: Optional[int]
+    key: str
+    knobs: tuple[Knob, ...]
+    module: ir.Module
+
+    @property
+    def name(self) -> str:
+        return self.kernel if self.result is None else f"{self.kernel}#{self.result}"
+
+    @property
+    def default(self) -> tuple[int, ...]:
+        return tuple(k.value for k in self.knobs)
+
+    def candidate(self, values: Sequence[int]) -> ir.Module:
+        """The task module with this schedule's knobs at ``values``."""
+        return with_knobs(self.module, {k.key: v for k, v in zip(self.knobs, values)})
+
+    def is_legal(self, values: Sequence[int]) -> bool:
+        """Whether the schedule validator accepts ``values``."""
+        try:
+            tir.run_passes(self.candidate(values), "builtin.module(loop-validate)")
+        except CompileError:
+            return False
+        return True
+
+    def schedule_text(self, module: ir.Module) -> str:
+        """This task's ``loop.schedule`` op in ``module``, printed."""
+        for op, kernel, result in _schedules(module):
+            if (kernel, result) == (self.kernel, self.result):
+                return str(op)
+        raise ValueError(f"no schedule of {self.name} in the module")
+
+
+def tasks(scheduled: ir.Module) -> list[Task]:
+    """One :class:`Task` per schedule with knobs in ``scheduled`` (a module
+    as :func:`tessel.schedules.default_schedules` returns it)."""
+    symbols = ir.SymbolTable(scheduled.operation)
+    keys = kernel_keys(scheduled)
+    by_schedule: dict[tuple[str, Optional[int]], list[Knob]] = {}
+    for knob in knobs(scheduled):
+        by_schedule.setdefault((knob.kernel, knob.result), []).append(knob)
+    found = []
+    for (kernel, result), schedule_knobs in by_schedule.items():
+        function = symbols[kernel]
+        schedules = [str(op) for op, k, _ in _schedules(scheduled) if k == kernel]
+        text = "\n".join([function.operation.get_asm(), *schedules, _entry(function)])
+        module = tir.parse(text, ctx=scheduled.context, source_name=f"<task {kernel}>")
+        found.append(Task(kernel, result, keys[(kernel, result)], tuple(schedule_knobs), module))
+    return found
+
+
+def _entry(function: ir.OpView) -> str:
+    """A public function that passes its arguments to ``function`` and
+    returns its results."""
+    ftype = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+    inputs = [str(t) for t in ftype.inputs]
+    outputs = [str(t) for t in ftype.results]
+    args = ", ".join(f"%a{i}" for i in range(len(inputs)))
+    signature = f"({', '.join(inputs)}) -> ({', '.join(outputs)})"
+    name = ir.StringAttr(function.attributes["sym_name"]).value
+    results = ", ".join(f"%r#{i}" for i in range(len(outputs)))
+    return (f"func.func @{ENTRY}({', '.join(f'%a{i}: {t}' for i, t in enumerate(inputs))}) -> "
+            f"({', '.join(outputs)}) {{\n"
+            f"  %r:{len(outputs)} = func.call @{name}({args}) : {signature}\n"
+            f"  return {results} : {', '.join(outputs)}\n}}")
+
+
+@dataclass
+class KernelSummary:
+    """What tuning one schedule found."""
+
+    kernel: str
+    result: Optional[int]
+    default_seconds: float
+    best_seconds: float
+    best_schedule: str
+    trials: int  # measured in this run
+    failures: int  # of those, candidates that failed to compile, run or match
+    reused: int  # records of earlier runs that seeded the search
+    curve: list[float] = field(default_factory=list)  # best-so-far seconds after each trial
+    error: Optional[str] = None  # why the kernel could not be tuned at all
+
+    @property
+    def name(self) -> str:
+        return self.kernel if self.result is None else f"{self.kernel}#{self.result}"
+
+    @property
+    def speedup(self) -> float:
+        """The best schedule's speed-up over the default schedule."""
+        return self.default_seconds / self.best_seconds if self.best_seconds > 0 else math.nan
+
+
+# (kernel, kernels done, kernels, trials done, trials, best speed-up, kernel finished)
+Progress = Callable[[str, int, int, int, int, float, bool], None]
+
+
+def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str, plot: Optional[str] = None,
+         search: Strategy = "model", runner: Optional[Runner] = None, seed: int = 0,
+         progress: Optional[Progress] = None) -> list[KernelSummary]:
+    """Tunes every kernel schedule of graph module ``module`` for ``target``.
+
+    Each schedule gets ``trials`` measurements (the default schedule's
+    first), recorded in the tuning database at path ``db`` (created if
+    missing); ``tessel.compile(module, target, tuning_db=db)`` then uses
+    the best of them. ``search`` is ``"model"`` (random and evolutionary
+    proposals ranked by the learned cost model), ``"evolution"`` (the same
+    without the model) or ``"random"`` (legal random points only).
+    ``runner`` measures candidates (a :class:`LocalCpuRunner` by default);
+    ``progress(kernel, done_kernels, kernels, trial, trials, best_speedup,
+    finished)`` is called after each round (:func:`print_progress` draws a
+    progress bar); ``plot`` writes best-so-far curves (PNG).
+    Returns one :class:`KernelSummary` per schedule.
+    """
+    if target != "cpu":
+        raise UnsupportedError(f"tuning measures on this machine's CPU only for now; target {target!r} "
+                               "is not supported (GPU tuning needs a CUDA runner)")
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1, got {trials}")
+    if search == "model":
+        CostModel(())  # fails early, with the install hint, when LightGBM is missing
+    all_tasks = tasks(default_schedules(module, target))
+    device = device_key(target)
+    owned = runner is None
+    runner = runner or LocalCpuRunner()
+    rng = random.Random(seed)
+    summaries = []
+    try:
+        with TuningDatabase(db) as database:
+            for done, task in enumerate(all_tasks):
+                report = None if progress is None else (
+                    lambda trial, best, finished, t=task, d=done:
+                    progress(t.name, d, len(all_tasks), trial, trials, best, finished))
+                summaries.append(_tune_task(task, trials, runner, database, device, rng, search, report))
+    finally:
+        if owned:
+            runner.close()
+    if plot is not None:
+        plot_curves({s.name: [s.default_seconds / b for b in s.curve] for s in summaries if s.curve}, plot,
+                    title=f"tessel tune: best speed-up over the default schedule ({target})")
+    return summaries
+
+
+def _tune_task(task: Task, trials: int, runner: Runner, db: TuningDatabase, device: str, rng: random.Random,
+               search: Strategy, report: Optional[Callable[[int, float, bool], None]]) -> KernelSummary:
+    names = [k.name for k in task.knobs]
+    seen: dict[tuple[int, ...], float] = {}  # every point measured, inf for failures
+    for record in db.records(task.key, device):
+        values = _knob_values(record.schedule, names)
+        if record.tessel_version == __version__ and values is not None:
+            seen.setdefault(values, record.median)
+    reused = len(seen)
+    model = CostModel(names, seed=rng.randrange(2**31)) if search == "model" else None
+    summary = KernelSummary(task.kernel, task.result, math.inf, math.inf, "", 0, 0, reused)
+    reference: Optional[tuple[tuple[float, ...], ...]] = None
+    best = math.inf
+    pending = [task.default]
+    while summary.trials < trials:
+        batch = pending or _propose(task, seen, min(ROUND, trials - summary.trials), rng, model, search)
+        pending = []
+        if not batch:
+            break  # every legal point has been measured
+        modules = [task.candidate(values) for values in batch]
+        measurements = runner.measure([m.operation.get_asm() for m in modules], ENTRY)
+        for values, candidate, m in zip(batch, modules, measurements):
+            is_default = values == task.default and reference is None
+            if is_default and m.error is not None:
+                summary.error = f"the default schedule failed: {m.error}"
+                return summary
+            error = m.error if m.error is not None else _mismatch(m, reference)
+            if is_default:
+                reference = m.sample
+            db.add(Record(task.key, device, task.kernel, task.schedule_text(candidate),
+                          m.seconds if error is None else (), error))
+            median = float(np.median(m.seconds)) if error is None else math.inf
+            seen[values] = median
+            if is_default:
+                summary.default_seconds = median
+            if median < best:
+                best, summary.best_schedule = median, task.schedule_text(candidate)
+            summary.trials += 1
+            summary.failures += error is not None
+            summary.curve.append(best)
+        if model is not None:
+            good = [(v, s) for v, s in seen.items() if math.isfinite(s)]
+            model.fit([v for v, _ in good], [s for _, s in good])
+        if report is not None and summary.trials < trials:
+            report(summary.trials, summary.default_seconds / best, False)
+    if report is not None:
+        report(summary.trials, summary.default_seconds / best, True)
+    summary.best_seconds = best
+    return summary
+
+
+def _mismatch(m: Measurement, reference: Optional[tuple[tuple[float, ...], ...]]) -> Optional[str]:
+    """Why ``m``'s outputs differ from the default schedule's, or None."""
+    if reference is None:
+        return None
+    for i, (got, want) in enumerate(zip(m.sample, reference)):
+        got_a, want_a = np.array(got), np.array(want)
+        scale = max(1.0, float(np.max(np.abs(want_a), initial=0.0)))
+        if got_a.shape != want_a.shape or not np.allclose(got_a, want_a, rtol=RTOL, atol=RTOL * scale,
+                                                          equal_nan=True):
+            return f"wrong result: output {i} differs from the default schedule's"
+    return None
+
+
+def _propose(task: Task, seen: Mapping[tuple[int, ...], float], count: int, rng: random.Random,
+             model: Optional[CostModel], search: Strategy) -> list[tuple[int, ...]]:
+    """Up to ``count`` new legal points."""
+    ranked = model is not None and model.trained
+    wanted = count * POOL_FACTOR if ranked else count
+    elite = sorted((s, v) for v, s in seen.items() if math.isfinite(s))[:ELITE]
+    pool: dict[tuple[int, ...], None] = {}
+    for _ in range(wanted * 20):
+        if len(pool) >= wanted:
+            break
+        if search != "random" and elite and rng.random() < BREED:
+            point = _breed(task, [v for _, v in elite], rng)
+        else:
+            point = tuple(rng.choice(k.domain) for k in task.knobs)
+        if point not in seen and point not in pool and task.is_legal(point):
+            pool[point] = None
+    points = list(pool)
+    if not ranked or len(points) <= count:
+        return points[:count]
+    explore = int(count * EXPLORE)
+    order = np.argsort(model.predict(points))
+    chosen = [points[i] for i in order[:count - explore]]
+    rest = [p for p in points if p not in set(chosen)]
+    return chosen + rng.sample(rest, min(explore, len(rest)))
+
+
+def _breed(task: Task, parents: Sequence[tuple[int, ...]], rng: random.Random) -> tuple[int, ...]:
+    """A mutation of one parent (one or two knobs moved to a neighbouring
+    or random value of their domain), or a crossover of two."""
+    child = list(rng.choice(parents))
+    if len(parents) > 1 and rng.random() < 0.3:
+        other = rng.choice(parents)
+        child = [a if rng.random() < 0.5 else b for a, b in zip(child, other)]
+    for _ in range(rng.choice((1, 1, 2))):
+        i = rng.randrange(len(child))
+        domain = list(task.knobs[i].domain)
+        at = domain.index(child[i]) if child[i] in domain else 0
+        if rng.random() < 0.6:
+            at = min(max(at + rng.choice((-1, 1)), 0), len(domain) - 1)
+        else:
+            at = rng.randrange(len(domain))
+        child[i] = domain[at]
+    return tuple(child)
+
+
+_KNOB = re.compile(r'loop\.knob "([^"]+)" = (-?\d+)')
+
+
+def _knob_values(schedule: str, names: Sequence[str]) -> Optional[tuple[int, ...]]:
+    """The values of knobs ``names`` in a printed schedule, or None when its
+    knobs are not exactly those."""
+    values = {name: int(value) for name, value in _KNOB.findall(schedule)}
+    if sorted(values) != sorted(names):
+        return None
+    return tuple(values[n] for n in names)
+
+
+def plot_curves(curves: Mapping[str, Sequence[float]], path: str, *, title: str = "",
+                ylabel: str = "best speed-up over the default schedule") -> None:
+    """Draws each curve (a value per trial) against trials into PNG ``path``."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UnsupportedError("plotting needs matplotlib: pip install 'tessel[tune]'") from None
+    matplotlib.use("Agg")  # files only; no display needed
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(8, 5))
+    for label, values in curves.items():
+        axes.plot(range(1, len(values) + 1), values, label=label)
+    axes.set_xlabel("trials")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    pyplot.close(figure)
+
+
+def print_progress(kernel: str, done: int, kernels: int, trial: int, trials: int, speedup: float,
+                   finished: bool) -> None:
+    """A progress bar on stderr (``tune(progress=print_progress)``): one
+    line per kernel, redrawn on a terminal, else printed when it finishes."""
+    width = 24
+    filled = int(width * trial / trials)
+    line = (f"[{done + 1}/{kernels}] {kernel:<24.24} [{'#' * filled}{'.' * (width - filled)}] "
+            f"{trial}/{trials} trials, best {speedup:.2f}x over the default")
+    if sys.stderr.isatty():
+        print("\r" + line, end="\n" if finished else "", file=sys.stderr, flush=True)
+    elif finished:
+        print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,157 @@
+// RUN: tessel-opt %s --loop-default-schedule=target=cpu --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --split-input-file -pass-pipeline='builtin.module(loop-default-schedule{target=cpu},loop-validate,loop-apply-schedule,canonicalize)' | FileCheck %s --check-prefix=APPLY
+
+// A row-wise reduction kernel (a softmax): parallel tiles of about 16K
+// points keep rows whole: 16 rows of 1024. The root (the division) is tiled
+// and both reductions and the exp are fused into the tile, so a tile's rows
+// stay in cache between the passes.
+// CHECK-LABEL: func.func private @softmax_rows
+// CHECK: loop.schedule @softmax_rows target "cpu" {
+// CHECK-NEXT: %[[T:.*]] = loop.knob "tile_0" = 16 choices [1, 2, 4, 8, 16, 32, 64]
+// CHECK-NEXT: loop.tile [%[[T]], 0] parallel
+// CHECK-NEXT: }
+// APPLY-LABEL: func.func private @softmax_rows
+// APPLY: scf.forall (%{{.*}}) = (0) to (64) step (16) shared_outs
+// APPLY-NOT: mapping
+// APPLY: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// APPLY: arith.maximumf
+// APPLY: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// APPLY: math.exp
+// APPLY: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// APPLY: arith.divf
+// APPLY: scf.forall.in_parallel
+// APPLY-NOT: linalg.generic
+// APPLY: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#red_in = affine_map<(d0, d1, d2) -> (d0, d2)>
+#red_out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @softmax_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> attributes {tessel.kernel = "reduction"} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<64x1xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<64x1xf32>) -> tensor<64x1xf32>
+  %m = linalg.generic {indexing_maps = [#red_in, #red_out], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<64x1024xf32>) outs(%m0 : tensor<64x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.maximumf %acc, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<64x1xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<64x1xf32>) -> tensor<64x1xf32>
+  %s = linalg.generic {indexing_maps = [#red_in, #red_out, #red_out], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %m : tensor<64x1024xf32>, tensor<64x1xf32>) outs(%s0 : tensor<64x1xf32>) {
+  ^bb0(%in: f32, %mx: f32, %acc: f32):
+    %0 = arith.subf %in, %mx : f32
+    %1 = math.exp %0 : f32
+    %2 = arith.addf %acc, %1 : f32
+    linalg.yield %2 : f32
+  } -> tensor<64x1xf32>
+  %e2 = tensor.empty() : tensor<64x1024xf32>
+  %r = linalg.generic {indexing_maps = [#id, #row, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %m, %s : tensor<64x1024xf32>, tensor<64x1xf32>, tensor<64x1xf32>) outs(%e2 : tensor<64x1024xf32>) {
+  ^bb0(%in: f32, %mx: f32, %sum: f32, %out: f32):
+    %0 = arith.subf %in, %mx : f32
+    %1 = math.exp %0 : f32
+    %2 = arith.divf %1, %sum : f32
+    linalg.yield %2 : f32
+  } -> tensor<64x1024xf32>
+  return %r : tensor<64x1024xf32>
+}
+
+// -----
+
+// A matmul kernel with an epilogue: knobs for the result blocks (divisors
+// of M and N, so every tile has one static shape), the K block and the
+// register block; the matmul and its fill are fused into each parallel tile
+// and vectorized, the epilogue follows in the tile.
+// CHECK-LABEL: func.func private @matmul_relu
+// CHECK: loop.schedule @matmul_relu target "cpu" {
+// CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [8, 16, 32, 64, 128]
+// CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 128 choices [8, 16, 32, 64, 128, 256]
+// CHECK-NEXT: %[[BK:.*]] = loop.knob "block_k" = 32 choices [16, 32]
+// CHECK-NEXT: %[[RM:.*]] = loop.knob "reg_m" = 8 choices [1, 2, 4, 8, 16]
+// CHECK-NEXT: %[[RN:.*]] = loop.knob "reg_n" = 16 choices [1, 2, 4, 8, 16, 32, 64]
+// CHECK-NEXT: %[[RK:.*]] = loop.knob "reg_k" = 8 choices [1, 2, 4, 8, 16]
+// CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] parallel
+// CHECK-NEXT: loop.vectorize [%[[RM]], %[[RN]], %[[RK]]] depth [%[[BK]]]
+// APPLY-LABEL: func.func private @matmul_relu
+// APPLY: scf.forall (%{{.*}}) = (0) to (256) step (128)
+// APPLY: linalg.fill
+// APPLY: vector.contract {{.*}} : vector<8x8xf32>, vector<8x16xf32> into vector<8x16xf32>
+// APPLY: linalg.generic
+// APPLY: arith.maximumf
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @matmul_relu(%a: tensor<128x32xf32>, %b: tensor<32x256xf32>) -> tensor<128x256xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x256xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<128x256xf32>) -> tensor<128x256xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<128x32xf32>, tensor<32x256xf32>) outs(%f : tensor<128x256xf32>) -> tensor<128x256xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%mm : tensor<128x256xf32>) outs(%e : tensor<128x256xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %in, %zero : f32
+    linalg.yield %0 : f32
+  } -> tensor<128x256xf32>
+  return %r : tensor<128x256xf32>
+}
+
+// -----
+
+// A kernel that fits one tile gets no schedule and is left whole; functions
+// that are not kernels are never scheduled.
+// CHECK-LABEL: func.func private @small
+// CHECK-NOT: loop.schedule
+// APPLY-LABEL: func.func private @small
+// APPLY-NOT: scf.forall
+// APPLY-LABEL: func.func @host
+// APPLY-NOT: scf.forall
+#id3 = affine_map<(d0) -> (d0)>
+func.func private @small(%x: tensor<16xf32>) -> tensor<16xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<16xf32>
+  %r = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel"]} ins(%x : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.negf %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+func.func @host(%x: tensor<4096xf32>) -> tensor<4096xf32> {
+  %e = tensor.empty() : tensor<4096xf32>
+  %r = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel"]} ins(%x : tensor<4096xf32>) outs(%e : tensor<4096xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.negf %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4096xf32>
+  return %r : tensor<4096xf32>
+}
+
+// -----
+
+// A contraction other than linalg.matmul (batched, as a generic): blocks of
+// the last two parallel loops, batch by 1, no vectorization. A fused
+// producer the kernel also returns is yielded by the loop.
+// CHECK-LABEL: func.func private @returned_producer
+// CHECK: loop.schedule @returned_producer target "cpu" {
+// CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 4 choices [1, 2, 4]
+// CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 3 choices [1, 2, 3]
+// CHECK-NEXT: loop.tile [1, %[[BM]], %[[BN]]] parallel
+// APPLY-LABEL: func.func private @returned_producer
+// APPLY: %[[L:.*]]:2 = scf.forall
+// APPLY: return %[[L]]#{{.*}}, %[[L]]#{{.*}}
+#c_in = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#c_w = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#c_out = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#e = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func private @returned_producer(%x: tensor<2x4x5xf32>, %w: tensor<2x5x3xf32>) -> (tensor<2x4x3xf32>, tensor<2x4x3xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x3xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+  %mm = linalg.generic {indexing_maps = [#c_in, #c_w, #c_out], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x, %w : tensor<2x4x5xf32>, tensor<2x5x3xf32>) outs(%f : tensor<2x4x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %c, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x3xf32>
+  %n = linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel", "parallel"]} ins(%mm : tensor<2x4x3xf32>) outs(%e : tensor<2x4x3xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %0 = arith.negf %a : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x3xf32>
+  return %mm, %n : tensor<2x4x3xf32>, tensor<2x4x3xf32>
+}

@@ -1,0 +1,195 @@
+"""The tuner: tasks, runners, the search with its cost model, reuse through
+``tessel.compile(..., tuning_db=)``, and ``tessel tune``.
+
+Models are small so that a candidate compiles in well under a second; the
+database's own crash-safety is tested in test_tuning_db.py.
+"""
+
+import math
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import ops, schedules
+from tessel.tuning import LocalCpuRunner, TuningDatabase, device_key, tasks, tune
+from tessel.tuning.cost_model import CostModel
+from tessel.tuning.runners import Measurement
+from tessel.tuning.search import ENTRY, _mismatch
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((256, 96)).astype(np.float32)
+W = (RNG.standard_normal((96, 128)) * 0.1).astype(np.float32)
+B = RNG.standard_normal(128).astype(np.float32)
+
+
+def _model(name="mlp"):
+    # Two kernels: a matmul with its epilogue, and a softmax over its rows
+    # (256 x 128: two default CPU tiles, so it has a schedule too).
+    return tessel.trace(lambda x, w, b: ops.softmax(ops.relu(x @ w + b) * 4.0, axis=-1), X, W, B, name=name)
+
+
+def _reference():
+    h = np.maximum(X @ W + B, 0) * 4.0
+    e = np.exp(h - h.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with LocalCpuRunner(min_seconds=0.01, min_runs=2, max_runs=5) as r:
+        yield r
+
+
+def test_tasks_are_one_kernel_each_that_compiles_alone():
+    found = tasks(schedules.default_schedules(_model(), "cpu"))
+    assert [t.name for t in found] == ["mlp_kernel0", "mlp_kernel1"]
+    mm = found[0]
+    assert [k.name for k in mm.knobs] == ["block_m", "block_n", "block_k", "reg_m", "reg_n", "reg_k"]
+    assert mm.is_legal(mm.default)
+    # A task module holds one kernel and an entry that calls it.
+    exe = tessel.compile(mm.module, entry=ENTRY)
+    got = exe(X, W, B)
+    np.testing.assert_allclose(got, np.maximum(X @ W + B, 0) * 4.0, rtol=1e-4, atol=1e-4)
+
+
+def test_runner_measures_and_reports_failures_without_stopping(runner):
+    task = tasks(schedules.default_schedules(_model(), "cpu"))[0]
+    good = task.candidate(task.default).operation.get_asm()
+    results = runner.measure([good, "this is not MLIR", good], ENTRY)
+    assert results[0].error is None and len(results[0].seconds) >= 2 and all(s > 0 for s in results[0].seconds)
+    assert "CompileError" in results[1].error
+    assert results[2].error is None and results[2].sample == results[0].sample
+
+
+def test_runner_replaces_a_worker_that_dies(runner):
+    task = tasks(schedules.default_schedules(_model(), "cpu"))[1]
+    text = task.candidate(task.default).operation.get_asm()
+    runner.measure([text], ENTRY)
+    os.kill(runner._processes[0]._process.pid, signal.SIGKILL)
+    dead = runner.measure([text], ENTRY)
+    assert "killed the worker process" in dead[0].error
+    assert runner.measure([text], ENTRY)[0].error is None
+
+
+def test_a_candidate_whose_outputs_differ_is_a_failure():
+    reference = ((1.0, 2.0, 3.0),)
+    assert _mismatch(Measurement((1e-3,), ((1.0, 2.0, 3.0001),)), reference) is None
+    assert "wrong result: output 0" in _mismatch(Measurement((1e-3,), ((1.0, 2.5, 3.0),)), reference)
+
+
+def test_cost_model_ranks_by_what_it_learned():
+    model = CostModel(["a", "b"])
+    rng = random.Random(0)
+    points = [(rng.choice([1, 2, 4, 8, 16, 32]), rng.choice([1, 2, 4])) for _ in range(40)]
+    assert not model.fit(points[:3], [1.0] * 3) and not model.trained
+    assert model.fit(points, [0.001 * p[0] for p in points])  # time grows with a, not b
+    fast, slow = model.predict([(1, 2), (32, 2)])
+    assert fast < slow
+
+
+@pytest.mark.parametrize("search", ["model", "random"])
+def test_tune_records_every_trial_and_compile_reuses_the_best(tmp_path, runner, search):
+    db = tmp_path / "tune.db"
+    progress = []
+    summaries = tune(_model(), trials=10, db=str(db), search=search, runner=runner, seed=1,
+                     progress=lambda *a: progress.append(a))
+    assert [s.name for s in summaries] == ["mlp_kernel0", "mlp_kernel1"]
+    for s in summaries:
+        assert s.error is None and s.failures == 0 and s.trials == len(s.curve) >= 2
+        assert s.best_seconds <= s.default_seconds and s.speedup >= 1.0
+        assert all(a >= b for a, b in zip(s.curve, s.curve[1:]))  # best so far never rises
+        assert "loop.schedule @mlp_kernel" in s.best_schedule
+    assert progress[-1][-1] is True  # the last report closes the last kernel
+    with TuningDatabase(db, readonly=True) as d:
+        assert len(d) == sum(s.trials for s in summaries)
+        assert {r.device for r in d.records()} == {device_key("cpu")}
+    # The same computation in another program (other names) reuses them.
+    exe = tessel.compile(_model(name="other"), tuning_db=str(db))
+    assert exe.tuning == {"other_kernel0": "database", "other_kernel1": "database"}
+    np.testing.assert_allclose(exe(X, W, B), _reference(), rtol=1e-4, atol=1e-6)
+    plain = tessel.compile(_model())
+    assert plain.tuning == {}
+
+
+def test_a_second_run_starts_from_the_records_and_measures_new_points(tmp_path, runner):
+    db = str(tmp_path / "tune.db")
+    tune(_model(), trials=6, db=db, search="evolution", runner=runner)
+    again = tune(_model(), trials=6, db=db, search="evolution", runner=runner, seed=2)
+    assert all(s.reused >= 5 for s in again)
+    with TuningDatabase(db, readonly=True) as d:
+        for kernel in ("mlp_kernel0", "mlp_kernel1"):
+            schedules_seen = [r.schedule for r in d.records() if r.kernel == kernel]
+            # Only the default is measured twice (every run's baseline).
+            assert len(schedules_seen) - len(set(schedules_seen)) <= 1
+
+
+def test_compile_with_a_database_that_has_no_records_uses_the_defaults(tmp_path):
+    db = tmp_path / "empty.db"
+    TuningDatabase(db).close()
+    exe = tessel.compile(_model(), tuning_db=str(db))
+    assert exe.tuning == {"mlp_kernel0": "default", "mlp_kernel1": "default"}
+    with pytest.raises(tessel.TesselError, match="missing.db"):
+        tessel.compile(_model(), tuning_db=str(tmp_path / "missing.db"))
+
+
+def test_tune_rejects_what_it_cannot_do(tmp_path):
+    with pytest.raises(tessel.UnsupportedError, match="CPU only"):
+        tune(_model(), target="sm_90", trials=4, db=str(tmp_path / "t.db"))
+    with pytest.raises(ValueError, match="trials must be at least 1"):
+        tune(_model(), trials=0, db=str(tmp_path / "t.db"))
+
+
+def _write_model(tmp_path):
+    path = tmp_path / "model.mlir"
+    path.write_text(str(_model()))
+    return path
+
+
+def test_tessel_tune_command_prints_a_table_and_plots(tmp_path):
+    model = _write_model(tmp_path)
+    db, plot = tmp_path / "cli.db", tmp_path / "curve.png"
+    done = subprocess.run([sys.executable, "-m", "tessel.cli", "tune", str(model), "--trials", "3",
+                           "--db", str(db), "--plot", str(plot), "--search", "random"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "speed-up" in done.stdout and "mlp_kernel0" in done.stdout and "mlp_kernel1" in done.stdout
+    assert "3/3 trials" in done.stderr  # the progress bar
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = subprocess.run([sys.executable, "-m", "tessel.cli", "tune", str(tmp_path / "nope.mlir"), "--db",
+                          str(db)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "tessel tune:" in bad.stderr and "nope.mlir" in bad.stderr
+
+
+def test_a_tuner_killed_mid_run_leaves_every_finished_record(tmp_path):
+    model = _write_model(tmp_path)
+    db = tmp_path / "killed.db"
+    process = subprocess.Popen([sys.executable, "-m", "tessel.cli", "tune", str(model), "--trials", "200",
+                                "--db", str(db), "--search", "random"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        count = 0
+        while count < 3 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.5)
+            if db.exists():
+                try:
+                    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as c:
+                        count = c.execute("SELECT count(*) FROM records").fetchone()[0]
+                except sqlite3.OperationalError:
+                    pass  # being created
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # the tuner and its workers
+        process.wait()
+    assert count >= 3
+    with TuningDatabase(db, readonly=True) as d:
+        records = d.records()
+    assert len(records) >= count
+    assert all(r.error is None and math.isfinite(r.median) for r in records)
