@@ -192,7 +192,7 @@ LogicalResult TileOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// PromoteOp, PipelineOp, MmaOp, WarpReduceOp, VectorizeOp
+// PromoteOp, PipelineOp, MmaOp, WarpReduceOp, VectorizeOp, SplitReductionOp
 //===----------------------------------------------------------------------===//
 
 /// One value per list entry that the op's syntax names.
@@ -263,6 +263,16 @@ LogicalResult VectorizeOp::verify() {
     return failure();
   if (llvm::is_contained(getResolvedSizes(), 0) || getResolvedDepth() == 0)
     return emitOpError("sizes and depth must be positive");
+  return success();
+}
+
+LogicalResult SplitReductionOp::verify() {
+  if (failed(verifyCount(*this, "lane count", getStaticLanes(), 1)) ||
+      failed(verifyValues(*this, "lane count", getDynamicLanes(),
+                          getStaticLanes())))
+    return failure();
+  if (getResolvedLanes() < 1)
+    return emitOpError("needs at least one lane");
   return success();
 }
 

@@ -268,4 +268,30 @@ def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
   }];
 }
 
+def Loop_SplitReductionOp : Loop_ValuesOp<"split_reduction"> {
+  let summary = "Keeps vectors of partial results in the tile's reductions (CPU)";
+  let description = [{
+    Every reduction in the tile over its innermost loop (the max and the sum
+    of a softmax, the moments of a layer_norm) walks that loop in steps of
+    `lanes`, keeping `lanes` partial results in vector registers, and
+    combines them once at the end. The adds of one step then do not wait on
+    each other, as they do in a scalar reduction; floating-point reductions
+    are reassociated. `lanes` must divide the reduced extent; 1 leaves the
+    reductions as they are.
+    ```mlir
+    loop.split_reduction lanes [%lanes]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_lanes,
+                       DenseI64ArrayAttr:$static_lanes);
+  let assemblyFormat = [{
+    `lanes` custom<DynamicIndexList>($dynamic_lanes, $static_lanes) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedLanes() {
+      return resolveValues(getDynamicLanes(), getStaticLanes()).front();
+    }
+  }];
+}
+
 #endif // TESSEL_LOOP_OPS

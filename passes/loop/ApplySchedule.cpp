@@ -3,7 +3,8 @@
 // Each loop.tile of a schedule tiles the kernel's current root (the tiled
 // root of the previous level) and fuses its producers, so the levels nest:
 // blocks, then warps or threads, then sequential loops (on the CPU: parallel
-// tiles). loop.vectorize then vectorizes the tile's matmul; loop.mma and
+// tiles). loop.vectorize then vectorizes the tile's matmul and
+// loop.split_reduction its reductions; loop.mma and
 // loop.warp_reduce become attributes for the GPU passes after bufferization.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +12,7 @@
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/loop/MmaConfig.h"
 
@@ -164,6 +166,16 @@ struct LoopApplySchedulesPass
                                    vectorize.getResolvedDepth(),
                                    vectorize.getResolvedSizes())))
           return signalPassFailure();
+      }
+      for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>()) {
+        SmallVector<linalg::LinalgOp> reductions;
+        for (Operation &op : *root->getBlock())
+          if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+              linalgOp && isSplittableReduction(linalgOp))
+            reductions.push_back(linalgOp);
+        for (linalg::LinalgOp op : reductions)
+          if (failed(splitReduction(rewriter, op, split.getResolvedLanes())))
+            return signalPassFailure();
       }
       if (!schedule.getBody().getOps<loop::MmaOp>().empty() &&
           failed(markMma(schedule, root)))

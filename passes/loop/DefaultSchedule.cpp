@@ -10,16 +10,17 @@
 // fallback is correct for every kernel class, and slow for contractions.
 //
 // CPU: parallel tiles of about 16K points of the root (inner loops whole,
-// so a softmax tile holds whole rows and its reductions are fused), and
-// for matmul kernels blocks of the result plus loop.vectorize. Knob domains
-// hold only values that divide what they tile where vectorization needs
-// static tiles.
+// so a softmax tile holds whole rows and its reductions are fused), with
+// loop.split_reduction for the reductions over rows; matmul kernels get
+// blocks of the result plus loop.vectorize. Knob domains hold only values
+// that divide what they tile where vectorization needs static tiles.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
@@ -236,16 +237,38 @@ struct LoopDefaultSchedulePass
         volume *= extents[d];
       }
     }
-    if (!split)
+    // Reductions over the innermost loop keep vectors of partial results;
+    // the lane counts are those that divide every such reduction.
+    SmallVector<int64_t> lanes = {1, 8, 16, 32, 64};
+    bool reduces = false;
+    func.walk([&](linalg::LinalgOp op) {
+      if (!isSplittableReduction(op))
+        return;
+      reduces = true;
+      lanes = dividing(lanes, op.getStaticLoopRanges().back());
+    });
+    bool splitsReductions = reduces && lanes.size() > 1;
+    if (!split && !splitsReductions)
       return;
     createSchedule(sb, func, result);
-    SmallVector<int64_t> choices = powersOfTwoUpTo(extents[*split]);
-    Value tile = knob(sb, loc, ("tile_" + Twine(*split)).str(),
-                      pick(choices, std::max<int64_t>(1, kCpuTilePoints / volume)),
-                      choices);
-    loop::TileOp::create(sb, loc, ValueRange{tile},
-                         sb.getDenseI64ArrayAttr(sizes), ArrayAttr(),
-                         sb.getUnitAttr());
+    Value tile, lanesKnob;
+    if (split) {
+      SmallVector<int64_t> choices = powersOfTwoUpTo(extents[*split]);
+      tile = knob(sb, loc, ("tile_" + Twine(*split)).str(),
+                  pick(choices, std::max<int64_t>(1, kCpuTilePoints / volume)),
+                  choices);
+    }
+    // One AVX2 vector of partial results.
+    if (splitsReductions)
+      lanesKnob = knob(sb, loc, "lanes", pick(lanes, 8), lanes);
+    if (tile)
+      loop::TileOp::create(sb, loc, ValueRange{tile},
+                           sb.getDenseI64ArrayAttr(sizes), ArrayAttr(),
+                           sb.getUnitAttr());
+    if (lanesKnob)
+      loop::SplitReductionOp::create(
+          sb, loc, ValueRange{lanesKnob},
+          sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
   }
 
   /// The tensor-core schedule of `root`, when its kernel is a contraction

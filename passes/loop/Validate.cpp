@@ -9,6 +9,7 @@
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
@@ -213,6 +214,37 @@ LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
   return success();
 }
 
+/// Checks loop.split_reduction: the kernel has reductions over an innermost
+/// loop, and the lane count divides each one's extent.
+LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
+                                     func::FuncOp func) {
+  for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>()) {
+    bool any = false;
+    WalkResult walk = func.walk([&](linalg::LinalgOp op) {
+      if (!isSplittableReduction(op))
+        return WalkResult::advance();
+      any = true;
+      int64_t extent = op.getStaticLoopRanges().back();
+      if (extent % split.getResolvedLanes() == 0)
+        return WalkResult::advance();
+      InFlightDiagnostic diag =
+          split.emitError(valueName(split.getDynamicLanes(),
+                                    split.getStaticLanes(), 0, "lanes"))
+          << " = " << split.getResolvedLanes()
+          << " does not divide the extent " << extent << " of a reduction";
+      diag.attachNote(op->getLoc()) << "the reduction";
+      return WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    if (!any)
+      return split.emitError("kernel '")
+             << schedule.getKernel()
+             << "' has no reduction over an innermost loop to split";
+  }
+  return success();
+}
+
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   TilingInterface root = scheduledRoot(schedule, func, findKernelRoots(func),
                                        schedule.getResult());
@@ -285,11 +317,14 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   for (Operation &op : schedule.getBody().getOps()) {
     bool gpuOnly = isa<loop::MmaOp, loop::PromoteOp, loop::PipelineOp,
                        loop::WarpReduceOp>(op);
-    if (gpuOnly != gpu && (gpuOnly || isa<loop::VectorizeOp>(op)))
+    if (gpuOnly != gpu &&
+        (gpuOnly || isa<loop::VectorizeOp, loop::SplitReductionOp>(op)))
       return op.emitError("is for ")
              << (gpuOnly ? "GPU targets" : "the CPU") << ", not target '"
              << schedule.getTarget() << "'";
   }
+  if (failed(validateSplitReduction(schedule, func)))
+    return failure();
   if (!schedule.getBody().getOps<loop::VectorizeOp>().empty())
     return validateVectorize(schedule, func, root);
   if (!schedule.getBody().getOps<loop::MmaOp>().empty())

@@ -460,3 +460,44 @@ loop.schedule @cpu_ew target "cpu" {
   // expected-error @below {{is for GPU targets, not target 'cpu'}}
   loop.warp_reduce threads [128]
 }
+
+// -----
+
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func private @row_sums(%a: tensor<64x1000xf32>) -> tensor<64xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  // expected-note @below {{the reduction}}
+  %0 = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<64x1000xf32>) outs(%f : tensor<64xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64xf32>
+  return %0 : tensor<64xf32>
+}
+loop.schedule @row_sums target "cpu" {
+  %lanes = loop.knob "lanes" = 16 choices [8, 16]
+  // expected-error @below {{knob 'lanes' = 16 does not divide the extent 1000 of a reduction}}
+  loop.split_reduction lanes [%lanes]
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @no_reduction(%a: tensor<64x1000xf32>) -> tensor<64x1000xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x1000xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x1000xf32>) outs(%e : tensor<64x1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x1000xf32>
+  return %0 : tensor<64x1000xf32>
+}
+loop.schedule @no_reduction target "cpu" {
+  // expected-error @below {{kernel 'no_reduction' has no reduction over an innermost loop to split}}
+  loop.split_reduction lanes [8]
+}

@@ -227,3 +227,11 @@ loop.schedule @k target "cpu" {
   // expected-error @+1 {{sizes and depth must be positive}}
   loop.vectorize [8, 16, 8] depth [0]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  // expected-error @+1 {{needs at least one lane}}
+  loop.split_reduction lanes [0]
+}

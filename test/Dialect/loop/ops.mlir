@@ -79,3 +79,11 @@ loop.schedule @matmul_kernel result 3 target "cpu" {
   loop.tile [%bm, 64, 0] parallel
   loop.vectorize [8, %rn, 8] depth [%bk]
 }
+
+// CHECK-LABEL: loop.schedule @matmul_kernel result 4 target "cpu" {
+// CHECK: loop.split_reduction lanes [%[[L:lanes]]]
+loop.schedule @matmul_kernel result 4 target "cpu" {
+  %lanes = loop.knob "lanes" = 16 choices [8, 16, 32]
+  loop.tile [4, 0, 0] parallel
+  loop.split_reduction lanes [%lanes]
+}

@@ -1,0 +1,174 @@
+"""Tuning benchmark: tuned schedules against the default ones, in the same run.
+
+    python bench/tune.py [--trials 200] [--json PATH] [--plot PATH] [--only NAME ...]
+
+For each workload (matmul 1024^3 and softmax 4096x4096, f32, on this CPU)
+its kernel is tuned twice from scratch, ``--trials`` measurements each:
+with the cost model (``search="model"``) and by random search alone. Then,
+in the same process, the model's database is used as a compile would use
+it: the whole program is compiled with the default schedules and with
+``tuning_db=``, both are checked against numpy and timed the same way
+(``bench/cpu.py``'s ``time_calls``), and the ratio is default / tuned. The
+trials each search needed to come within 3% of the best time either found
+compare the two searches; ``--plot`` draws their best-so-far curves. The
+cost of a warm database is the time ``tuning_db=`` adds to a compile
+(default schedules plus records applied), per kernel. Goals: tuned >= 1.3x
+the default; the model reaching the best in fewer trials than random; a
+warm database adding < 50 ms per kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+import tessel
+from tessel import ops
+from tessel.compiler import _tuned
+from tessel.tuning import KernelSummary, LocalCpuRunner, plot_curves, print_progress, tune
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu import check, machine, time_calls, timed  # noqa: E402 - the CPU benchmark's timing
+
+SEARCHES = ("model", "random")
+# A search has found "the best" when within this of the best either found.
+NEAR_BEST = 1.03
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    inputs: tuple[np.ndarray, ...]
+    traced: Callable[..., tessel.Tensor]
+    numpy: Callable[..., np.ndarray]
+    rtol: float
+
+
+def _softmax_numpy(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def workloads() -> list[Workload]:
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((1024, 1024), dtype=np.float32) for _ in range(2))
+    x = rng.standard_normal((4096, 4096), dtype=np.float32)
+    return [
+        Workload("matmul 1024x1024x1024", (a, b), lambda a, b: a @ b, lambda a, b: a @ b, 1e-4),
+        Workload("softmax 4096x4096", (x,), lambda x: ops.softmax(x, axis=-1), _softmax_numpy, 1e-5),
+    ]
+
+
+@dataclass
+class Result:
+    name: str
+    default_ms: float  # whole program, default schedules
+    tuned_ms: float  # whole program, tuning_db=
+    speedup: float
+    searches: dict[str, dict]  # search -> its kernel summaries and trials to the best
+    lookup_ms_per_kernel: float
+
+
+def trials_to_best(summary: KernelSummary, best_s: float) -> int | None:
+    """The first trial after which ``summary`` was within NEAR_BEST of ``best_s``."""
+    for trial, seconds in enumerate(summary.curve, 1):
+        if seconds <= best_s * NEAR_BEST:
+            return trial
+    return None
+
+
+def run(workload: Workload, trials: int, runner: LocalCpuRunner, workdir: Path) -> tuple[Result, dict]:
+    module = tessel.trace(workload.traced, *workload.inputs, name=workload.name.split()[0])
+    summaries: dict[str, list[KernelSummary]] = {}
+    for search in SEARCHES:
+        db = workdir / f"{workload.name.split()[0]}-{search}.db"
+        print(f"  {search} search, {trials} trials per kernel", file=sys.stderr)
+        summaries[search] = tune(module, trials=trials, db=str(db), search=search, runner=runner, seed=0,
+                                 progress=print_progress)
+    db = str(workdir / f"{workload.name.split()[0]}-model.db")
+    kernels = len(summaries["model"])
+    lookup = statistics.median(timed(lambda: _tuned(module, "cpu", db))[1] for _ in range(5))
+
+    expected = workload.numpy(*workload.inputs)
+    timings = {}
+    for label, options in (("default", {}), ("tuned", {"tuning_db": db})):
+        exe = tessel.compile(module, **options)
+        out, first = timed(lambda: exe(*workload.inputs))
+        check(f"{workload.name} ({label})", out, expected, workload.rtol)
+        timings[label] = time_calls(lambda: exe(*workload.inputs), first, 2.0, 200).median_ms
+    # The best time either search found, per kernel.
+    best: dict[str, float] = {}
+    for search in SEARCHES:
+        for s in summaries[search]:
+            best[s.name] = min(best.get(s.name, float("inf")), s.best_seconds)
+    searches = {
+        search: {s.name: {"default_ms": s.default_seconds * 1e3, "best_ms": s.best_seconds * 1e3,
+                          "speedup": s.speedup, "trials": s.trials, "failures": s.failures,
+                          "trials_to_best": trials_to_best(s, best[s.name]), "best_schedule": s.best_schedule}
+                 for s in summaries[search]}
+        for search in SEARCHES}
+    curves = {f"{workload.name.split()[0]} {s.name} ({search})": [s.default_seconds / c for c in s.curve]
+              for search in SEARCHES for s in summaries[search]}
+    return Result(workload.name, timings["default"], timings["tuned"], timings["default"] / timings["tuned"],
+                  searches, lookup * 1e3 / max(kernels, 1)), curves
+
+
+def report(results: list[Result]) -> None:
+    print(f"\n{'workload':<24} {'default ms':>10} {'tuned ms':>9} {'tuned/default':>13} {'goal':>7} {'met':>4}"
+          f"   {'lookup ms/kernel':>16} {'met':>4}")
+    for r in results:
+        print(f"{r.name:<24} {r.default_ms:>10.2f} {r.tuned_ms:>9.2f} {r.speedup:>12.2f}x {'>=1.3x':>7} "
+              f"{'yes' if r.speedup >= 1.3 else 'no':>4}   {r.lookup_ms_per_kernel:>16.1f} "
+              f"{'yes' if r.lookup_ms_per_kernel < 50 else 'no':>4}")
+    print(f"\n{'workload / kernel':<38} {'search':<7} {'trials':>6} {'failed':>6} {'best ms':>8} "
+          f"{'speed-up':>8} {'trials to best':>14}")
+    for r in results:
+        for search, kernels in r.searches.items():
+            for name, k in kernels.items():
+                to_best = "not reached" if k["trials_to_best"] is None else str(k["trials_to_best"])
+                print(f"{r.name.split()[0] + ' ' + name:<38} {search:<7} {k['trials']:>6} {k['failures']:>6} "
+                      f"{k['best_ms']:>8.2f} {k['speedup']:>7.2f}x {to_best:>14}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--plot", help="write both searches' best-so-far curves here (PNG)")
+    parser.add_argument("--only", nargs="*", help="workloads whose name starts with one of these")
+    args = parser.parse_args()
+    info = machine()
+    print(f"tessel {info['tessel_commit'][:12]} on {info['cpu']}, {info['cores']} cores; {args.trials} trials "
+          f"per kernel and search; {datetime.date.today()}", file=sys.stderr)
+    results, curves = [], {}
+    with tempfile.TemporaryDirectory() as tmp, LocalCpuRunner() as runner:
+        for workload in workloads():
+            if args.only and not any(workload.name.startswith(o) for o in args.only):
+                continue
+            print(f"{workload.name} ...", file=sys.stderr)
+            start = time.perf_counter()
+            result, workload_curves = run(workload, args.trials, runner, Path(tmp))
+            print(f"  done in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+            results.append(result)
+            curves.update(workload_curves)
+    report(results)
+    if args.plot:
+        plot_curves(curves, args.plot, title="best speed-up over the default schedule: cost model vs random")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": info, "trials": args.trials,
+                                               "results": [asdict(r) for r in results]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+//===- SplitReduction.h - vectorized partial reductions (CPU) ---*- C++ -*-===//
+//
+// How loop.split_reduction is carried out (loop-apply-schedule).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_PASSES_CPU_SPLITREDUCTION_H
+#define TESSEL_PASSES_CPU_SPLITREDUCTION_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace tessel {
+
+/// Whether loop.split_reduction takes `op`: a linalg.generic on tensors of
+/// static shape whose innermost loop is its only reduction, with one result.
+bool isSplittableReduction(mlir::linalg::LinalgOp op);
+
+/// Tiles the reduction loop of `op` (isSplittableReduction) by `lanes` into
+/// partial results (upstream partial-reduction tiling), vectorizes the
+/// partial step, keeps its accumulator in registers across the loop, and
+/// leaves the final combination after it. `lanes` must divide the reduced
+/// extent. Emits an error and fails otherwise.
+mlir::LogicalResult splitReduction(mlir::RewriterBase &rewriter,
+                                   mlir::linalg::LinalgOp op, int64_t lanes);
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_CPU_SPLITREDUCTION_H
