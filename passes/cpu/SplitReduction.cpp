@@ -33,14 +33,28 @@ LogicalResult tessel::splitReduction(RewriterBase &rewriter,
            << lanes << " does not divide this reduction's extent " << extent;
   if (lanes == 1 || lanes == extent)
     return success(); // nothing to split
+  // One row at a time: the partial results are one vector of `lanes`, and
+  // the row is read contiguously.
+  SmallVector<OpFoldResult> rows(op.getNumLoops(), rewriter.getIndexAttr(1));
+  rows.back() = rewriter.getIndexAttr(0);
+  rewriter.setInsertionPoint(op);
+  scf::SCFTilingOptions rowOptions;
+  rowOptions.setTileSizes(rows);
+  FailureOr<scf::SCFTilingResult> perRow = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), rowOptions);
+  if (failed(perRow))
+    return op.emitError("loop.split_reduction could not tile this reduction "
+                        "by rows");
+  rewriter.replaceOp(op, perRow->replacements);
+  Operation *row = perRow->tiledOps.front();
   SmallVector<OpFoldResult> sizes(op.getNumLoops(), rewriter.getIndexAttr(0));
   sizes.back() = rewriter.getIndexAttr(lanes);
-  rewriter.setInsertionPoint(op);
+  rewriter.setInsertionPoint(row);
   FailureOr<scf::SCFTilingResult> tiled = scf::tileReductionUsingScf(
-      rewriter, cast<PartialReductionOpInterface>(op.getOperation()), sizes);
+      rewriter, cast<PartialReductionOpInterface>(row), sizes);
   if (failed(tiled))
-    return op.emitError("loop.split_reduction could not tile this reduction");
-  rewriter.replaceOp(op, tiled->replacements);
+    return row->emitError("loop.split_reduction could not tile this reduction");
+  rewriter.replaceOp(row, tiled->replacements);
   Operation *step = tiled->tiledOps.back();
   rewriter.setInsertionPoint(step);
   FailureOr<linalg::VectorizationResult> vectorized =

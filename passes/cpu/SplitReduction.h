@@ -15,7 +15,8 @@ namespace tessel {
 /// static shape whose innermost loop is its only reduction, with one result.
 bool isSplittableReduction(mlir::linalg::LinalgOp op);
 
-/// Tiles the reduction loop of `op` (isSplittableReduction) by `lanes` into
+/// Walks `op` (isSplittableReduction) one row (one point of its parallel
+/// loops) at a time and tiles each row's reduction loop by `lanes` into
 /// partial results (upstream partial-reduction tiling), vectorizes the
 /// partial step, keeps its accumulator in registers across the loop, and
 /// leaves the final combination after it. `lanes` must divide the reduced

@@ -4,24 +4,27 @@
 // A row-wise reduction kernel (a softmax): parallel tiles of about 16K
 // points keep rows whole: 16 rows of 1024. The root (the division) is tiled
 // and both reductions and the exp are fused into the tile, so a tile's rows
-// stay in cache between the passes. Each reduction keeps 8 partial results
-// per row in a vector across its loop and combines them after it.
+// stay in cache between the passes. Each reduction walks the tile row by
+// row, keeping 32 partial results (four AVX2 vectors) across its loop, and
+// combines them after it.
 // CHECK-LABEL: func.func private @softmax_rows
 // CHECK: loop.schedule @softmax_rows target "cpu" {
 // CHECK-NEXT: %[[T:.*]] = loop.knob "tile_0" = 16 choices [1, 2, 4, 8, 16, 32, 64]
-// CHECK-NEXT: %[[L:.*]] = loop.knob "lanes" = 8 choices [1, 8, 16, 32, 64]
+// CHECK-NEXT: %[[L:.*]] = loop.knob "lanes" = 32 choices [1, 8, 16, 32, 64]
 // CHECK-NEXT: loop.tile [%[[T]], 0] parallel
 // CHECK-NEXT: loop.split_reduction lanes [%[[L]]]
 // CHECK-NEXT: }
 // APPLY-LABEL: func.func private @softmax_rows
 // APPLY: scf.forall (%{{.*}}) = (0) to (64) step (16) shared_outs
 // APPLY-NOT: mapping
-// APPLY: scf.for {{.*}} step %c8 iter_args({{.*}}) -> (vector<16x1x8xf32>)
-// APPLY: arith.maximumf {{.*}} : vector<16x1x8xf32>
+// APPLY: scf.for {{.*}} to %c16 step %c1
+// APPLY: scf.for {{.*}} step %c32 iter_args({{.*}}) -> (vector<1x1x32xf32>)
+// APPLY: arith.maximumf {{.*}} : vector<1x1x32xf32>
 // APPLY: linalg.reduce
-// APPLY: scf.for {{.*}} step %c8 iter_args({{.*}}) -> (vector<16x1x8xf32>)
-// APPLY: math.exp {{.*}} : vector<16x1x8xf32>
-// APPLY: arith.addf {{.*}} : vector<16x1x8xf32>
+// APPLY: scf.for {{.*}} to %c16 step %c1
+// APPLY: scf.for {{.*}} step %c32 iter_args({{.*}}) -> (vector<1x1x32xf32>)
+// APPLY: math.exp {{.*}} : vector<1x1x32xf32>
+// APPLY: arith.addf {{.*}} : vector<1x1x32xf32>
 // APPLY: linalg.reduce
 // APPLY: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
 // APPLY: arith.divf

@@ -52,7 +52,7 @@ class LocalCpuRunner:
     """
 
     def __init__(self, workers: int | None = None, *, min_seconds: float = 0.2, min_runs: int = 3,
-                 max_runs: int = 50, timeout: float = 300.0) -> None:
+                 max_runs: int = 50, timeout: float = 120.0) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.min_seconds, self.min_runs, self.max_runs = min_seconds, min_runs, max_runs
         self.timeout = timeout
