@@ -8,6 +8,8 @@ The public API lives here; the layers are subpackages:
 * :func:`tessel.from_onnx`, :func:`tessel.from_torch` - ONNX and PyTorch models into a graph module
 * :mod:`tessel.dialects` - op classes of the ``graph`` and ``loop`` dialects
 * :mod:`tessel.backends` - targets: the CPU (an executable) and CUDA (PTX artifacts)
+* :mod:`tessel.schedules` - every kernel's ``loop.schedule``, its knobs and their domains
+* :mod:`tessel.tuning` - tuning schedules by measurement, and the database compiles reuse
 * :mod:`tessel.runtime` - loads and runs CUDA artifacts; needs only numpy and cuda-bindings
 * :mod:`tessel.tools` - the ``tessel-opt``, FileCheck and mlir-opt binaries
 """
@@ -15,7 +17,7 @@ The public API lives here; the layers are subpackages:
 import importlib
 from typing import Any
 
-from .errors import CompileError, Diagnostic, RuntimeError, TesselError, UnsupportedError
+from .errors import CompileError, Diagnostic, RuntimeError, TesselError, TuningDatabaseError, UnsupportedError
 
 __version__ = "0.1.0"
 
@@ -48,6 +50,7 @@ __all__ = [
     "Diagnostic",
     "RuntimeError",
     "TesselError",
+    "TuningDatabaseError",
     "UnsupportedError",
     "context",
     "from_onnx",
@@ -60,6 +63,7 @@ __all__ = [
     "schedules",
     "to_linalg",
     "trace",
+    "tuning",
     "verify",
 ]
 
@@ -67,7 +71,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    elif name in ("ops", "runtime", "schedules"):
+    elif name in ("ops", "runtime", "schedules", "tuning"):
         value = importlib.import_module(f".{name}", __name__)
     elif name == "load":
         value = importlib.import_module(".runtime", __name__).load

@@ -9,7 +9,10 @@ GPU. Needs only numpy and cuda-bindings.
 ``tessel tune MODEL --target cpu --trials N --db tune.db [--plot curve.png]``
 tunes the schedule of every kernel of MODEL (graph-dialect ``.mlir`` or
 ``.onnx``) and records the measurements in the tuning database, which
-``tessel.compile(..., tuning_db=...)`` then uses.
+``tessel.compile(..., tuning_db=...)`` then uses. For a GPU on another
+machine, ``tessel tune MODEL --target cuda:sm_90 --export DIR --trials N``
+writes a batch of candidates that ``python3 -m tessel.runtime.batch DIR``
+measures there, and ``tessel tune-import DIR --db tune.db`` records.
 """
 
 from __future__ import annotations
@@ -47,14 +50,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     tune.add_argument("model", help="a graph-dialect .mlir file or an .onnx model")
     tune.add_argument("--target", default="cpu", help="what to tune for (cpu)")
     tune.add_argument("--trials", type=int, default=64, help="measurements per kernel schedule")
-    tune.add_argument("--db", required=True, help="the tuning database (SQLite; created if missing)")
+    tune.add_argument("--db", help="the tuning database (SQLite; created if missing)")
     tune.add_argument("--plot", help="write best-so-far curves to this PNG")
     tune.add_argument("--search", default="model", choices=("model", "evolution", "random"),
                       help="cost-model-guided (default), evolutionary only, or random search")
     tune.add_argument("--seed", type=int, default=0, help="seed of the search")
+    tune.add_argument("--export", metavar="DIR",
+                      help="GPU targets: write a batch of candidates to DIR for `python3 -m "
+                           "tessel.runtime.batch DIR` on the GPU machine (--db only guides the proposals)")
+    imported = commands.add_parser("tune-import", help="record a measured GPU batch in a tuning database")
+    imported.add_argument("batch", help="the directory `tessel tune --export` wrote")
+    imported.add_argument("--db", required=True, help="the tuning database (SQLite; created if missing)")
+    imported.add_argument("--results", help="the results file (default: BATCH/results.json)")
     args = parser.parse_args(argv)
     if args.command == "tune":
         return _tune(args)
+    if args.command == "tune-import":
+        return _tune_import(args)
 
     from . import runtime
 
@@ -73,20 +85,49 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _tune(args: argparse.Namespace) -> int:
     from . import from_onnx, parse
-    from .tuning import print_progress, tune
+    from .tuning import export_batch, print_progress, tune
 
+    target = args.target.removeprefix("cuda:")
     try:
         if args.model.endswith(".onnx"):
             module = from_onnx(args.model)
         else:
             with open(args.model, encoding="utf-8") as f:
                 module = parse(f.read(), source_name=args.model)
-        target = args.target.removeprefix("cuda:")
+        if args.export:
+            count = export_batch(module, args.export, target=target, trials=args.trials, db=args.db,
+                                 seed=args.seed)
+            print(f"wrote {count} candidates to {args.export}; on the GPU machine run "
+                  f"`python3 -m tessel.runtime.batch {args.export}`, then "
+                  f"`tessel tune-import {args.export} --db tune.db`")
+            return 0
+        if args.db is None:
+            raise ValueError("--db is required unless --export writes a batch")
         summaries = tune(module, target=target, trials=args.trials, db=args.db, plot=args.plot,
                          search=args.search, seed=args.seed, progress=print_progress)
     except (TesselError, OSError, ValueError) as e:
         print(f"tessel tune: {e}", file=sys.stderr)
         return 1
+    _print_summaries(summaries)
+    print(f"recorded in {args.db}; tessel.compile(module, target={args.target!r}, tuning_db={args.db!r}) "
+          "uses the best schedules" + (f"; curves in {args.plot}" if args.plot else ""))
+    return 0
+
+
+def _tune_import(args: argparse.Namespace) -> int:
+    from .tuning import import_batch
+
+    try:
+        summaries = import_batch(args.batch, args.db, results=args.results)
+    except (TesselError, OSError, ValueError, KeyError) as e:
+        print(f"tessel tune-import: {e}", file=sys.stderr)
+        return 1
+    _print_summaries(summaries)
+    print(f"recorded in {args.db}")
+    return 0
+
+
+def _print_summaries(summaries: Sequence) -> None:
     print(f"{'kernel':<28} {'default ms':>11} {'best ms':>9} {'speed-up':>9} {'trials':>7} {'failed':>7}")
     for s in summaries:
         if s.error is not None:
@@ -94,9 +135,6 @@ def _tune(args: argparse.Namespace) -> int:
             continue
         print(f"{s.name:<28} {s.default_seconds * 1e3:>11.3f} {s.best_seconds * 1e3:>9.3f} "
               f"{s.speedup:>8.2f}x {s.trials:>7} {s.failures:>7}")
-    print(f"recorded in {args.db}; tessel.compile(module, target={args.target!r}, tuning_db={args.db!r}) "
-          "uses the best schedules" + (f"; curves in {args.plot}" if args.plot else ""))
-    return 0
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
     ``"cpu"`` gives an executable to call here; ``"cuda:sm_90"`` (or another
     chip in ``TARGETS``) a :class:`CudaArtifact` of PTX and a manifest, which
     ``save()`` writes for the CUDA runtime. With ``tuning_db`` (a database
-    that ``tessel.tuning.tune`` wrote), each kernel runs the best schedule
-    measured for it on this device, and its default schedule where there is
-    none; the result's ``tuning`` maps each schedule (``kernel`` or
+    that ``tessel.tuning.tune`` or ``import_batch`` wrote), each kernel runs
+    the best schedule measured for it on this CPU (or on any GPU of the
+    chip), and its default schedule where there is none; the result's ``tuning`` maps each schedule (``kernel`` or
     ``kernel#result``) to ``"database"`` or ``"default"``.
     ``print_ir_after_all`` prints the IR after every pass and ``timing`` the
     time of every pass, to stderr, for debugging a compile.
@@ -50,7 +50,10 @@ def _tuned(module: ir.Module, chip: str, path: str | os.PathLike[str]) -> tuple[
     from .tuning import TuningDatabase, apply_records, device_key
 
     scheduled = default_schedules(module, chip)
+    # A CUDA artifact runs on whichever GPU of its chip loads it: records of
+    # any of them serve.
+    device = device_key(chip) if chip == "cpu" else device_key(chip, gpu_name="*")
     with TuningDatabase(path, readonly=True) as db:
-        tuned, used = apply_records(scheduled, db, device_key(chip))
+        tuned, used = apply_records(scheduled, db, device)
     return tuned, {kernel if result is None else f"{kernel}#{result}": "default" if record is None else "database"
                    for (kernel, result), record in used.items()}

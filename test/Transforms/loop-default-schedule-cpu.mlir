@@ -75,15 +75,15 @@ func.func private @softmax_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> 
 // CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [8, 16, 32, 64, 128]
 // CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 128 choices [8, 16, 32, 64, 128, 256]
 // CHECK-NEXT: %[[BK:.*]] = loop.knob "block_k" = 32 choices [16, 32]
-// CHECK-NEXT: %[[RM:.*]] = loop.knob "reg_m" = 8 choices [1, 2, 4, 8, 16]
+// CHECK-NEXT: %[[RM:.*]] = loop.knob "reg_m" = 4 choices [1, 2, 4, 8, 16]
 // CHECK-NEXT: %[[RN:.*]] = loop.knob "reg_n" = 16 choices [1, 2, 4, 8, 16, 32, 64]
-// CHECK-NEXT: %[[RK:.*]] = loop.knob "reg_k" = 8 choices [1, 2, 4, 8, 16]
+// CHECK-NEXT: %[[RK:.*]] = loop.knob "reg_k" = 4 choices [1, 2, 4, 8, 16]
 // CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] parallel
 // CHECK-NEXT: loop.vectorize [%[[RM]], %[[RN]], %[[RK]]] depth [%[[BK]]]
 // APPLY-LABEL: func.func private @matmul_relu
 // APPLY: scf.forall (%{{.*}}) = (0) to (256) step (128)
 // APPLY: linalg.fill
-// APPLY: vector.contract {{.*}} : vector<8x8xf32>, vector<8x16xf32> into vector<8x16xf32>
+// APPLY: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
 // APPLY: linalg.generic
 // APPLY: arith.maximumf
 #id2 = affine_map<(d0, d1) -> (d0, d1)>

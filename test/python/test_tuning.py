@@ -5,6 +5,7 @@ Models are small so that a candidate compiles in well under a second; the
 database's own crash-safety is tested in test_tuning_db.py.
 """
 
+import json
 import math
 import os
 import random
@@ -193,3 +194,32 @@ def test_a_tuner_killed_mid_run_leaves_every_finished_record(tmp_path):
         records = d.records()
     assert len(records) >= count
     assert all(r.error is None and math.isfinite(r.median) for r in records)
+
+
+def test_gpu_batch_exports_runs_without_mlir_and_imports(tmp_path):
+    a = RNG.standard_normal((128, 64)).astype(np.float16)
+    w = (RNG.standard_normal((64, 96)) * 0.1).astype(np.float16)
+    module = tessel.trace(lambda a, w: ops.relu(a @ w), a, w, name="gemm")
+    batch, db = tmp_path / "batch", tmp_path / "gpu.db"
+    count = tessel.tuning.export_batch(module, batch, target="sm_90", trials=4, seed=3)
+    assert count == 4 and len(list(batch.glob("c*/manifest.json"))) == 4
+    # What the GPU machine runs: numpy, cuda-bindings and tessel.runtime;
+    # MLIR is blocked to show it is not needed.
+    script = ("import sys, runpy; sys.modules['mlir'] = None; "
+              f"sys.argv = ['batch', {str(batch)!r}, '--dry']; "
+              "runpy.run_module('tessel.runtime.batch', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "measured 4 candidates on dry run" in done.stderr
+    summaries = tessel.tuning.import_batch(batch, db)
+    assert [(s.name, s.trials, s.failures, s.error) for s in summaries] == [("gemm_kernel0", 4, 0, None)]
+    with TuningDatabase(db, readonly=True) as d:
+        assert {r.device for r in d.records()} == {"cuda/sm_90/dry run (no device)"}
+    # Records of any GPU of the chip serve a compile for it.
+    artifact = tessel.compile(module, target="cuda:sm_90", tuning_db=str(db))
+    assert artifact.tuning == {"gemm_kernel0": "database"}
+    # A second batch starts from the records: no point is proposed twice.
+    tessel.tuning.export_batch(module, tmp_path / "next", target="sm_90", trials=4, db=db, seed=3)
+    first = {c["schedule"] for c in json.loads((batch / "batch.json").read_text())["candidates"]}
+    second = json.loads((tmp_path / "next" / "batch.json").read_text())["candidates"]
+    assert second[0]["default"] and not {c["schedule"] for c in second[1:]} & first

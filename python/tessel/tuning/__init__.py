@@ -5,10 +5,13 @@
 * :func:`apply_records` - a scheduled module with the best known schedules
 * :func:`tune` - the search (:mod:`.search`), measuring through a runner (:mod:`.runners`)
   and ranking candidates with a learned cost model (:mod:`.cost_model`)
+* :func:`export_batch`, :func:`import_batch` - the same for a remote GPU machine, in batches
+  (:mod:`.batch`; measured there by ``python3 -m tessel.runtime.batch``)
 """
 
 from ..errors import TuningDatabaseError
 from .database import Record, TuningDatabase
+from .batch import export_batch, import_batch
 from .keys import apply_records, device_key, kernel_keys
 from .runners import LocalCpuRunner, Measurement, Runner
 from .search import KernelSummary, Task, plot_curves, print_progress, tasks, tune
@@ -24,6 +27,8 @@ __all__ = [
     "TuningDatabaseError",
     "apply_records",
     "device_key",
+    "export_batch",
+    "import_batch",
     "kernel_keys",
     "plot_curves",
     "print_progress",

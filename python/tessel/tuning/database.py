@@ -62,6 +62,16 @@ _SCHEMA = (
 _COLUMNS = "key, device, kernel, schedule, seconds, error, tessel_version, created"
 
 
+def _device_clause(device: str) -> tuple[str, tuple[str, ...]]:
+    """An SQL condition on the device column matching ``device``, with
+    ``*`` standing for anything (GLOB: case-sensitive; the other GLOB
+    metacharacters are matched literally), and its parameters."""
+    if "*" not in device:
+        return "device = ?", (device,)
+    literal = "".join(f"[{c}]" if c in "?[]" else c for c in device)
+    return "device GLOB ?", (literal,)
+
+
 @dataclass(frozen=True)
 class Record:
     """One measured schedule of one kernel on one device.
@@ -198,21 +208,23 @@ class TuningDatabase:
     def best(self, key: str, device: str) -> Record | None:
         """The success with the lowest median for kernel ``key`` on
         ``device`` measured by this tessel version (the earliest of equals);
-        None if there is none."""
+        None if there is none. A ``*`` in ``device`` matches anything
+        (``cuda/sm_90/*``: any GPU of that chip)."""
+        where, params = _device_clause(device)
         with self._errors():
             row = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM records WHERE key = ? AND device = ? AND tessel_version = ? "
-                "AND error IS NULL ORDER BY median, id LIMIT 1", (key, device, __version__)).fetchone()
+                f"SELECT {_COLUMNS} FROM records WHERE key = ? AND {where} AND tessel_version = ? "
+                "AND error IS NULL ORDER BY median, id LIMIT 1", (key, *params, __version__)).fetchone()
         return None if row is None else self._record(row)
 
     def records(self, key: str | None = None, device: str | None = None) -> list[Record]:
-        """Every record (of kernel ``key``, on ``device`` where given), in
-        insertion order, of every tessel version."""
+        """Every record (of kernel ``key``, on ``device`` where given, ``*``
+        matching anything), in insertion order, of every tessel version."""
+        where, params = _device_clause(device) if device is not None else ("1", ())
         with self._errors():
             rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM records WHERE (:key IS NULL OR key = :key) "
-                "AND (:device IS NULL OR device = :device) ORDER BY id",
-                {"key": key, "device": device}).fetchall()
+                f"SELECT {_COLUMNS} FROM records WHERE (? IS NULL OR key = ?) AND {where} ORDER BY id",
+                (key, key, *params)).fetchall()
         return [self._record(row) for row in rows]
 
     def _record(self, row: tuple) -> Record:

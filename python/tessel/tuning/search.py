@@ -277,7 +277,9 @@ def _propose(task: Task, seen: Mapping[tuple[int, ...], float], count: int, rng:
     wanted = count * POOL_FACTOR if ranked else count
     elite = sorted((s, v) for v, s in seen.items() if math.isfinite(s))[:ELITE]
     pool: dict[tuple[int, ...], None] = {}
-    for _ in range(wanted * 20):
+    # Legal points can be sparse (tensor-core tiles must fit the problem
+    # and the hardware), so each is drawn many times before giving up.
+    for _ in range(50 * wanted + 200):
         if len(pool) >= wanted:
             break
         if search != "random" and elite and rng.random() < BREED:

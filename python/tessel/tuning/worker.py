@@ -6,7 +6,8 @@ on stdin and reads pickled replies on stdout:
 
 * ``("compile", text, entry)`` -> ``("ok",)`` or ``("error", message)``
 * ``("measure", min_seconds, min_runs, max_runs)`` (the last compiled
-  candidate) -> ``("ok", seconds, sample)`` or ``("error", message)``
+  candidate) -> ``("ok", seconds, sample)`` or ``("error", message)``;
+  inputs and output samples as a GPU batch's (:mod:`tessel.runtime.batch`)
 * ``("exit",)``
 """
 
@@ -16,14 +17,11 @@ import os
 import pickle
 import sys
 import time
-from typing import Any, BinaryIO, Sequence
+from typing import Any, BinaryIO
 
 import numpy as np
 
-# Output values a measurement reports: enough to tell a wrong schedule from
-# a reordered floating-point sum.
-SAMPLE_POINTS = 64
-
+from ..runtime.batch import candidate_inputs, output_sample
 
 def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
     """A worker: compiles and measures candidates on request."""
@@ -53,35 +51,28 @@ def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
                 _, min_seconds, min_runs, max_runs = message
                 # The same inputs for every candidate of a kernel, so that
                 # their outputs compare.
-                args = inputs.setdefault(executable.inputs, _inputs(executable.inputs))
+                args = inputs.setdefault(executable.inputs, candidate_inputs(
+                    [(spec.shape, spec.dtype) for spec in executable.inputs]))
                 reply(("ok", *_time(executable, args, min_seconds, min_runs, max_runs)))
         except Exception as e:  # noqa: BLE001 - any failure of a candidate is its result
             reply(("error", f"{type(e).__name__}: {e}"))
 
 
-def _inputs(specs: Sequence[Any]) -> list[np.ndarray]:
-    """Normal values for floats; zeros for integers and booleans, which are
-    always valid indices."""
-    rng = np.random.default_rng(0)
-    return [rng.standard_normal(s.shape).astype(s.dtype) if np.issubdtype(s.dtype, np.floating)
-            else np.zeros(s.shape, s.dtype) for s in specs]
+_SLOW_SECONDS = 1.0
 
 
 def _time(executable: Any, args: list[np.ndarray], min_seconds: float, min_runs: int,
           max_runs: int) -> tuple[list[float], list[list[float]]]:
-    results = executable(*args)  # warm-up; its outputs are the sample
+    sample = output_sample(executable(*args))  # the warm-up call
     seconds: list[float] = []
-    while len(seconds) < max_runs and (len(seconds) < min_runs or sum(seconds) < min_seconds):
+    # A slow candidate (a second or more per call) is not timed further:
+    # a search only needs to know it is slow.
+    while (len(seconds) < max_runs and (len(seconds) < min_runs or sum(seconds) < min_seconds)
+           and not (seconds and sum(seconds) > _SLOW_SECONDS)):
         start = time.perf_counter()
         executable(*args)
         seconds.append(time.perf_counter() - start)
-    results = results if isinstance(results, tuple) else (results,)
-    sample = []
-    for r in results:
-        flat = np.asarray(r, dtype=np.float64).reshape(-1)
-        sample.append(flat[np.linspace(0, flat.size - 1, min(SAMPLE_POINTS, flat.size)).astype(int)].tolist())
     return seconds, sample
-
 
 if __name__ == "__main__":
     # Replies go to the original stdout; anything else printed (by Python or
