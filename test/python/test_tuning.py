@@ -23,7 +23,7 @@ from tessel import ops, schedules
 from tessel.tuning import LocalCpuRunner, TuningDatabase, device_key, tasks, tune
 from tessel.tuning.cost_model import CostModel
 from tessel.tuning.runners import Measurement
-from tessel.tuning.search import ENTRY, _mismatch
+from tessel.tuning.search import CONFIRM, CONFIRM_ROUNDS, ENTRY, _mismatch
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((256, 96)).astype(np.float32)
@@ -110,7 +110,8 @@ def test_tune_records_every_trial_and_compile_reuses_the_best(tmp_path, runner, 
         assert "loop.schedule @mlp_kernel" in s.best_schedule
     assert progress[-1][-1] is True  # the last report closes the last kernel
     with TuningDatabase(db, readonly=True) as d:
-        assert len(d) == sum(s.trials for s in summaries)
+        # Every trial, then the default and the best points measured again.
+        assert len(d) == sum(s.trials + CONFIRM_ROUNDS * (1 + min(CONFIRM, s.trials - 1)) for s in summaries)
         assert {r.device for r in d.records()} == {device_key("cpu")}
     # The same computation in another program (other names) reuses them.
     exe = tessel.compile(_model(name="other"), tuning_db=str(db))
@@ -122,14 +123,16 @@ def test_tune_records_every_trial_and_compile_reuses_the_best(tmp_path, runner, 
 
 def test_a_second_run_starts_from_the_records_and_measures_new_points(tmp_path, runner):
     db = str(tmp_path / "tune.db")
+    def distinct():
+        with TuningDatabase(db, readonly=True) as d:
+            return {k: {r.schedule for r in d.records() if r.kernel == k} for k in ("mlp_kernel0", "mlp_kernel1")}
+
     tune(_model(), trials=6, db=db, search="evolution", runner=runner)
+    before = distinct()
     again = tune(_model(), trials=6, db=db, search="evolution", runner=runner, seed=2)
     assert all(s.reused >= 5 for s in again)
-    with TuningDatabase(db, readonly=True) as d:
-        for kernel in ("mlp_kernel0", "mlp_kernel1"):
-            schedules_seen = [r.schedule for r in d.records() if r.kernel == kernel]
-            # Only the default is measured twice (every run's baseline).
-            assert len(schedules_seen) - len(set(schedules_seen)) <= 1
+    # Every trial but the default (each run's baseline) is a new point.
+    assert all(len(distinct()[k] - before[k]) == 5 for k in before)
 
 
 def test_compile_with_a_database_that_has_no_records_uses_the_defaults(tmp_path):
@@ -141,11 +144,39 @@ def test_compile_with_a_database_that_has_no_records_uses_the_defaults(tmp_path)
         tessel.compile(_model(), tuning_db=str(tmp_path / "missing.db"))
 
 
-def test_tune_rejects_what_it_cannot_do(tmp_path):
-    with pytest.raises(tessel.UnsupportedError, match="CPU only"):
-        tune(_model(), target="sm_90", trials=4, db=str(tmp_path / "t.db"))
+def test_tune_rejects_what_it_cannot_do(tmp_path, runner):
+    if not _has_gpu():
+        with pytest.raises(tessel.RuntimeError, match="export_batch"):
+            tune(_model(), target="sm_90", trials=4, db=str(tmp_path / "t.db"))
+    with pytest.raises(tessel.UnsupportedError, match="the runner measures for 'cpu', not 'sm_90'"):
+        tune(_model(), target="sm_90", trials=4, db=str(tmp_path / "t.db"), runner=runner)
     with pytest.raises(ValueError, match="trials must be at least 1"):
         tune(_model(), trials=0, db=str(tmp_path / "t.db"))
+
+
+def _has_gpu():
+    try:
+        from tessel.runtime.cuda_driver import CudaDriver
+
+        CudaDriver(0)
+    except tessel.RuntimeError:
+        return False
+    return True
+
+
+def test_tune_for_a_gpu_target_through_the_cuda_runner(tmp_path):
+    a = RNG.standard_normal((128, 64)).astype(np.float16)
+    w = (RNG.standard_normal((64, 96)) * 0.1).astype(np.float16)
+    module = tessel.trace(lambda a, w: ops.relu(a @ w), a, w, name="gemm")
+    db = str(tmp_path / "gpu.db")
+    # Dry on machines without a GPU: everything but the kernels runs.
+    with tessel.tuning.LocalCudaRunner("sm_90", dry=not _has_gpu(), min_runs=2) as cuda:
+        summaries = tune(module, target="sm_90", trials=3, db=db, search="random", runner=cuda)
+        device = cuda.device
+    assert [(s.name, s.trials, s.failures, s.error) for s in summaries] == [("gemm_kernel0", 3, 0, None)]
+    with TuningDatabase(db, readonly=True) as d:
+        assert {r.device for r in d.records()} == {device}
+    assert tessel.compile(module, target="cuda:sm_90", tuning_db=db).tuning == {"gemm_kernel0": "database"}
 
 
 def _write_model(tmp_path):

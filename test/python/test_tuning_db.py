@@ -58,15 +58,26 @@ def test_best_is_the_fastest_success_on_the_device_by_this_version(tmp_path):
         assert db.best("k", DEVICE) is None
         db.add(_record(seconds=(), error="crashed"))
         assert db.best("k", DEVICE) is None  # failures never count
-        db.add(_record(seconds=(2.0, 2.0, 9.0), kernel="slow"))
-        db.add(_record(seconds=(1.0, 1.5, 1.2), kernel="fast"))
-        db.add(_record(seconds=(1.2, 0.9, 5.0), kernel="same median, later"))
-        db.add(_record(seconds=(0.1,), device="cuda/sm_90/any", kernel="other device"))
-        db.add(_record(seconds=(0.1,), tessel_version="0.0.1", kernel="other version"))
-        db.add(_record("other key", seconds=(0.1,), kernel="other kernel"))
+        db.add(_record(seconds=(2.0, 2.0, 9.0), kernel="slow", schedule="s1"))
+        db.add(_record(seconds=(1.0, 1.5, 1.2), kernel="fast", schedule="s2"))
+        db.add(_record(seconds=(1.2, 0.9, 5.0), kernel="same median, later", schedule="s3"))
+        db.add(_record(seconds=(0.1,), device="cuda/sm_90/any", kernel="other device", schedule="s4"))
+        db.add(_record(seconds=(0.1,), tessel_version="0.0.1", kernel="other version", schedule="s5"))
+        db.add(_record("other key", seconds=(0.1,), kernel="other kernel", schedule="s6"))
         assert db.best("k", DEVICE).kernel == "fast"
         assert db.best("k", "cuda/sm_90/any").kernel == "other device"
         assert db.best("k", "cuda/sm_80/any") is None
+        # A pattern matches any GPU of a chip.
+        assert db.best("k", "cuda/sm_90/*").kernel == "other device"
+
+
+def test_best_judges_a_schedule_by_all_its_measurements(tmp_path):
+    with TuningDatabase(tmp_path / "tune.db") as db:
+        db.add(_record(seconds=(0.5,), kernel="lucky once", schedule="lucky"))
+        db.add(_record(seconds=(1.2,), kernel="steady", schedule="steady"))
+        assert db.best("k", DEVICE).schedule == "lucky"
+        db.add(_record(seconds=(3.0,), kernel="lucky measured again", schedule="lucky"))
+        assert db.best("k", DEVICE).schedule == "steady"  # lucky averages 1.75
 
 
 # Adds records forever, printing the index of each once its add returned.

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import load
 
-__all__ = ["BATCH_FORMAT", "candidate_inputs", "output_sample", "run_batch"]
+__all__ = ["BATCH_FORMAT", "candidate_inputs", "measure", "output_sample", "run_batch"]
 
 BATCH_FORMAT = "tessel-tuning-batch"
 # Output values a measurement reports: enough to tell a wrong schedule from
@@ -54,20 +54,30 @@ def output_sample(results: Any) -> list[list[float]]:
     return sample
 
 
+def measure(executable: Any, *, dry: bool, min_seconds: float, min_runs: int,
+            max_runs: int) -> tuple[list[float], list[list[float]]]:
+    """Times of calls of a loaded ``executable`` (after a warm-up whose
+    outputs are sampled, :func:`output_sample`) and the sample, on the
+    kernel's :func:`candidate_inputs`; inputs and outputs stay on the
+    device, so calls time the kernels and their launches, not copies."""
+    arrays = candidate_inputs(executable.artifact.inputs)
+    sample = output_sample(executable(*arrays))
+    args = arrays if dry else [_on_device(executable, a) for a in arrays]
+    executable(*args, device_outputs=not dry)  # a warm-up on the device inputs
+    seconds: list[float] = []
+    while len(seconds) < max_runs and (len(seconds) < min_runs or sum(seconds) < min_seconds):
+        start = time.perf_counter()
+        executable(*args, device_outputs=not dry)
+        seconds.append(time.perf_counter() - start)
+    return seconds, sample
+
+
 def _measure(path: Path, device: int, dry: bool, min_seconds: float, min_runs: int,
              max_runs: int) -> dict[str, Any]:
     executable = load(path, device=device, dry=dry)
     try:
-        arrays = candidate_inputs(executable.artifact.inputs)
-        sample = output_sample(executable(*arrays))
-        # Inputs on the device and outputs left there: calls time the kernels
-        # and their launches, not copies.
-        args = arrays if dry else [_on_device(executable, a) for a in arrays]
-        seconds: list[float] = []
-        while len(seconds) < max_runs and (len(seconds) < min_runs or sum(seconds) < min_seconds):
-            start = time.perf_counter()
-            executable(*args, device_outputs=not dry)
-            seconds.append(time.perf_counter() - start)
+        seconds, sample = measure(executable, dry=dry, min_seconds=min_seconds, min_runs=min_runs,
+                                  max_runs=max_runs)
         return {"seconds": seconds, "sample": sample, "device_name": executable.driver.device_name}
     finally:
         executable.close()

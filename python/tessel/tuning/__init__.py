@@ -13,12 +13,13 @@ from ..errors import TuningDatabaseError
 from .database import Record, TuningDatabase
 from .batch import export_batch, import_batch
 from .keys import apply_records, device_key, kernel_keys
-from .runners import LocalCpuRunner, Measurement, Runner
+from .runners import LocalCpuRunner, LocalCudaRunner, Measurement, Runner
 from .search import KernelSummary, Task, plot_curves, print_progress, tasks, tune
 
 __all__ = [
     "KernelSummary",
     "LocalCpuRunner",
+    "LocalCudaRunner",
     "Measurement",
     "Record",
     "Runner",

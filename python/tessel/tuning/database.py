@@ -206,15 +206,18 @@ class TuningDatabase:
                  record.error, record.tessel_version, record.created, median))
 
     def best(self, key: str, device: str) -> Record | None:
-        """The success with the lowest median for kernel ``key`` on
-        ``device`` measured by this tessel version (the earliest of equals);
-        None if there is none. A ``*`` in ``device`` matches anything
-        (``cuda/sm_90/*``: any GPU of that chip)."""
+        """The latest record of the fastest schedule for kernel ``key`` on
+        ``device`` measured by this tessel version: the schedule whose
+        successes have the lowest average median (a schedule measured again
+        is judged by all its measurements, not its luckiest; the earliest of
+        equals); None if there is none. A ``*`` in ``device`` matches
+        anything (``cuda/sm_90/*``: any GPU of that chip)."""
         where, params = _device_clause(device)
         with self._errors():
             row = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM records WHERE key = ? AND {where} AND tessel_version = ? "
-                "AND error IS NULL ORDER BY median, id LIMIT 1", (key, *params, __version__)).fetchone()
+                f"SELECT {_COLUMNS} FROM records WHERE id = (SELECT MAX(id) FROM records WHERE key = ? "
+                f"AND {where} AND tessel_version = ? AND error IS NULL GROUP BY schedule "
+                "ORDER BY AVG(median), MIN(id) LIMIT 1)", (key, *params, __version__)).fetchone()
         return None if row is None else self._record(row)
 
     def records(self, key: str | None = None, device: str | None = None) -> list[Record]:

@@ -2,7 +2,8 @@
 
 A candidate is a small module (one kernel, its schedules, and a public entry
 that calls it; :class:`tessel.tuning.search.Task` builds it) as text. A
-runner compiles a batch of them, then measures them one at a time, so that
+runner (this machine's CPU, or its GPU) compiles a batch of them, then
+measures them one at a time, so that
 no compile competes with a measurement for the cores, and reports each as a
 :class:`Measurement`: the times, or why there are none. A candidate that
 fails to compile, crashes or hangs the compiler is a failure, never an
@@ -19,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-__all__ = ["LocalCpuRunner", "Measurement", "Runner"]
+__all__ = ["LocalCpuRunner", "LocalCudaRunner", "Measurement", "Runner"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,13 @@ class Measurement:
 
 
 class Runner(Protocol):
-    """Measures candidates; ``measure`` returns one Measurement per text."""
+    """Measures candidates; ``measure`` returns one Measurement per text.
+    ``target`` is what candidates are compiled for (``"cpu"``, ``"sm_90"``)
+    and ``device`` the tuning database's name for what they run on
+    (:func:`tessel.tuning.device_key`)."""
+
+    target: str
+    device: str
 
     def measure(self, candidates: Sequence[str], entry: str) -> list[Measurement]: ...
 
@@ -51,12 +58,20 @@ class LocalCpuRunner:
     a failure.
     """
 
+    target = "cpu"
+
     def __init__(self, workers: int | None = None, *, min_seconds: float = 0.2, min_runs: int = 3,
                  max_runs: int = 50, timeout: float = 120.0) -> None:
+        from .keys import device_key
+
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.min_seconds, self.min_runs, self.max_runs = min_seconds, min_runs, max_runs
         self.timeout = timeout
+        self.device = device_key("cpu")
         self._processes: list[_Worker | None] = [None] * self.workers
+
+    def _compile_request(self, text: str, entry: str) -> tuple[Any, ...]:
+        return ("compile", text, entry, self.target, None)
 
     def measure(self, candidates: Sequence[str], entry: str) -> list[Measurement]:
         results = []
@@ -65,7 +80,7 @@ class LocalCpuRunner:
         for first in range(0, len(candidates), self.workers):
             batch = list(enumerate(candidates[first:first + self.workers]))
             for worker, text in batch:
-                self._worker(worker).send(("compile", text, entry))
+                self._worker(worker).send(self._compile_request(text, entry))
             compiled = [self._receive(worker, f"compiling candidate {first + worker}")
                         for worker, _ in batch]
             for (worker, _), reply in zip(batch, compiled):
@@ -103,6 +118,40 @@ class LocalCpuRunner:
                    else f"killed the worker process (exit status {code})")
             return ("error", f"{doing} {why}")
         return reply
+
+
+class LocalCudaRunner(LocalCpuRunner):
+    """The same for GPU chip ``target`` (``"sm_90"``) on this machine's CUDA
+    device ``device``: workers compile candidates to CUDA artifacts and time
+    them through :mod:`tessel.runtime` with inputs and outputs on the
+    device. ``dry=True`` runs them on the runtime's dry driver (no GPU; the
+    times are host times and mean nothing). Needs a GPU and cuda-bindings
+    otherwise: a clear :class:`tessel.RuntimeError` here when there is none.
+    """
+
+    def __init__(self, target: str = "sm_90", *, device: int = 0, dry: bool = False,
+                 workers: int | None = None, min_seconds: float = 0.05, min_runs: int = 5,
+                 max_runs: int = 100, timeout: float = 120.0) -> None:
+        from ..backends.pipelines import GPU_TARGETS
+        from ..errors import UnsupportedError
+        from ..runtime import DryDriver
+        from .keys import device_key
+
+        if target not in GPU_TARGETS:
+            raise UnsupportedError(f"unknown GPU target {target!r}; available: {', '.join(GPU_TARGETS)}")
+        super().__init__(workers, min_seconds=min_seconds, min_runs=min_runs, max_runs=max_runs,
+                         timeout=timeout)
+        self.target, self.ordinal, self.dry = target, device, dry
+        if dry:
+            name = DryDriver.device_name
+        else:
+            from ..runtime.cuda_driver import CudaDriver
+
+            name = CudaDriver(device).device_name  # fails clearly without a GPU
+        self.device = device_key(target, gpu_name=name)
+
+    def _compile_request(self, text: str, entry: str) -> tuple[Any, ...]:
+        return ("compile", text, entry, self.target, (self.ordinal, self.dry))
 
 
 class _Worker:
