@@ -115,7 +115,8 @@ def run(workload: Workload, trials: int, runner: LocalCpuRunner, workdir: Path) 
     searches = {
         search: {s.name: {"default_ms": s.default_seconds * 1e3, "best_ms": s.best_seconds * 1e3,
                           "speedup": s.speedup, "trials": s.trials, "failures": s.failures,
-                          "trials_to_best": trials_to_best(s, best[s.name]), "best_schedule": s.best_schedule}
+                          "trials_to_best": trials_to_best(s, best[s.name]), "best_schedule": s.best_schedule,
+                          "search_best_ms": [c * 1e3 for c in s.curve]}
                  for s in summaries[search]}
         for search in SEARCHES}
     curves = {f"{workload.name.split()[0]} {s.name} ({search})": [s.curve[0] / c for c in s.curve]
