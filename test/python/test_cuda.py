@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tessel
-from tessel import ops
+from tessel import ops, schedules
 from tessel.backends.cpu import compile_cpu
 from tessel.backends.cuda import CudaArtifact
 from tessel.testing import fuzz
@@ -168,10 +168,16 @@ def test_every_contraction_of_an_f16_transformer_layer_runs_on_tensor_cores():
     tensor_core = [k for k in kernels if "mma.sync.aligned.m16n8k16" in k.ptx]
     assert len(tensor_core) == 8
     assert all("cp.async.cg.shared.global" in k.ptx and k.ptxas["spill_stores"] == 0 for k in tensor_core)
-    # The same schedules on the CPU agree with the CPU's own pipeline.
+    # The same schedules on the CPU agree with the CPU's own pipeline, with
+    # its reductions sequential as the GPU schedules' are here: the f16
+    # layer_norm and softmax sums reassociated by loop.split_reduction round
+    # differently (by up to 13% on one ill-conditioned row, whose float64
+    # value both miss by more).
     args = layer.arrays()
     scheduled = compile_cpu(module, schedules="sm_90")(*args)
-    np.testing.assert_allclose(scheduled.astype(np.float32), tessel.compile(module)(*args).astype(np.float32),
+    cpu = schedules.default_schedules(module, "cpu")
+    sequential = schedules.with_knobs(cpu, {k.key: 1 for k in schedules.knobs(cpu) if k.name == "lanes"})
+    np.testing.assert_allclose(scheduled.astype(np.float32), tessel.compile(sequential)(*args).astype(np.float32),
                                rtol=2e-2, atol=2e-2)
 
 
