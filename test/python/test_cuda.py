@@ -169,10 +169,10 @@ def test_every_contraction_of_an_f16_transformer_layer_runs_on_tensor_cores():
     assert len(tensor_core) == 8
     assert all("cp.async.cg.shared.global" in k.ptx and k.ptxas["spill_stores"] == 0 for k in tensor_core)
     # The same schedules on the CPU agree with the CPU's own pipeline, with
-    # its reductions sequential as the GPU schedules' are here: the f16
-    # layer_norm and softmax sums reassociated by loop.split_reduction round
-    # differently (by up to 13% on one ill-conditioned row, whose float64
-    # value both miss by more).
+    # its reductions sequential as the GPU schedules' are here: sums
+    # reassociated by loop.split_reduction (in f32) can round to a different
+    # f16 mean or variance, which one ill-conditioned row of this f16 layer
+    # amplifies to 13% (its float64 value both pipelines miss by more).
     args = layer.arrays()
     scheduled = compile_cpu(module, schedules="sm_90")(*args)
     cpu = schedules.default_schedules(module, "cpu")
