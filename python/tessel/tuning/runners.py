@@ -53,7 +53,7 @@ class LocalCpuRunner:
 
     Each measurement is the median-worthy list of ``min_runs`` or more timed
     calls, adding runs until ``min_seconds`` have passed (at most
-    ``max_runs``), after one untimed warm-up call. A worker that dies or
+    ``max_runs``), after untimed warm-up calls. A worker that dies or
     takes over ``timeout`` seconds is replaced and its candidate recorded as
     a failure.
     """

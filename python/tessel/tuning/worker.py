@@ -27,7 +27,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..runtime.batch import output_sample
+from ..runtime import batch
+
 
 def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
     """A worker: compiles and measures candidates on request."""
@@ -35,7 +36,6 @@ def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
     from .. import runtime
     from ..backends.cpu import compile_cpu
     from ..backends.cuda import compile_cuda
-    from ..runtime import batch
 
     def reply(message: tuple[Any, ...]) -> None:
         pickle.dump(message, replies)
@@ -85,7 +85,7 @@ _SLOW_SECONDS = 1.0
 
 def _time(executable: Any, args: list[np.ndarray], min_seconds: float, min_runs: int,
           max_runs: int) -> tuple[list[float], list[list[float]]]:
-    sample = output_sample(executable(*args))  # the first warm-up call
+    sample = batch.output_sample(executable(*args))  # the first warm-up call
     # First calls of a fresh process pay for page faults and thread start:
     # a second warm-up call, and more for up to half of min_seconds.
     start = time.perf_counter()
