@@ -39,7 +39,7 @@ from tessel.compiler import _tuned
 from tessel.tuning import KernelSummary, LocalCpuRunner, plot_curves, print_progress, tune
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu import check, machine, time_calls, timed  # noqa: E402 - the CPU benchmark's timing
+from cpu import _softmax_numpy, check, machine, time_calls, timed  # noqa: E402 - cpu.py's timing, softmax
 
 SEARCHES = ("model", "random")
 # A search has found "the best" when within this of the best either found.
@@ -53,11 +53,6 @@ class Workload:
     traced: Callable[..., tessel.Tensor]
     numpy: Callable[..., np.ndarray]
     rtol: float
-
-
-def _softmax_numpy(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def workloads() -> list[Workload]:

@@ -204,9 +204,19 @@ static LogicalResult verifyCount(Operation *op, StringRef what,
   return success();
 }
 
+/// A list of `count` tunable values (`countName` in the count's message),
+/// each a constant or a knob (`valueName` in the value's).
+static LogicalResult verifyList(Operation *op, StringRef countName,
+                                StringRef valueName, ValueRange dynamic,
+                                ArrayRef<int64_t> statics, size_t count) {
+  if (failed(verifyCount(op, countName, statics, count)))
+    return failure();
+  return verifyValues(op, valueName, dynamic, statics);
+}
+
 LogicalResult PromoteOp::verify() {
-  if (failed(verifyCount(*this, "pad value", getStaticPad(), 1)) ||
-      failed(verifyValues(*this, "pad", getDynamicPad(), getStaticPad())))
+  if (failed(verifyList(*this, "pad value", "pad", getDynamicPad(),
+                        getStaticPad(), 1)))
     return failure();
   if (getInputs().empty())
     return emitOpError("promotes no input");
@@ -218,9 +228,8 @@ LogicalResult PromoteOp::verify() {
 }
 
 LogicalResult PipelineOp::verify() {
-  if (failed(verifyCount(*this, "stage count", getStaticStages(), 1)) ||
-      failed(verifyValues(*this, "stage count", getDynamicStages(),
-                          getStaticStages())))
+  if (failed(verifyList(*this, "stage count", "stage count",
+                        getDynamicStages(), getStaticStages(), 1)))
     return failure();
   if (getResolvedStages() < 1)
     return emitOpError("needs at least one stage");
@@ -228,10 +237,8 @@ LogicalResult PipelineOp::verify() {
 }
 
 LogicalResult MmaOp::verify() {
-  if (failed(verifyCount(*this, "sizes (warp_m, warp_n, k)", getStaticSizes(),
-                         3)) ||
-      failed(verifyValues(*this, "size", getDynamicSizes(),
-                          getStaticSizes())) ||
+  if (failed(verifyList(*this, "sizes (warp_m, warp_n, k)", "size",
+                        getDynamicSizes(), getStaticSizes(), 3)) ||
       failed(verifyCount(*this, "shape entries (m, n, k)", getShape(), 3)))
     return failure();
   if (llvm::is_contained(getResolvedSizes(), 0))
@@ -240,9 +247,8 @@ LogicalResult MmaOp::verify() {
 }
 
 LogicalResult WarpReduceOp::verify() {
-  if (failed(verifyCount(*this, "thread count", getStaticThreads(), 1)) ||
-      failed(verifyValues(*this, "thread count", getDynamicThreads(),
-                          getStaticThreads())))
+  if (failed(verifyList(*this, "thread count", "thread count",
+                        getDynamicThreads(), getStaticThreads(), 1)))
     return failure();
   int64_t threads = getResolvedThreads();
   if (threads < kWarpSize || threads % kWarpSize)
@@ -253,13 +259,10 @@ LogicalResult WarpReduceOp::verify() {
 }
 
 LogicalResult VectorizeOp::verify() {
-  if (failed(verifyCount(*this, "sizes (rows, columns, depth)",
-                         getStaticSizes(), 3)) ||
-      failed(verifyValues(*this, "size", getDynamicSizes(),
-                          getStaticSizes())) ||
-      failed(verifyCount(*this, "depth value", getStaticDepth(), 1)) ||
-      failed(verifyValues(*this, "depth", getDynamicDepth(),
-                          getStaticDepth())))
+  if (failed(verifyList(*this, "sizes (rows, columns, depth)", "size",
+                        getDynamicSizes(), getStaticSizes(), 3)) ||
+      failed(verifyList(*this, "depth value", "depth", getDynamicDepth(),
+                        getStaticDepth(), 1)))
     return failure();
   if (llvm::is_contained(getResolvedSizes(), 0) || getResolvedDepth() == 0)
     return emitOpError("sizes and depth must be positive");
@@ -267,9 +270,8 @@ LogicalResult VectorizeOp::verify() {
 }
 
 LogicalResult SplitReductionOp::verify() {
-  if (failed(verifyCount(*this, "lane count", getStaticLanes(), 1)) ||
-      failed(verifyValues(*this, "lane count", getDynamicLanes(),
-                          getStaticLanes())))
+  if (failed(verifyList(*this, "lane count", "lane count", getDynamicLanes(),
+                        getStaticLanes(), 1)))
     return failure();
   if (getResolvedLanes() < 1)
     return emitOpError("needs at least one lane");

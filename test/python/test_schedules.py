@@ -98,15 +98,23 @@ def test_schedules_for_one_target_do_not_compile_for_another():
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_sampled_legal_schedules_match_numpy_on_cpu_and_assemble(case):
     scheduled, args, reference = _scheduled(case)
-    rng = random.Random(case)
     want = reference(*args)
-    seen = set()
-    for _ in range(3):
-        point = schedules.sample(scheduled, rng)
-        seen.add(tuple(k.value for k in schedules.knobs(point)))
+
+    def check(point):
         got = compile_cpu(point, schedules="sm_90")(*args)
         np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=2e-2, atol=2e-2)
         assert all(k.ptxas["registers"] > 0 for k in tessel.compile(point, target="cuda:sm_90").kernels)
+
+    _check_samples(scheduled, random.Random(case), check)
+
+
+def _check_samples(scheduled, rng, check, count=3):
+    """``check``s ``count`` legal random points of ``scheduled``, which must differ."""
+    seen = set()
+    for _ in range(count):
+        point = schedules.sample(scheduled, rng)
+        seen.add(tuple(k.value for k in schedules.knobs(point)))
+        check(point)
     assert len(seen) > 1  # the samples differ
 
 
@@ -156,11 +164,7 @@ def test_sampled_cpu_schedules_match_numpy(case):
     fn, args, reference = CPU_CASES[case]()
     scheduled = schedules.default_schedules(tessel.trace(fn, *args, name=case), "cpu")
     assert schedules.knobs(scheduled)
-    rng = random.Random(case)
     want = reference(*args)
-    seen = set()
-    for _ in range(3):
-        point = schedules.sample(scheduled, rng)
-        seen.add(tuple(k.value for k in schedules.knobs(point)))
-        np.testing.assert_allclose(tessel.compile(point)(*args), want, rtol=2e-3, atol=2e-3)
-    assert len(seen) > 1
+    _check_samples(scheduled, random.Random(case),
+                   lambda point: np.testing.assert_allclose(tessel.compile(point)(*args), want,
+                                                            rtol=2e-3, atol=2e-3))

@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import load
 
-__all__ = ["BATCH_FORMAT", "candidate_inputs", "measure", "output_sample", "run_batch"]
+__all__ = ["BATCH_FORMAT", "candidate_inputs", "measure", "output_sample", "run_batch", "timed_calls"]
 
 BATCH_FORMAT = "tessel-tuning-batch"
 # Output values a measurement reports: enough to tell a wrong schedule from
@@ -64,12 +65,22 @@ def measure(executable: Any, *, dry: bool, min_seconds: float, min_runs: int,
     sample = output_sample(executable(*arrays))
     args = arrays if dry else [_on_device(executable, a) for a in arrays]
     executable(*args, device_outputs=not dry)  # a warm-up on the device inputs
+    return timed_calls(lambda: executable(*args, device_outputs=not dry), min_seconds=min_seconds,
+                       min_runs=min_runs, max_runs=max_runs), sample
+
+
+def timed_calls(call: Callable[[], Any], *, min_seconds: float, min_runs: int, max_runs: int,
+                slow_seconds: float = math.inf) -> list[float]:
+    """Wall times of calls of ``call``: at least ``min_runs``, more until
+    ``min_seconds`` have passed, at most ``max_runs``, and none more once
+    the calls took over ``slow_seconds`` in all."""
     seconds: list[float] = []
-    while len(seconds) < max_runs and (len(seconds) < min_runs or sum(seconds) < min_seconds):
+    while (len(seconds) < max_runs and (len(seconds) < min_runs or sum(seconds) < min_seconds)
+           and not (seconds and sum(seconds) > slow_seconds)):
         start = time.perf_counter()
-        executable(*args, device_outputs=not dry)
+        call()
         seconds.append(time.perf_counter() - start)
-    return seconds, sample
+    return seconds
 
 
 def _measure(path: Path, device: int, dry: bool, min_seconds: float, min_runs: int,

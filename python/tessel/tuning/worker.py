@@ -92,14 +92,10 @@ def _time(executable: Any, args: list[np.ndarray], min_seconds: float, min_runs:
     executable(*args)
     while time.perf_counter() - start < min_seconds / 2 and time.perf_counter() - start < _SLOW_SECONDS:
         executable(*args)
-    seconds: list[float] = []
     # A slow candidate (a second or more per call) is not timed further:
     # a search only needs to know it is slow.
-    while (len(seconds) < max_runs and (len(seconds) < min_runs or sum(seconds) < min_seconds)
-           and not (seconds and sum(seconds) > _SLOW_SECONDS)):
-        start = time.perf_counter()
-        executable(*args)
-        seconds.append(time.perf_counter() - start)
+    seconds = batch.timed_calls(lambda: executable(*args), min_seconds=min_seconds, min_runs=min_runs,
+                                max_runs=max_runs, slow_seconds=_SLOW_SECONDS)
     return seconds, sample
 
 if __name__ == "__main__":
