@@ -242,6 +242,24 @@ def GpuLowerMma : Pass<"gpu-lower-mma", "mlir::func::FuncOp"> {
   ];
 }
 
+def GpuLowerBf16MmaSync : Pass<"gpu-lower-bf16-mma-sync"> {
+  let summary = "Lower bf16 nvgpu.mma.sync to nvvm.mma.sync";
+  let description = [{
+    Upstream's convert-nvgpu-to-nvvm cannot lower nvgpu.mma.sync on bf16
+    operands ("failed to deduce operand PTX types"). This rewrites each such
+    m16n8k16 op with f32 accumulators into nvvm.mma.sync with bf16
+    multiplicands: fragments packed two to an i32 register (as PTX takes
+    them), the result struct unpacked into the accumulator vector. Run it
+    on gpu.module ops before convert-nvgpu-to-nvvm; an unsupported bf16
+    form is an error naming it.
+  }];
+  let dependentDialects = [
+    "mlir::LLVM::LLVMDialect",
+    "mlir::NVVM::NVVMDialect",
+    "mlir::vector::VectorDialect",
+  ];
+}
+
 def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
   let summary = "Share each row of a loop.warp_reduce block tile among its threads";
   let description = [{

@@ -37,6 +37,7 @@ for candidate in (HERE, HERE.parents[1] / "python"):
 
 
 import tessel.runtime as runtime  # noqa: E402
+from tessel.dtypes import BFLOAT16, words  # noqa: E402
 from workloads import Workload, workloads  # noqa: E402
 
 
@@ -73,13 +74,15 @@ def _check_dry(workload: Workload, path: Path) -> dict:
 
 def _check_and_time(torch, workload: Workload, path: Path, budget: float) -> dict:
     executable = runtime.load(path)
-    inputs = [torch.from_numpy(a).cuda() for a in workload.arrays()]
+    # torch.from_numpy has no bfloat16: move the 16-bit words.
+    inputs = [torch.from_numpy(words(a)).view(torch.bfloat16).cuda() if a.dtype == BFLOAT16
+              else torch.from_numpy(a).cuda() for a in workload.arrays()]
     torch.cuda.synchronize()
 
     def tessel_call():
         return executable(*inputs, device_outputs=True)
 
-    got = torch.as_tensor(tessel_call(), device="cuda").float()
+    got = torch.from_dlpack(tessel_call()).float()
     reference = workload.torch_fn(torch, *[t.float() for t in inputs]).float()
     error = float((got - reference).abs().max() / reference.abs().max().clamp_min(1e-30))
     row = {"device": executable.driver.device_name, "error": error, "ok": error <= workload.tolerance,

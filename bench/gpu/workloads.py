@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-F16 = "float16"
+F16, BF16 = "float16", "bfloat16"
 
 
 @dataclass(frozen=True)
@@ -31,13 +31,16 @@ class Workload:
 
     def arrays(self, seed: int = 0) -> list[np.ndarray]:
         """The inputs, the same on every machine: normal(0, 1), cast."""
+        if any(dtype == BF16 for _, dtype in self.inputs):
+            import ml_dtypes  # noqa: F401 - gives numpy the bfloat16 dtype (JAX and tessel depend on it)
         rng = np.random.default_rng(seed)
         return [rng.standard_normal(shape, dtype=np.float32).astype(dtype) for shape, dtype in self.inputs]
 
 
-def _gemm(m: int, n: int, k: int, tag: str = "") -> Workload:
+def _gemm(m: int, n: int, k: int, tag: str = "", dtype: str = F16) -> Workload:
+    short = {F16: "f16", BF16: "bf16"}[dtype]
     return Workload(
-        f"gemm_f16_{m}x{n}x{k}{tag}", (((m, k), F16), ((k, n), F16)),
+        f"gemm_{short}_{m}x{n}x{k}{tag}", (((m, k), dtype), ((k, n), dtype)),
         lambda a, b: a @ b, lambda torch, a, b: a @ b,
         flops=2.0 * m * n * k, bytes=2.0 * (m * k + k * n + m * n))
 
@@ -133,8 +136,10 @@ def _ops():
 def workloads(small: bool = False) -> list[Workload]:
     """The issue's workload set; ``small`` shrinks every shape (CI, dry runs)."""
     if small:
-        return [_gemm(128, 128, 64), _gemm(256, 96, 64, "_t"), _gemm_bias_gelu(128, 96, 64),
-                _softmax(64, 300), _layer_norm(64, 256), _chain(1 << 12), _encoder_layer(2, 16, 64, 4, 128)]
-    return [_gemm(4096, 4096, 4096), _gemm(8192, 8192, 8192), _gemm(8192, 3072, 768), _gemm(8192, 768, 3072),
+        return [_gemm(128, 128, 64), _gemm(256, 96, 64, "_t"), _gemm(128, 96, 64, dtype=BF16),
+                _gemm_bias_gelu(128, 96, 64), _softmax(64, 300), _layer_norm(64, 256), _chain(1 << 12),
+                _encoder_layer(2, 16, 64, 4, 128)]
+    gemms = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 3072, 768), (8192, 768, 3072))
+    return [*(_gemm(*shape, dtype=dtype) for dtype in (F16, BF16) for shape in gemms),
             _gemm_bias_gelu(8192, 3072, 768), _softmax(8192, 8192), _layer_norm(8192, 8192),
             _chain(1 << 26), _encoder_layer(8, 1024, 768, 12, 3072)]

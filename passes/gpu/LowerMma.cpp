@@ -70,7 +70,7 @@ FailureOr<MmaMatch> match(linalg::LinalgOp contraction) {
   };
   std::optional<unsigned> batch = mmaBatchLoops(contraction);
   if (!contraction.hasPureBufferSemantics() || !batch)
-    return fail("expected a bufferized (batched) matmul of f16 into f32");
+    return fail("expected a bufferized (batched) matmul of f16 or bf16 into f32");
   Value acc = contraction.getDpsInits()[0];
   if (!llvm::all_of(contraction->getOperands(), isRowMajor))
     return fail("operands must be row-major");
@@ -322,8 +322,8 @@ private:
   /// One 16-deep slice `kk` of the K step in buffer `stage`.
   void multiply(Value stage, int64_t kk, MutableArrayRef<Value> accs) {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
-    Type f16 = b.getF16Type();
-    auto x4 = VectorType::get({4, 2}, f16);
+    Type element = getElementTypeOrSelf(smA.getType());
+    auto x4 = VectorType::get({4, 2}, element);
     Value kCol = apply(d0 + kk * 16, fragCol);
     Value kRow = apply(d0 + kk * 16, fragRow);
     SmallVector<Value> aFrags, bFrags;
@@ -340,7 +340,7 @@ private:
       // Rows 0-1 are the first 16x8 tile's fragment, rows 2-3 the next.
       for (int64_t half = 0; half < 2; ++half) {
         Value frag = arith::ConstantOp::create(
-            b, loc, b.getZeroAttr(VectorType::get({2, 2}, f16)));
+            b, loc, b.getZeroAttr(VectorType::get({2, 2}, element)));
         for (int64_t row = 0; row < 2; ++row)
           frag = vector::InsertOp::create(
               b, loc,
@@ -492,7 +492,7 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   auto buffer = [&](int64_t rows, int64_t cols) {
     return memref::AllocOp::create(
         b, loc,
-        MemRefType::get({c.stages, rows, cols + c.pad}, b.getF16Type(),
+        MemRefType::get({c.stages, rows, cols + c.pad}, aType.getElementType(),
                         MemRefLayoutAttrInterface(), workgroup));
   };
   Value smA = buffer(c.bm, c.bk), smB = buffer(c.bk, c.bn);

@@ -1,6 +1,6 @@
 //===- DefaultSchedule.cpp - a loop.schedule for every kernel --------------===//
 //
-// GPU targets: a contraction that tensor cores can take (an f16 matmul,
+// GPU targets: a contraction that tensor cores can take (an f16 or bf16 matmul,
 // maybe batched, maybe with an elementwise epilogue, K and N multiples of
 // 8) gets a loop.mma schedule; edge tiles are masked. Row reductions get
 // loop.warp_reduce. Every other kernel gets blocks over the root's parallel

@@ -24,7 +24,7 @@ int64_t MmaConfig::threads() const {
 }
 
 int64_t MmaConfig::sharedBytes() const {
-  // f16 A and B tiles per stage, rows padded.
+  // 16-bit A and B tiles per stage, rows padded.
   return stages * (bm * (bk + pad) + bk * (bn + pad)) * 2;
 }
 
@@ -91,9 +91,10 @@ std::string MmaConfig::check(StringRef target,
 std::optional<unsigned> tessel::mmaBatchLoops(linalg::LinalgOp op) {
   Builder b(op.getContext());
   auto elementType = [](Value v) { return getElementTypeOrSelf(v.getType()); };
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      elementType(op.getDpsInputs()[0]) != b.getF16Type() ||
-      elementType(op.getDpsInputs()[1]) != b.getF16Type() ||
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return std::nullopt;
+  Type a = elementType(op.getDpsInputs()[0]);
+  if (!(a.isF16() || a.isBF16()) || elementType(op.getDpsInputs()[1]) != a ||
       elementType(op.getDpsInits()[0]) != b.getF32Type())
     return std::nullopt;
   if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
@@ -147,8 +148,8 @@ linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
   };
   if (!mmaBatchLoops(contraction) ||
       !llvm::all_of(contraction.getDpsInputs(), isArgument)) {
-    why = "loop.mma takes a (batched) matmul of f16 kernel arguments into "
-          "f32, A row-major (m, k) and B (k, n)";
+    why = "loop.mma takes a (batched) matmul of f16 or bf16 kernel arguments "
+          "into f32, A row-major (m, k) and B (k, n)";
     return {};
   }
   auto fill = contraction.getDpsInits()[0].getDefiningOp<linalg::FillOp>();

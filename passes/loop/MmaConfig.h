@@ -16,7 +16,7 @@
 
 namespace tessel {
 
-/// Elements per 16-byte cp.async of f16.
+/// Elements per 16-byte cp.async of f16 or bf16.
 constexpr int64_t kCopyElements = 8;
 
 /// The knobs of one tensor-core contraction and its full extents.
@@ -46,7 +46,7 @@ struct MmaConfig {
 /// Leading batch loops of a contraction loop.mma can compute (tensors or
 /// buffers): a linalg.matmul (0), or a generic over (batch..., m, n, k)
 /// reading A at (batch..., m, k) and B at (batch..., k, n) into C at
-/// (batch..., m, n); f16 inputs, f32 accumulator. Nothing otherwise.
+/// (batch..., m, n); f16 or bf16 inputs, f32 accumulator. Nothing otherwise.
 std::optional<unsigned> mmaBatchLoops(mlir::linalg::LinalgOp op);
 
 /// The contraction of a kernel that loop.mma can take, on tensors: one

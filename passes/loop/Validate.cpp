@@ -77,7 +77,7 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
     return failure();
   if (mma.getShape() != ArrayRef<int64_t>{16, 8, 16})
     return mma.emitError("shape [")
-           << mma.getShape() << "] is not supported; f16 operands with f32 "
+           << mma.getShape() << "] is not supported; f16 or bf16 operands with f32 "
            << "accumulation use [16, 8, 16]";
   auto promotes = schedule.getBody().getOps<loop::PromoteOp>();
   auto promote = promotes.empty() ? loop::PromoteOp() : *promotes.begin();

@@ -24,26 +24,13 @@ from mlir.dialects import func
 
 from .backends.signature import TensorSpec
 from .dialects import graph
+from .dtypes import ELEMENT_DTYPES, words
 from .errors import CompileError, Diagnostic, UnsupportedError
 from .ir import compile_error, context, format_location, verify
 
 __all__ = ["Tensor", "TensorLike", "Axes", "trace"]
 
-# MLIR element type <-> numpy dtype, for every element type graph ops take.
-_DTYPES: dict[str, np.dtype] = {
-    "f32": np.dtype(np.float32),
-    "f16": np.dtype(np.float16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-    "i1": np.dtype(np.bool_),
-}
-try:  # numpy has no bfloat16; ml_dtypes provides it when installed.
-    import ml_dtypes
-
-    _DTYPES["bf16"] = np.dtype(ml_dtypes.bfloat16)
-except ImportError:
-    pass
-_ELEMENT_TYPES = {dtype: name for name, dtype in _DTYPES.items()}
+_ELEMENT_TYPES = {dtype: name for name, dtype in ELEMENT_DTYPES.items()}
 
 # Case numbers of the I32EnumAttrs in GraphOps.td.
 _REDUCE_KINDS = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -102,7 +89,7 @@ def element_type(dtype: Any) -> ir.Type:
     """The MLIR element type of a numpy dtype-like; UnsupportedError if graph has none."""
     dtype = np.dtype(dtype)
     if dtype not in _ELEMENT_TYPES:
-        names = ", ".join(d.name for d in _DTYPES.values())
+        names = ", ".join(d.name for d in ELEMENT_DTYPES.values())
         raise error(f"dtype {dtype.name} is not supported; tessel takes {names}", UnsupportedError)
     return ir.Type.parse(_ELEMENT_TYPES[dtype])
 
@@ -110,9 +97,8 @@ def element_type(dtype: Any) -> ir.Type:
 def _constant(array: np.ndarray) -> Tensor:
     etype = element_type(array.dtype)
     array = np.asarray(array, order="C")  # not np.ascontiguousarray: it makes 0-d arrays 1-d
-    if isinstance(etype, ir.BF16Type):
-        # The buffer protocol has no bfloat16 format: pass the raw 16-bit words.
-        attr = ir.DenseElementsAttr.get(array.view(np.uint16), type=etype)
+    if isinstance(etype, ir.BF16Type):  # the buffer protocol has no bfloat16: pass the words
+        attr = ir.DenseElementsAttr.get(words(array), type=etype)
     else:
         attr = ir.DenseElementsAttr.get(array)
     return build(graph.ConstantOp, attr)
@@ -195,7 +181,7 @@ class Tensor:
 
     @property
     def dtype(self) -> np.dtype:
-        return _DTYPES[str(self.value.type.element_type)]
+        return ELEMENT_DTYPES[str(self.value.type.element_type)]
 
     @property
     def ndim(self) -> int:

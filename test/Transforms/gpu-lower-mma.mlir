@@ -61,7 +61,7 @@ func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: me
 // wrong code.
 func.func private @transposed(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
   scf.forall (%i, %j) = (0, 0) to (64, 64) step (64, 64) {
-    // expected-error @+1 {{loop.mma cannot lower this contraction: expected a bufferized (batched) matmul of f16 into f32}}
+    // expected-error @+1 {{loop.mma cannot lower this contraction: expected a bufferized (batched) matmul of f16 or bf16 into f32}}
     linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
         ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%out : memref<64x64xf32>)
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}

@@ -260,7 +260,7 @@ func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tenso
 loop.schedule @mm target "sm_90" {
   loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
   loop.promote inputs [0, 1] pad [8]
-  // expected-error @below {{shape [16, 8, 8] is not supported; f16 operands with f32 accumulation use [16, 8, 16]}}
+  // expected-error @below {{shape [16, 8, 8] is not supported; f16 or bf16 operands with f32 accumulation use [16, 8, 16]}}
   loop.mma [64, 64, 32] shape [16, 8, 8]
 }
 
@@ -294,7 +294,7 @@ func.func private @f32mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor
 loop.schedule @f32mm target "sm_90" {
   loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
   loop.promote inputs [0, 1] pad [8]
-  // expected-error @below {{cannot apply to kernel 'f32mm': loop.mma takes a (batched) matmul of f16 kernel arguments into f32, A row-major (m, k) and B (k, n)}}
+  // expected-error @below {{cannot apply to kernel 'f32mm': loop.mma takes a (batched) matmul of f16 or bf16 kernel arguments into f32, A row-major (m, k) and B (k, n)}}
   loop.mma [32, 32, 32] shape [16, 8, 16]
 }
 

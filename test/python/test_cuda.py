@@ -17,6 +17,7 @@ import tessel
 from tessel import ops, schedules
 from tessel.backends.cpu import compile_cpu
 from tessel.backends.cuda import CudaArtifact
+from tessel.dtypes import BFLOAT16
 from tessel.testing import fuzz
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -121,15 +122,17 @@ def _gemm_bias_gelu(a, w, b):
     return ops.gelu(a @ w + b, approximate="tanh")
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BFLOAT16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 # The last shape leaves edge tiles in M, N and K (masked copies and stores).
 @pytest.mark.parametrize("m,n,k", [(256, 384, 512), (4096, 4096, 4096), (8192, 768, 3072), (200, 296, 104)])
-def test_f16_matmul_with_epilogue_runs_on_tensor_cores_without_spills(target, m, n, k):
-    f16 = np.dtype(np.float16)
-    module = tessel.trace(_gemm_bias_gelu, tessel.TensorSpec((m, k), f16), tessel.TensorSpec((k, n), f16),
-                          tessel.TensorSpec((n,), f16), name="gemm")
+def test_16_bit_matmul_with_epilogue_runs_on_tensor_cores_without_spills(target, m, n, k, dtype):
+    dtype = np.dtype(dtype)
+    module = tessel.trace(_gemm_bias_gelu, tessel.TensorSpec((m, k), dtype), tessel.TensorSpec((k, n), dtype),
+                          tessel.TensorSpec((n,), dtype), name="gemm")
     [kernel] = tessel.compile(module, target=f"cuda:{target}").kernels
-    for instruction in ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    ptx_type = {"float16": "f16", "bfloat16": "bf16"}[dtype.name]
+    for instruction in (f"mma.sync.aligned.m16n8k16.row.col.f32.{ptx_type}.{ptx_type}.f32",
                         "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
                         "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
                         "cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group"):
@@ -139,13 +142,13 @@ def test_f16_matmul_with_epilogue_runs_on_tensor_cores_without_spills(target, m,
     assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BFLOAT16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("shape", [(2, 64, 96, 128), (3, 37, 40, 104)], ids=["whole_tiles", "edge_tiles"])
-def test_tensor_core_schedules_match_numpy_on_cpu(shape):
+def test_tensor_core_schedules_match_numpy_on_cpu(shape, dtype):
     # The same block tiling and epilogue fusion, run by the CPU; a 3-D x
     # reaches the matmul collapsed to 2-D.
     batch, rows, k, n = shape
-    a, w, b = (_randn(batch, rows, k, dtype=np.float16), (_randn(k, n) * 0.1).astype(np.float16),
-               _randn(n, dtype=np.float16))
+    a, w, b = (_randn(batch, rows, k, dtype=dtype), (_randn(k, n) * 0.1).astype(dtype), _randn(n, dtype=dtype))
     module = tessel.trace(_gemm_bias_gelu, a, w, b, name="gemm")
     got = compile_cpu(module, schedules="sm_90")(a, w, b)
     x = a.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)

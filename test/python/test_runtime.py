@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tessel
-from tessel import ops, runtime
+from tessel import dlpack, ops, runtime
 from tessel.cli import main as cli
 
 
@@ -103,6 +103,45 @@ def test_arguments_are_checked_before_anything_runs(saved):
 
     with pytest.raises(tessel.RuntimeError, match="must be contiguous"):
         executable(Strided())
+
+
+class DeviceTensor:
+    """What a CUDA tensor of torch, cupy or jax gives the runtime: a DLPack
+    export of device memory (here an allocation of the dry driver)."""
+
+    def __init__(self, pointer, shape, dtype=np.float32, device=(dlpack.CUDA, 0)):
+        self.pointer, self.shape, self.dtype, self.device = pointer, shape, np.dtype(dtype), device
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, stream=None, **kwargs):
+        self.streams.append(stream)
+        return dlpack.export(self.pointer, self.shape, self.dtype, self.device, self)
+
+
+def test_device_tensors_are_used_in_place_and_results_exported(saved, monkeypatch):
+    executable = runtime.load(saved, dry=True)
+    driver = executable.driver
+    uploads = []
+    monkeypatch.setattr(driver, "upload", lambda pointer, array: uploads.append(pointer))
+    x = DeviceTensor(driver.alloc(16 * 32 * 4), (16, 32))
+    y, h = executable(x, device_outputs=True)
+    assert uploads == [] and x.streams == [None]
+    assert any(x.pointer in pointers for _, pointers in driver.launches)
+    view = dlpack.read(y)
+    assert (view.pointer, view.shape, view.dtype, view.device) == (y.pointer, (2, 8, 48), np.float32,
+                                                                   (dlpack.CUDA, 0))
+    with pytest.raises(tessel.RuntimeError, match=r"argument 0: DLPack device \(2, 1\) is neither the CPU nor CUDA "
+                                                  "device 0"):
+        executable(DeviceTensor(x.pointer, (16, 32), device=(dlpack.CUDA, 1)))
+    with pytest.raises(tessel.RuntimeError, match=r"argument 0 must be float32\[16, 32\], got float16\[16, 32\]"):
+        executable(DeviceTensor(x.pointer, (16, 32), np.float16))
+    # CPU tensors are copied in.
+    torch = pytest.importorskip("torch")
+    executable(torch.ones(16, 32))
+    assert len(uploads) == 1
 
 
 def test_bad_artifacts_are_clear_errors(saved, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 import tessel
 from tessel.backends import cpu as cpu_backend
 from tessel.backends.cpu import compile_cpu
+from tessel.dtypes import BFLOAT16
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
@@ -33,8 +34,10 @@ def _check(model, *args, rtol=1e-5, atol=1e-5, **options):
         expected = _outputs(model(*args))
     assert len(got) == len(expected)
     for i, (g, e) in enumerate(zip(got, expected)):
-        e = e.numpy()
+        e = e.view(torch.int16).numpy().view(BFLOAT16) if e.dtype == torch.bfloat16 else e.numpy()
         assert (g.dtype, g.shape) == (e.dtype, e.shape), f"output {i}"
+        if e.dtype == BFLOAT16:
+            g, e = g.astype(np.float32), e.astype(np.float32)
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=f"output {i}")
     return module
 
@@ -260,13 +263,15 @@ OP_CASES = {
                                          F.scaled_dot_product_attention(q, k[:, :1], v[:, :1], enable_gqa=True),
                                          F.scaled_dot_product_attention(q[0], k[0], v[0])), (Q, K, V, MASK)),
     "float16": (lambda x, w: (F.softmax(x @ w, -1), (x * 2).sum(-1)), (X.half(), Y.T.contiguous().half())),
+    "bfloat16": (lambda x, w: (F.softmax(x @ w, -1), F.gelu(x * 2).sum(-1), x.float()),
+                 (X.bfloat16(), Y.T.contiguous().bfloat16())),
 }
 
 
 @pytest.mark.parametrize("case", sorted(OP_CASES))
 def test_op_translations(case):
     fn, args = OP_CASES[case]
-    tolerance = 2e-3 if case == "float16" else 1e-5
+    tolerance = {"float16": 2e-3, "bfloat16": 2e-2}.get(case, 1e-5)
     _check(fn, *args, rtol=tolerance, atol=tolerance)
 
 

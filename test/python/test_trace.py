@@ -18,6 +18,8 @@ except ImportError:
     BF16 = []
 
 F32, F16, I32, I64, BOOL = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.int64, np.bool_))
+# Every float dtype tessel computes in; numpy references run in float64.
+FLOATS = (F32, F16, *BF16)
 
 
 def _body(module):
@@ -275,10 +277,10 @@ BINARY = {
     "minimum": (ops.minimum, np.minimum),
 }
 for name, (fn, ref) in BINARY.items():
-    for dtype in (F32, F16, I32):
+    for dtype in (*FLOATS, I32):
         for shapes in (((1,), (1,)), ((7,), (1,)), ((3, 1, 5), (13, 1))):
             _case(f"{name}-{dtype}-{shapes}", fn, ref, *(_rand(s, dtype) for s in shapes))
-for dtype in (F32, F16):
+for dtype in FLOATS:
     _case(f"div-{dtype}", lambda a, b: a / b, np.divide, _rand((3, 5), dtype), _rand((5,), dtype, positive=True))
 _case("div-i32-truncates", lambda a, b: a / b, lambda a, b: np.trunc(a / b),
       np.array([7, -7, 7, -7, 0], np.int32), np.array([2, 2, -2, -2, 3], np.int32))
@@ -306,13 +308,13 @@ UNARY = {
 }
 POSITIVE_UNARY = {"log": (ops.log, np.log), "sqrt": (ops.sqrt, np.sqrt), "rsqrt": (ops.rsqrt, lambda x: 1 / np.sqrt(x))}
 for name, (fn, ref) in {**UNARY, **POSITIVE_UNARY}.items():
-    for dtype in (F32, F16):
+    for dtype in FLOATS:
         for shape in ((1,), (3, 11)):
             _case(f"{name}-{dtype}-{shape}", fn, ref, _rand(shape, dtype, positive=name in POSITIVE_UNARY))
 for name in ("relu", "neg", "abs"):
     _case(f"{name}-i32", UNARY[name][0], UNARY[name][1], _rand((2, 7), I32))
 
-for dtype in (F32, F16):
+for dtype in FLOATS:
     _case(f"pow-square-{dtype}", lambda x: x**2, np.square, _rand((3, 7), dtype))
     _case(f"pow-{dtype}", ops.pow, np.power, _rand((5, 1), dtype, positive=True), _rand((3,), dtype))
 _case("rpow", lambda x: 2**x, lambda x: 2**x, _rand((13,)))
@@ -327,13 +329,13 @@ _case("where", lambda x, y: ops.where(x > 0, x, y), lambda x, y: np.where(x > 0,
 _case("where-scalars", lambda c: ops.where(c, 1.0, -1.0), lambda c: np.where(c, 1.0, -1.0), _rand((5,)) > 0)
 
 # Contractions.
-for dtype in (F32, F16, I32):
+for dtype in (*FLOATS, I32):
     for a, b in (((1, 1), (1, 1)), ((5, 7), (7, 3)), ((2, 6, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2))):
         _case(f"matmul-{dtype}-{a}@{b}", lambda x, y: x @ y, np.matmul, _rand(a, dtype), _rand(b, dtype))
 _weight = _rand((7, 3))
 _case("matmul-constant", lambda x: ops.matmul(x, _weight), lambda x: x @ _weight, _rand((5, 7)))
 _case("rmatmul-constant", lambda x: _weight.T @ x, lambda x: _weight.T @ x, _rand((7, 1)))
-for dtype in (F32, F16):
+for dtype in FLOATS:
     _case(f"linear-{dtype}", ops.linear, lambda x, w: x @ w.T, _rand((5, 7), dtype), _rand((3, 7), dtype))
     _case(f"linear-bias-{dtype}", ops.linear, lambda x, w, b: x @ w.T + b,
           _rand((2, 1, 7), dtype), _rand((13, 7), dtype), _rand((13,), dtype))
@@ -355,7 +357,7 @@ CONV = [
     ("nhwc", (2, 6, 5, 3), (3, 3, 3, 4), dict(layout="NHWC", padding=1, bias=(4,))),
 ]
 for name, xs, ws, kw in CONV:
-    for dtype in (F32, F16):
+    for dtype in FLOATS:
         inputs = [_rand(xs, dtype), _rand(ws, dtype)] + ([_rand(kw["bias"], dtype)] if "bias" in kw else [])
         options = {k: v for k, v in kw.items() if k != "bias"}
         _case(f"conv2d-{name}-{dtype}", lambda x, w, *b, o=options: ops.conv2d(x, w, *b, **o),
@@ -376,7 +378,7 @@ POOL = [
     ("nhwc", (2, 5, 5, 3), dict(kernel_size=2, stride=1, padding=(0, 1, 1, 0), layout="NHWC")),
 ]
 for name, shape, kw in POOL:
-    for dtype in (F32, F16):
+    for dtype in FLOATS:
         _case(f"max_pool2d-{name}-{dtype}", lambda x, o=kw: ops.max_pool2d(x, **o),
               lambda x, o=kw: _pool_ref(x, "max", **o), _rand(shape, dtype))
         _case(f"avg_pool2d-{name}-{dtype}", lambda x, o=kw: ops.avg_pool2d(x, **o),
@@ -392,7 +394,7 @@ for name, (fn, ref) in REDUCTIONS.items():
                                   ((13, 3), -1, False)):
         _case(f"{name}-{shape}-{axis}-{keepdims}", lambda x, f=fn, a=axis, k=keepdims: f(x, a, k),
               lambda x, r=ref, a=axis, k=keepdims: r(x, axis=a, keepdims=k), _rand(shape))
-    for dtype in (F16,) if name == "mean" else (F16, I32, I64):
+    for dtype in (F16, *BF16) if name == "mean" else (F16, *BF16, I32, I64):
         _case(f"{name}-{dtype}", lambda x, m=name: getattr(x, m)(axis=1), lambda x, r=ref: r(x, axis=1),
               _rand((3, 5, 2), dtype))
 
@@ -424,7 +426,7 @@ def _batch_norm(x, mean, var, weight, bias, axis, eps=1e-5):
     return (x - channel(mean)) / np.sqrt(channel(var) + eps) * channel(weight) + channel(bias)
 
 
-for dtype in (F32, F16):
+for dtype in FLOATS:
     for shape, axis in (((1,), -1), ((3, 7), -1), ((2, 5, 3), 1)):
         _case(f"softmax-{dtype}-{shape}", lambda x, a=axis: ops.softmax(x, a), lambda x, a=axis: _softmax(x, a),
               _rand(shape, dtype))
@@ -474,9 +476,10 @@ _case("take-embedding", lambda i, table: table[i], lambda i, table: table[i],
 for key in INDEX_KEYS:
     _case(f"index-{_id(key)}", lambda x, k=key: x[k], lambda x, k=key: x[k], _rand((3, 4, 5)))
 _case("index-empty-at-end", lambda x: x[EMPTY_AT_END], lambda x: x[EMPTY_AT_END], _rand((3, 4, 5)))
-for source, target in ((F32, I32), (F32, F16), (I32, F32), (F16, F32), (I64, I32), (I32, I64)):
+for source, target in ((F32, I32), (F32, F16), (I32, F32), (F16, F32), (I64, I32), (I32, I64),
+                       *((F32, b) for b in BF16), *((b, F32) for b in BF16), *((b, F16) for b in BF16)):
     _case(f"cast-{source}-{target}", lambda x, t=target: x.astype(t), lambda x, t=target: x.astype(t),
-          _rand((3, 5), source) * (3 if source.kind == "f" else 1))
+          _rand((3, 5), source) * (3 if source in FLOATS else 1))
 _case("cast-to-bool", lambda x: ops.cast(x, bool), lambda x: x.astype(bool), np.array([0, 1.5, -2, 0], np.float32))
 
 # Enough tolerance for one rounding of the result (f16, bf16) or a few f32 ulps.
@@ -486,7 +489,7 @@ TOLERANCE = {F32: 1e-5, F16: 4e-3, **{d: 3e-2 for d in BF16}}
 @pytest.mark.parametrize("fn,ref,inputs", NUMERIC)
 def test_numerics_match_numpy(fn, ref, inputs):
     got = tessel.compile(tessel.trace(fn, *inputs), target="cpu")(*inputs)
-    expected = np.asarray(ref(*(a.astype(np.float64) if a.dtype.kind == "f" else a for a in inputs)))
+    expected = np.asarray(ref(*(a.astype(np.float64) if a.dtype in FLOATS else a for a in inputs)))
     assert got.shape == expected.shape
     tol = TOLERANCE.get(got.dtype, 0)
     scale = max(1.0, float(np.abs(expected).max(initial=0)))

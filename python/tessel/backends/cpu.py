@@ -19,7 +19,9 @@ import numpy as np
 from mlir import execution_engine, ir
 from mlir import runtime as mlir_runtime
 
+from .. import dlpack
 from .. import ir as tir
+from ..dtypes import words
 from ..tools import mlir_runtime_library
 from ..errors import UnsupportedError
 from .pipelines import GPU_TARGETS, cpu_stages, run_stages, scheduled_for
@@ -111,7 +113,7 @@ class CPUExecutable:
         array = value
         if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
             try:
-                array = np.from_dlpack(value)
+                array = dlpack.read(value).numpy()
             except Exception as e:  # noqa: BLE001 - producers raise BufferError, RuntimeError, ...
                 device = value.__dlpack_device__() if hasattr(value, "__dlpack_device__") else "unknown"
                 raise ValueError(f"{self.name}: argument {index} (DLPack device {device}) cannot be read as CPU "
@@ -128,7 +130,7 @@ class CPUExecutable:
         arrays = [self._check(i, a) for i, a in enumerate(args)]
         results = [np.empty(s.shape, s.dtype) for s in self.outputs]
         pointers = [
-            ctypes.pointer(ctypes.pointer(mlir_runtime.get_ranked_memref_descriptor(a)))
+            ctypes.pointer(ctypes.pointer(mlir_runtime.get_ranked_memref_descriptor(words(a))))
             for a in arrays + results
         ]
         self._engine.invoke(self.name, *pointers)

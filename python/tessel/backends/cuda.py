@@ -32,7 +32,8 @@ from ..errors import CompileError, UnsupportedError
 from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo
 from ..tools import ptxas
 from .pipelines import GPU_TARGETS, cuda_stages, run_stages, scheduled_for
-from .signature import DTYPES, TensorSpec, entry_function, signature
+from ..dtypes import ELEMENT_DTYPES
+from .signature import TensorSpec, entry_function, signature
 
 __all__ = ["BufferInfo", "CudaArtifact", "KernelInfo", "compile_cuda"]
 
@@ -136,7 +137,7 @@ def _memref_spec(t: ir.Type) -> tuple[tuple[int, ...], np.dtype]:
     memref = ir.MemRefType(t)
     element = str(memref.element_type)
     # Booleans are stored as one byte (i8) in buffers.
-    dtype = np.dtype(np.int8) if element == "i8" else DTYPES.get(element)
+    dtype = np.dtype(np.int8) if element == "i8" else ELEMENT_DTYPES.get(element)
     if dtype is None:
         raise UnsupportedError(f"buffers of {element} are not supported by the CUDA backend")
     return tuple(memref.shape), dtype

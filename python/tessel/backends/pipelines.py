@@ -54,6 +54,7 @@ CPU_LOWER = (
     # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
     f"async-parallel-for{{num-workers={os.cpu_count() or 1} min-task-size=1}},"
     "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},arith-expand{include-bf16},"
     "expand-strided-metadata,lower-affine,cpu-approximate-math,"
     "convert-math-to-llvm,convert-math-to-libm,convert-async-to-llvm,convert-scf-to-cf,"
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
@@ -80,7 +81,7 @@ def gpu_lower(target: str) -> tuple[str, str]:
         f"nvvm-attach-target{{chip={target} features={GPU_TARGETS[target]} O=3}},"
         # Only kernels are lowered: views between launches stay views for
         # the host program. One pointer per (static) memref argument.
-        "gpu.module(convert-linalg-to-loops,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,"
+        "gpu.module(convert-linalg-to-loops,gpu-lower-bf16-mma-sync,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,"
         "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},canonicalize,cse),"
         "reconcile-unrealized-casts,gpu-module-to-binary{format=isa})",
     )

@@ -8,18 +8,10 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
+from ..dtypes import ELEMENT_DTYPES
 from ..errors import UnsupportedError
 
 __all__ = ["TensorSpec", "entry_function", "signature"]
-
-DTYPES = {
-    "f32": np.dtype(np.float32),
-    "f16": np.dtype(np.float16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-    "i1": np.dtype(np.bool_),
-}
-
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -39,11 +31,11 @@ def _spec(t: ir.Type, what: str, backend: str) -> TensorSpec:
     if not tensor.has_static_shape:
         raise UnsupportedError(f"{what} has dynamic shape {t}; {backend} needs static shapes")
     element = str(tensor.element_type)
-    if element not in DTYPES:
+    if element not in ELEMENT_DTYPES:
         raise UnsupportedError(
-            f"{what} has element type {element}; {backend} runs {', '.join(DTYPES)}"
+            f"{what} has element type {element}; {backend} runs {', '.join(ELEMENT_DTYPES)}"
         )
-    return TensorSpec(tuple(tensor.shape), DTYPES[element])
+    return TensorSpec(tuple(tensor.shape), ELEMENT_DTYPES[element])
 
 
 def entry_function(module: ir.Module, entry: str | None) -> Any:

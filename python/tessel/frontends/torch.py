@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import ops
 from ..backends.signature import TensorSpec
+from ..dtypes import BFLOAT16, words
 from ..errors import CompileError, UnsupportedError
 from ..tracing import Tensor, as_tensor, trace
 from ._common import Value, attention, cast_to, matmul, numpy_or
@@ -66,12 +67,8 @@ def _dtype_pairs() -> tuple[tuple[Any, np.dtype], ...]:
     pairs = [(torch.float32, np.float32), (torch.float16, np.float16), (torch.float64, np.float64),
              (torch.int64, np.int64), (torch.int32, np.int32), (torch.int16, np.int16),
              (torch.int8, np.int8), (torch.uint8, np.uint8), (torch.bool, np.bool_)]
-    try:  # numpy has no bfloat16; ml_dtypes provides it when installed.
-        import ml_dtypes
-
-        pairs.append((torch.bfloat16, ml_dtypes.bfloat16))
-    except ImportError:
-        pass
+    if BFLOAT16 is not None:
+        pairs.append((torch.bfloat16, BFLOAT16))
     return tuple((t, np.dtype(n)) for t, n in pairs)
 
 
@@ -97,14 +94,14 @@ def _torch_dtype(dtype: np.dtype) -> Any:
 def _to_numpy(t: Any) -> np.ndarray:
     t = t.detach().cpu()
     if t.dtype == torch.bfloat16:  # no buffer-protocol format: reinterpret the 16-bit words
-        return t.view(torch.int16).numpy().view(_numpy_dtype(torch.bfloat16))
+        return t.view(torch.int16).numpy().view(BFLOAT16)
     return t.numpy()
 
 
 def _to_torch(a: np.ndarray) -> Any:
     a = np.require(a, requirements=["C", "W"])  # torch wants writable memory
-    if a.dtype.name == "bfloat16":
-        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    if a.dtype == BFLOAT16:  # torch.from_numpy has no bfloat16: move the words
+        return torch.from_numpy(words(a)).view(torch.bfloat16)
     return torch.from_numpy(a)
 
 

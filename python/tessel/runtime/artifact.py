@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import dtype_named
 from ..errors import RuntimeError
 
 __all__ = ["FORMAT", "VERSION", "Artifact", "BufferInfo", "KernelInfo", "read"]
@@ -64,10 +65,10 @@ class Artifact:
         self.manifest = manifest
         self.target: str = manifest["target"]
         self.entry: str = manifest["entry"]
-        self.inputs = tuple((tuple(s["shape"]), np.dtype(s["dtype"])) for s in manifest["inputs"])
-        self.outputs = tuple((tuple(s["shape"]), np.dtype(s["dtype"])) for s in manifest["outputs"])
+        self.inputs = tuple((tuple(s["shape"]), dtype_named(s["dtype"])) for s in manifest["inputs"])
+        self.outputs = tuple((tuple(s["shape"]), dtype_named(s["dtype"])) for s in manifest["outputs"])
         self.buffers = tuple(
-            BufferInfo(b["id"], b["kind"], tuple(b["shape"]), np.dtype(b["dtype"]), b.get("index"),
+            BufferInfo(b["id"], b["kind"], tuple(b["shape"]), dtype_named(b["dtype"]), b.get("index"),
                        b.get("view_of"), b.get("file"))
             for b in manifest["buffers"])
         self.kernels = tuple(

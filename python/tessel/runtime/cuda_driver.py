@@ -43,6 +43,7 @@ class CudaDriver:
         self._context = self._check(cu.cuDevicePrimaryCtxRetain(self._device), "cuDevicePrimaryCtxRetain")
         self._check(cu.cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
         self.stream = self._check(cu.cuStreamCreate(0), "cuStreamCreate")
+        self.ordinal, self.stream_handle = ordinal, int(self.stream)
         self._modules: dict[str, Any] = {}
 
     def _check(self, result: Any, what: str, kernel: str | None = None) -> Any:

@@ -13,7 +13,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from ..errors import RuntimeError
+from .. import dlpack
+from ..errors import RuntimeError, UnsupportedError
 from .artifact import Artifact, BufferInfo, KernelInfo
 
 __all__ = ["DeviceArray", "Driver", "DryDriver", "Executable"]
@@ -23,6 +24,8 @@ class Driver(Protocol):
     """What the executor needs from a device."""
 
     device_name: str
+    ordinal: int  # the CUDA device, as DLPack names it
+    stream_handle: int | None  # the stream kernels run on, for DLPack producers to order work before
 
     def load(self, kernel: KernelInfo) -> Any: ...
     def alloc(self, nbytes: int) -> int: ...
@@ -40,6 +43,7 @@ class DryDriver:
     shapes must fit the hardware. Kernels do not run; downloads give zeros."""
 
     device_name = "dry run (no device)"
+    ordinal, stream_handle = 0, None
     MAX_THREADS = 1024
     MAX_GRID = (2**31 - 1, 65535, 65535)
     MAX_DYNAMIC_SHARED = 227 * 1024
@@ -96,17 +100,32 @@ class DryDriver:
 
 
 class DeviceArray:
-    """A result left on the device; ``__cuda_array_interface__`` lets torch,
-    cupy and numba take it without a copy, ``numpy()`` copies it to the host.
-    Its memory goes back to the executable's pool when the last reference goes."""
+    """A result left on the device. DLPack (``torch.from_dlpack``, cupy, jax)
+    and ``__cuda_array_interface__`` (numba; not for bfloat16, which it cannot
+    name) take it without a copy; ``numpy()`` copies it to the host. Its
+    memory goes back to the executable's pool when the last reference,
+    including a consumer's, goes."""
 
     def __init__(self, driver: Driver, pointer: int, shape: tuple[int, ...], dtype: np.dtype,
                  release: Callable[[int, int], None] | None = None) -> None:
         self._driver, self.pointer, self.shape, self.dtype = driver, pointer, shape, dtype
         self._release = release or (lambda pointer, nbytes: driver.free(pointer))
 
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return dlpack.CUDA, self._driver.ordinal
+
+    def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        # The executable synchronized its stream before returning this
+        # array, so the consumer's stream needs no ordering.
+        if dl_device not in (None, self.__dlpack_device__()) or copy:
+            raise BufferError("a tessel DeviceArray is exported only in place, on its own device")
+        return dlpack.export(self.pointer, self.shape, self.dtype, self.__dlpack_device__(), self)
+
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self.dtype.kind == "V":
+            raise AttributeError(f"__cuda_array_interface__ has no {self.dtype.name}; use DLPack")
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.pointer, False),
                 "version": 3, "strides": None}
 
@@ -122,18 +141,31 @@ class DeviceArray:
             self.pointer = None
 
 
-def _device_view(value: Any) -> tuple[int, tuple[int, ...], np.dtype] | None:
-    """(pointer, shape, dtype) of a contiguous CUDA array given through
-    ``__cuda_array_interface__``; None for host arrays."""
-    interface = getattr(value, "__cuda_array_interface__", None)
-    if interface is None:
-        return None
-    shape, dtype = tuple(interface["shape"]), np.dtype(interface["typestr"])
-    strides = interface.get("strides")
-    if strides is not None and tuple(strides) != tuple(np.empty(shape, dtype).strides):
-        raise RuntimeError("device arrays must be contiguous (row-major); "
-                           f"got strides {tuple(strides)} for shape {shape}")
-    return interface["data"][0], shape, dtype
+def _view(value: Any, driver: Driver) -> dlpack.DLTensorView | np.ndarray:
+    """``value`` as a view of device memory (CUDA DLPack or
+    ``__cuda_array_interface__``), or as a host array (numpy, CPU DLPack)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        device = tuple(value.__dlpack_device__())
+        if device[0] == dlpack.CPU:
+            return dlpack.read(value).numpy()
+        if device != (dlpack.CUDA, driver.ordinal):
+            raise UnsupportedError(f"DLPack device {device} is neither the CPU nor CUDA device {driver.ordinal}")
+        view = dlpack.read(value, stream=driver.stream_handle)
+    elif hasattr(value, "__cuda_array_interface__"):
+        interface = value.__cuda_array_interface__
+        shape, dtype = tuple(interface["shape"]), np.dtype(interface["typestr"])
+        strides = interface.get("strides")
+        strides = (tuple(s // dtype.itemsize for s in strides) if strides is not None
+                   else dlpack.row_major_strides(shape))
+        view = dlpack.DLTensorView(interface["data"][0], shape, strides, dtype, (dlpack.CUDA, driver.ordinal), value)
+    else:
+        return np.asarray(value)
+    if not view.contiguous:
+        raise UnsupportedError(f"device arrays must be contiguous (row-major); got strides {view.strides} "
+                               f"(in elements) for shape {view.shape}")
+    return view
 
 
 class Executable:
@@ -180,33 +212,37 @@ class Executable:
     def _release(self, pointer: int, nbytes: int) -> None:
         self.pool.setdefault(nbytes, []).append(pointer)
 
-    def _argument(self, index: int, value: Any, owned: list[tuple[int, int]]) -> int:
+    def _argument(self, index: int, value: Any, owned: list[tuple[int, int]], held: list[Any]) -> int:
+        """The device pointer of argument ``index``: device memory in place,
+        host memory copied into memory added to ``owned``. ``held`` keeps
+        what the caller must keep alive until the kernels are done."""
         shape, dtype = self.artifact.inputs[index]
-        device = _device_view(value)
-        if device is not None:
-            pointer, got_shape, got_dtype = device
-        else:
-            array = np.asarray(np.from_dlpack(value) if hasattr(value, "__dlpack__")
-                               and not isinstance(value, np.ndarray) else value)
-            got_shape, got_dtype = array.shape, array.dtype
-        if (got_shape, got_dtype) != (shape, dtype):
+        try:
+            view = _view(value, self.driver)
+        except Exception as e:  # noqa: BLE001 - producers raise BufferError, RuntimeError, TypeError, ...
+            raise RuntimeError(f"{self.artifact.entry}: argument {index}: {e}") from None
+        if (view.shape, view.dtype) != (shape, dtype):
             raise RuntimeError(f"{self.artifact.entry}: argument {index} must be {dtype.name}{list(shape)}, "
-                               f"got {got_dtype.name}{list(got_shape)}")
-        if device is None:
-            pointer = self._alloc(array.nbytes)
-            owned.append((pointer, array.nbytes))
-            self.driver.upload(pointer, np.ascontiguousarray(array))
+                               f"got {view.dtype.name}{list(view.shape)}")
+        if isinstance(view, dlpack.DLTensorView):
+            held.append(view.owner)
+            return view.pointer
+        pointer = self._alloc(view.nbytes)
+        owned.append((pointer, view.nbytes))
+        self.driver.upload(pointer, np.ascontiguousarray(view))
         return pointer
 
     def __call__(self, *args: Any, device_outputs: bool = False) -> Any:
-        """Runs the program. Inputs: numpy arrays (copied in) or contiguous
-        CUDA arrays (``__cuda_array_interface__``: used in place). Results:
+        """Runs the program. Inputs: numpy arrays or CPU DLPack tensors
+        (copied in), or contiguous CUDA tensors (DLPack, e.g. torch, cupy,
+        jax; or ``__cuda_array_interface__``), used in place. Results:
         numpy arrays, or :class:`DeviceArray` with ``device_outputs``; a
         tuple when there are several."""
         artifact, driver = self.artifact, self.driver
         if len(args) != len(artifact.inputs):
             raise RuntimeError(f"{artifact.entry} takes {len(artifact.inputs)} arguments, got {len(args)}")
         owned: list[tuple[int, int]] = []  # (pointer, bytes) released at the end, whatever happens
+        held: list[Any] = []  # the producers' exports of device inputs, until the kernels are done
         pointers: dict[int, int] = dict(self._constants)
         outputs: list[tuple[BufferInfo, int]] = []
 
@@ -217,7 +253,7 @@ class Executable:
         try:
             for b in artifact.buffers:
                 if b.kind == "input":
-                    bind(b.id, self._argument(b.index, args[b.index], owned))
+                    bind(b.id, self._argument(b.index, args[b.index], owned, held))
                 elif b.kind == "output":
                     outputs.append((b, self._alloc(b.nbytes)))
                     bind(b.id, outputs[-1][1])
