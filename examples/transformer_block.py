@@ -1,7 +1,13 @@
-"""Compiles a pre-LayerNorm transformer encoder block, traced from Python, for the CPU,
-checks it against numpy, and prints the compile time of each stage and the run time.
+"""Compiles a pre-LayerNorm transformer encoder block, traced from Python, for this
+machine's GPU (or its CPU), checks it against numpy, and prints the compile time of
+each stage and the run time.
 
-    python examples/transformer_block.py [--batch 4] [--seq 64] [--d-model 256] [--heads 4] [--d-ff 1024]
+    python examples/transformer_block.py [--target auto] [--batch 4] [--seq 64] [--d-model 256]
+                                         [--heads 4] [--d-ff 1024]
+
+``--target auto`` (the default) uses the first CUDA GPU when there is a usable
+one (through tessel.runtime: the artifact is saved, loaded and run by the CUDA
+driver) and the CPU otherwise, and says which it used and why.
 
 The block is ``h = x + attention(layer_norm(x))``, ``y = h + mlp(layer_norm(h))``
 with causal softmax attention and a GELU MLP; the weights are numpy arrays
@@ -12,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -86,6 +94,8 @@ def reference(x: np.ndarray, p: Params, heads: int) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default="auto",
+                        help="auto (a usable CUDA GPU, else the CPU), cpu, cuda:sm_80 or cuda:sm_90")
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seq", type=int, default=64)
     parser.add_argument("--d-model", type=int, default=256)
@@ -94,6 +104,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.d_model % args.heads:
         parser.error("--d-model must be a multiple of --heads")
+    target, why = args.target, ""
+    if target == "auto":
+        try:
+            target = tessel.runtime.cuda_target()
+            why = " (the first CUDA GPU; --target cpu for the CPU)"
+        except tessel.RuntimeError as e:
+            target, why = "cpu", f" (no GPU: {e})"
 
     rng = np.random.default_rng(0)
     params = init_params(args.d_model, args.d_ff, rng)
@@ -102,7 +119,12 @@ def main() -> None:
     start = time.perf_counter()
     module = tessel.trace(lambda t: block(t, params, args.heads), x, name="encoder_block")
     trace_s = time.perf_counter() - start
-    exe = tessel.compile(module, target="cpu")
+    compiled = tessel.compile(module, target=target)
+    if target == "cpu":
+        exe = compiled
+    else:  # what a GPU machine without the compiler does: load the saved artifact
+        with tempfile.TemporaryDirectory() as folder:
+            exe = tessel.load(compiled.save(Path(folder) / "encoder_block"))
 
     out = exe(x)
     expected = reference(x, params, args.heads)
@@ -114,9 +136,9 @@ def main() -> None:
     run_ms = (time.perf_counter() - start) / runs * 1e3
 
     print(f"Transformer encoder block: batch {args.batch}, seq {args.seq}, d_model {args.d_model}, "
-          f"{args.heads} heads, MLP {args.d_ff}, f32, target cpu")
+          f"{args.heads} heads, MLP {args.d_ff}, f32, target {target}{why}")
     print(f"  {'trace':<16}{trace_s * 1e3:9.2f} ms")
-    for stage, seconds in exe.stage_seconds.items():
+    for stage, seconds in compiled.stage_seconds.items():
         print(f"  {stage:<16}{seconds * 1e3:9.2f} ms")
     print(f"  {f'run (mean of {runs})':<16}{run_ms:9.2f} ms")
     print(f"  max relative error vs numpy: {err:.2e}")

@@ -358,72 +358,108 @@ private:
       }
   }
 
-  /// Stores each accumulator element, through the epilogue when there is
-  /// one, at its (row, column) of the block tile.
+  /// Stores the accumulators, through the epilogue when there is one. A
+  /// lane holds two adjacent columns of each accumulator row, stored as one
+  /// vector per result.
   void epilogue(ValueRange accs) {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     for (int64_t mi = 0; mi < tilesM(); ++mi)
       for (int64_t ni = 0; ni < tilesN(); ++ni)
-        for (int64_t r = 0; r < 2; ++r)
-          for (int64_t col = 0; col < 2; ++col) {
-            Value row = apply(d0 + d1 + (mi * 16 + 8 * r), {warpRow, laneRow});
-            Value column = apply(d0 + d1 + (ni * 8 + col), {warpCol, laneCol});
-            Value v = vector::ExtractOp::create(
-                b, loc, accs[mi * tilesN() + ni], ArrayRef<int64_t>{r, col});
-            if (!partialRows && !partialCols) {
-              store(v, row, column);
-              continue;
-            }
-            // Points past a partial tile's edge are not stored.
-            Value inside = arith::AndIOp::create(
-                b, loc,
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
-                                      validRows),
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                      column, validCols));
-            auto ifOp = scf::IfOp::create(b, loc, inside, false);
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(ifOp.thenBlock());
-            store(v, row, column);
+        for (int64_t r = 0; r < 2; ++r) {
+          Value row = apply(d0 + d1 + (mi * 16 + 8 * r), {warpRow, laneRow});
+          Value column = apply(d0 + d1 + ni * 8, {warpCol, laneCol});
+          SmallVector<Value> pair;
+          for (int64_t col = 0; col < 2; ++col)
+            pair.push_back(vector::ExtractOp::create(
+                b, loc, accs[mi * tilesN() + ni], ArrayRef<int64_t>{r, col}));
+          if (!partialRows && !partialCols) {
+            store(pair, row, column);
+            continue;
           }
+          // Points past a partial tile's edge are not stored. Valid
+          // columns come in multiples of 8 (N is one), so a lane's pair is
+          // wholly inside or outside.
+          Value inside = arith::AndIOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                    validRows),
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
+                                    validCols));
+          auto ifOp = scf::IfOp::create(b, loc, inside, false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          store(pair, row, column);
+        }
   }
 
-  /// The epilogue chain at one point, or the plain store. Each generic's
-  /// result is stored to its output and passed on in registers to the
-  /// generics that read it.
-  void store(Value v, Value row, Value col) {
-    SmallVector<Value> point = at({row, col});
+  /// The epilogue chain at `values.size()` adjacent columns from (row,
+  /// col), or the plain stores. Each generic's results are stored to its
+  /// output and passed on in registers to the generics that read it.
+  void store(ArrayRef<Value> values, Value row, Value col) {
+    SmallVector<SmallVector<Value>> points;
+    for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i)
+      points.push_back(at({row, apply(b.getAffineDimExpr(0) + i, col)}));
     Value acc = m.contraction.getDpsInits()[0];
-    if (m.epilogue.empty()) {
-      memref::StoreOp::create(b, loc, v, acc, point);
-      return;
-    }
-    llvm::DenseMap<Value, Value> known = {{acc, v}};
+    if (m.epilogue.empty())
+      return write(values, acc, points);
+    SmallVector<llvm::DenseMap<Value, Value>> known;
+    for (Value v : values)
+      known.push_back({{acc, v}});
     for (linalg::GenericOp e : m.epilogue) {
-      Block &body = e.getRegion().front();
-      IRMapping map;
-      for (OpOperand &operand : e->getOpOperands()) {
-        BlockArgument arg = body.getArgument(operand.getOperandNumber());
-        if (Value value = known.lookup(operand.get()))
-          map.map(arg, value);
-        else if (!arg.use_empty())
-          map.map(arg, memref::LoadOp::create(b, loc, operand.get(),
-                                              indicesOf(e, operand, point)));
-      }
-      for (Operation &op : body.without_terminator()) {
-        if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
-          map.map(idx.getResult(), point[idx.getDim()]);
-          continue;
-        }
-        b.clone(op, map);
-      }
-      Value result = map.lookupOrDefault(body.getTerminator()->getOperand(0));
       Value out = e.getDpsInits()[0];
-      known[out] = result;
+      SmallVector<Value> results;
+      for (auto [point, registers] : llvm::zip(points, known)) {
+        results.push_back(compute(e, point, registers));
+        registers[out] = results.back();
+      }
       // A tile only the chain reads stays in registers.
       if (!out.getDefiningOp<memref::AllocOp>())
-        memref::StoreOp::create(b, loc, result, out, point);
+        write(results, out, points);
     }
+  }
+
+  /// The value of `e`'s body at `point`, its operands in `known` taken
+  /// from registers, the others loaded.
+  Value compute(linalg::GenericOp e, ValueRange point,
+                const llvm::DenseMap<Value, Value> &known) {
+    Block &body = e.getRegion().front();
+    IRMapping map;
+    for (OpOperand &operand : e->getOpOperands()) {
+      BlockArgument arg = body.getArgument(operand.getOperandNumber());
+      if (Value value = known.lookup(operand.get()))
+        map.map(arg, value);
+      else if (!arg.use_empty())
+        map.map(arg, memref::LoadOp::create(b, loc, operand.get(),
+                                            indicesOf(e, operand, point)));
+    }
+    for (Operation &op : body.without_terminator()) {
+      if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
+        map.map(idx.getResult(), point[idx.getDim()]);
+        continue;
+      }
+      b.clone(op, map);
+    }
+    return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+  }
+
+  /// Stores `values` at `points` of `buffer`: adjacent columns of a
+  /// row-major buffer as one aligned vector (the first column is even and
+  /// rows hold a multiple of 8 elements, so the address is too); booleans
+  /// and strided buffers one by one.
+  void write(ArrayRef<Value> values, Value buffer,
+             ArrayRef<SmallVector<Value>> points) {
+    Type element = values.front().getType();
+    unsigned bits = element.getIntOrFloatBitWidth();
+    if (!isRowMajor(buffer) || bits % 8) {
+      for (auto [v, point] : llvm::zip(values, points))
+        memref::StoreOp::create(b, loc, v, buffer, point);
+      return;
+    }
+    auto type = VectorType::get({static_cast<int64_t>(values.size())}, element);
+    Value vector = vector::FromElementsOp::create(b, loc, type, values);
+    vector::StoreOp::create(
+        b, loc, vector, buffer, points.front(), /*nontemporal=*/false,
+        llvm::Align(values.size() * bits / 8));
   }
 
   /// The indices `e` reads `operand` at, at iteration `point`.

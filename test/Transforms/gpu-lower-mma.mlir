@@ -5,7 +5,8 @@
 // loop-apply-schedule and bufferization make of loop.mma [32, 32, 32]
 // with two stages): four warps copy A and B tiles with cp.async into two
 // padded workgroup buffers each, accumulate 2x4 m16n8 tiles each with
-// ldmatrix + mma.sync, and run the epilogue on the registers.
+// ldmatrix + mma.sync, and run the epilogue on the registers, storing
+// each lane's two adjacent columns as one vector.
 // CHECK-LABEL: func.func private @k
 // CHECK-DAG: memref.alloc() : memref<2x64x40xf16, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.alloc() : memref<2x32x72xf16, #gpu.address_space<workgroup>>
@@ -21,7 +22,8 @@
 // CHECK-COUNT-8: nvgpu.mma.sync
 // CHECK: scf.yield
 // CHECK: arith.addf
-// CHECK: memref.store
+// CHECK: arith.addf
+// CHECK: vector.store {{.*}} {alignment = 8 : i64} : memref<64x64xf32, strided<[128, 1], offset: ?>>, vector<2xf32>
 // CHECK: } {mapping = [#gpu.thread<x>]}
 // CHECK-NOT: linalg.matmul
 // CHECK-NOT: linalg.generic
@@ -31,6 +33,7 @@
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX: st.global.v2.b32
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: memref<128xf32>, %out: memref<128x128xf32>) attributes {tessel.kernel = "contraction"} {
@@ -80,7 +83,7 @@ func.func private @transposed(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %out
 // CHECK-NEXT: gpu.barrier
 // CHECK: nvgpu.device_async_copy %{{.*}}[%[[B]], %c0, %{{.*}}, %{{.*}}]
 // CHECK: nvgpu.mma.sync
-// CHECK: memref.store %{{.*}}, %{{.*}}[%[[B]], %c0, %{{.*}}, %{{.*}}]
+// CHECK: vector.store %{{.*}}, %{{.*}}[%[[B]], %c0, %{{.*}}, %{{.*}}]
 #a = affine_map<(b, h, m, n, k) -> (b, h, m, k)>
 #b = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
 #c = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
@@ -112,10 +115,14 @@ func.func private @batched(%p: memref<2x4x64x64xf16>, %v: memref<2x4x64x64xf16>,
 // following layer_norm) another; the cast reads the first in registers.
 // CHECK-LABEL: func.func private @chain
 // CHECK: nvgpu.mma.sync
-// CHECK: %[[SUM:.*]] = arith.addf
-// CHECK-NEXT: memref.store %[[SUM]], %{{.*}} : memref<64x64xf16
-// CHECK-NEXT: %[[WIDE:.*]] = arith.extf %[[SUM]]
-// CHECK-NEXT: memref.store %[[WIDE]], %{{.*}} : memref<64x64xf32
+// CHECK: %[[SUM0:.*]] = arith.addf
+// CHECK: %[[SUM1:.*]] = arith.addf
+// CHECK-NEXT: %[[SUMS:.*]] = vector.from_elements %[[SUM0]], %[[SUM1]] : vector<2xf16>
+// CHECK-NEXT: vector.store %[[SUMS]], %{{.*}} {alignment = 4 : i64} : memref<64x64xf16>, vector<2xf16>
+// CHECK-NEXT: %[[WIDE0:.*]] = arith.extf %[[SUM0]]
+// CHECK-NEXT: %[[WIDE1:.*]] = arith.extf %[[SUM1]]
+// CHECK-NEXT: %[[WIDE:.*]] = vector.from_elements %[[WIDE0]], %[[WIDE1]] : vector<2xf32>
+// CHECK-NEXT: vector.store %[[WIDE]], %{{.*}} {alignment = 8 : i64} : memref<64x64xf32>, vector<2xf32>
 // CHECK-NOT: linalg.generic
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func private @chain(%a: memref<64x128xf16>, %b: memref<128x64xf16>, %res: memref<64x64xf16>, %out: memref<64x64xf16>, %wide: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
@@ -158,7 +165,7 @@ func.func private @chain(%a: memref<64x128xf16>, %b: memref<128x64xf16>, %res: m
 // CHECK: scf.for {{.*}} to %c4 step
 // CHECK: nvgpu.mma.sync
 // CHECK: scf.if
-// CHECK-NEXT: memref.store
+// CHECK: vector.store
 #min = affine_map<(d0) -> (-d0 + 200, 64)>
 func.func private @edges(%a: memref<200x104xf16>, %b: memref<104x64xf16>, %out: memref<200x64xf32>) attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32

@@ -40,6 +40,11 @@ class CudaDriver:
         self._device = self._check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
         self.device_name = self._check(cu.cuDeviceGetName(256, self._device), "cuDeviceGetName") \
             .split(b"\0", 1)[0].decode()
+        attribute = cu.CUdevice_attribute
+        self.capability = tuple(
+            self._check(cu.cuDeviceGetAttribute(a, self._device), "cuDeviceGetAttribute")
+            for a in (attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                      attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
         self._context = self._check(cu.cuDevicePrimaryCtxRetain(self._device), "cuDevicePrimaryCtxRetain")
         self._check(cu.cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
         self.stream = self._check(cu.cuStreamCreate(0), "cuStreamCreate")
