@@ -165,8 +165,9 @@ def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
     Runs after graph-to-linalg. Each root of a `tessel.kernel` function that
     no `loop.schedule` names gets one for `target`, with its tunable values
     as knobs whose domains hold the legal values.
-    GPU targets: tensor cores (loop.mma) for f16 matmuls, rows shared by a
-    block's threads (loop.warp_reduce) for softmax/norm-like kernels, else
+    GPU targets: tensor cores (loop.mma) for f16 and bf16 matmuls (and f32
+    ones, as tf32, with allow-tf32), rows shared by a block's threads
+    (loop.warp_reduce) for softmax/norm-like kernels, else
     the root's parallel loops over blocks and then threads (one thread per
     point; in kernels built around a reduction the innermost loop of an
     elementwise root stays whole, so reductions are never recomputed). A
@@ -179,6 +180,9 @@ def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
            "Target the schedules are for (cpu, sm_80, sm_90, sm_90a)">,
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "GPU: f32 matmuls on tensor cores as tf32 (inputs rounded to "
+           "10-bit mantissas, f32 accumulation)">,
   ];
   let dependentDialects = ["tessel::loop::LoopDialect", "mlir::gpu::GPUDialect"];
 }

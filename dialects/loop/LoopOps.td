@@ -184,8 +184,8 @@ def Loop_MmaOp : Loop_ValuesOp<"mma"> {
     Applies inside the block tile of the previous `loop.tile`: warps of
     `warp_m x warp_n` results each (`sizes[0]`, `sizes[1]`), a sequential K
     loop in steps of `sizes[2]`, and `nvgpu.mma.sync` instructions of
-    `shape` (m16n8k16 for f16 or bf16 operands with f32 accumulation) fed by
-    ldmatrix from the promoted tiles. Elementwise epilogues fused into the
+    `shape` (m16n8k16 for f16 or bf16 operands, m16n8k8 for f32 operands
+    multiplied as tf32; f32 accumulation) fed from the promoted tiles. Elementwise epilogues fused into the
     block tile run on the accumulator registers, so the f32 tile never
     goes to memory.
 

@@ -17,7 +17,7 @@
 // 16x8 accumulator; ldmatrix.x4 gives the A fragment of a 16x16 tile when
 // lane l points at row l%16, column 8*(l/16), and (transposed) the B
 // fragments of two 16x8 tiles when lane l points at K row l%16, column
-// 8*(l/16).
+// 8*(l/16). f32 operands multiply as tf32 (mma.m16n8k8): see multiplyTf32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,7 +70,7 @@ FailureOr<MmaMatch> match(linalg::LinalgOp contraction) {
   };
   std::optional<unsigned> batch = mmaBatchLoops(contraction);
   if (!contraction.hasPureBufferSemantics() || !batch)
-    return fail("expected a bufferized (batched) matmul of f16 or bf16 into f32");
+    return fail("expected a bufferized (batched) matmul of f16, bf16 or f32 into f32");
   Value acc = contraction.getDpsInits()[0];
   if (!llvm::all_of(contraction->getOperands(), isRowMajor))
     return fail("operands must be row-major");
@@ -150,7 +150,7 @@ public:
     warpRow = apply(d0.floorDiv(c.warpsN()) * c.wm, warp);
     warpCol = apply((d0 % c.warpsN()) * c.wn, warp);
     fragRow = apply(d0 % 16, lane);
-    fragCol = apply(d0.floorDiv(16) * 8, lane);
+    fragCol = apply(d0.floorDiv(16) * c.copyElements(), lane);
     laneRow = apply(d0.floorDiv(4), lane);
     laneCol = apply((d0 % 4) * 2, lane);
     // A block tile at the edge of M or N has fewer rows or columns than
@@ -212,7 +212,7 @@ private:
       Value kt = loop.getInductionVar();
       Value stage = mainLoopCopies(kt);
       SmallVector<Value> accs(loop.getRegionIterArgs());
-      for (int64_t kk = 0; kk < c.bk / 16; ++kk)
+      for (int64_t kk = 0; kk < c.bk / c.instructionK(); ++kk)
         multiply(stage, kk, accs);
       scf::YieldOp::create(b, loc, accs);
     }
@@ -261,7 +261,7 @@ private:
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
                                           next, last);
     Value elements = arith::SelectOp::create(b, loc, inRange,
-                                             index(kCopyElements), index(0));
+                                             index(c.copyElements()), index(0));
     copyTile(clamped, apply(d0 % c.stages, next), elements);
     return apply(d0 % c.stages, kt);
   }
@@ -289,16 +289,16 @@ private:
       srcIndex = arith::MinUIOp::create(
           b, loc, srcIndex, apply(d0 - width, bound));
       Value fill = arith::SelectOp::create(b, loc, inside,
-                                           index(kCopyElements), index(0));
+                                           index(c.copyElements()), index(0));
       count = count ? arith::MinUIOp::create(b, loc, count, fill) : fill;
     };
     auto copy = [&](Value src, Value dst, int64_t rows, int64_t cols,
                     bool kRows) {
-      int64_t perRow = cols / kCopyElements;
+      int64_t perRow = cols / c.copyElements();
       for (int64_t r = 0; r < rows * perRow / c.threads(); ++r) {
         Value chunk = apply(d0 + r * c.threads(), tid);
         Value row = apply(d0.floorDiv(perRow), chunk);
-        Value col = apply((d0 % perRow) * kCopyElements, chunk);
+        Value col = apply((d0 % perRow) * c.copyElements(), chunk);
         // A tiles advance along K in columns, B tiles in rows.
         Value srcRow = kRows ? apply(d0 * c.bk + d1, {step, row}) : row;
         Value srcCol = kRows ? col : apply(d0 * c.bk + d1, {step, col});
@@ -306,11 +306,11 @@ private:
         if (kRows ? partialK : partialRows)
           mask(srcRow, kRows ? index(c.k) : validRows, 1, count);
         if (kRows ? partialCols : partialK)
-          mask(srcCol, kRows ? validCols : index(c.k), kCopyElements, count);
+          mask(srcCol, kRows ? validCols : index(c.k), c.copyElements(), count);
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
             ValueRange{stage, row, col}, src, at({srcRow, srcCol}),
-            b.getIndexAttr(kCopyElements), count, b.getUnitAttr()));
+            b.getIndexAttr(c.copyElements()), count, b.getUnitAttr()));
       }
     };
     copy(m.contraction.getDpsInputs()[0], smA, c.bm, c.bk, /*kRows=*/false);
@@ -321,6 +321,8 @@ private:
 
   /// One 16-deep slice `kk` of the K step in buffer `stage`.
   void multiply(Value stage, int64_t kk, MutableArrayRef<Value> accs) {
+    if (c.elementBytes == 4)
+      return multiplyTf32(stage, kk, accs);
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     Type element = getElementTypeOrSelf(smA.getType());
     auto x4 = VectorType::get({4, 2}, element);
@@ -358,6 +360,42 @@ private:
       }
   }
 
+  /// One 8-deep slice `kk` of the K step in buffer `stage`, f32 operands
+  /// multiplied as tf32 by mma.m16n8k8. ldmatrix.x4 reads 16-byte rows,
+  /// four f32 here: with lane l pointing at row l%16, column 4*(l/16), its
+  /// registers are (g, t), (g+8, t), (g, t+4), (g+8, t+4) of the 16x8 A tile,
+  /// the tf32 A fragment. B's fragment, (k = t, n = g) and (t+4, g), has no
+  /// transposing ldmatrix for 32-bit elements: two loads per n8 tile.
+  void multiplyTf32(Value stage, int64_t kk, MutableArrayRef<Value> accs) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    Type f32 = b.getF32Type();
+    Value kCol = apply(d0 + kk * 8, fragCol);
+    SmallVector<Value> aFrags, bFrags;
+    for (int64_t mi = 0; mi < tilesM(); ++mi)
+      aFrags.push_back(nvgpu::LdMatrixOp::create(
+          b, loc, VectorType::get({4, 1}, f32), smA,
+          ValueRange{stage, apply(d0 + d1 + mi * 16, {warpRow, fragRow}), kCol},
+          /*transpose=*/false, /*numTiles=*/4));
+    // laneCol is 2t: the lane's accumulator columns.
+    Value kRow = apply(d0.floorDiv(2) + kk * 8, laneCol);
+    for (int64_t ni = 0; ni < tilesN(); ++ni) {
+      Value column = apply(d0 + d1 + ni * 8, {warpCol, laneRow});
+      SmallVector<Value> pair;
+      for (int64_t half = 0; half < 2; ++half)
+        pair.push_back(memref::LoadOp::create(
+            b, loc, smB, ValueRange{stage, apply(d0 + 4 * half, kRow), column}));
+      bFrags.push_back(vector::FromElementsOp::create(
+          b, loc, VectorType::get({2, 1}, f32), pair));
+    }
+    for (int64_t mi = 0; mi < tilesM(); ++mi)
+      for (int64_t ni = 0; ni < tilesN(); ++ni) {
+        Value &acc = accs[mi * tilesN() + ni];
+        acc = nvgpu::MmaSyncOp::create(b, loc, aFrags[mi], bFrags[ni], acc,
+                                       ArrayRef<int64_t>{16, 8, 8},
+                                       /*tf32Enabled=*/true);
+      }
+  }
+
   /// Stores the accumulators, through the epilogue when there is one. A
   /// lane holds two adjacent columns of each accumulator row, stored as one
   /// vector per result.
@@ -377,8 +415,9 @@ private:
             continue;
           }
           // Points past a partial tile's edge are not stored. Valid
-          // columns come in multiples of 8 (N is one), so a lane's pair is
-          // wholly inside or outside.
+          // columns come in whole 16-byte rows (N is a multiple of 8, or 4
+          // for f32), so a lane's pair, at an even column, is wholly inside
+          // or outside.
           Value inside = arith::AndIOp::create(
               b, loc,
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
@@ -444,8 +483,8 @@ private:
 
   /// Stores `values` at `points` of `buffer`: adjacent columns of a
   /// row-major buffer as one aligned vector (the first column is even and
-  /// rows hold a multiple of 8 elements, so the address is too); booleans
-  /// and strided buffers one by one.
+  /// so is the row length, a multiple of 4 or 8, so the address is too);
+  /// booleans and strided buffers one by one.
   void write(ArrayRef<Value> values, Value buffer,
              ArrayRef<SmallVector<Value>> points) {
     Type element = values.front().getType();
@@ -510,7 +549,7 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   MmaConfig c{block[0], block[1], aType.getDimSize(m.batch + 1),
               block[0], block[1], pair[0],
               pair[1],  integer("k"), integer("stages"),
-              integer("pad")};
+              integer("pad"), mmaElementBytes(contraction)};
   // loop-validate has checked the schedule against the whole kernel; this
   // guards a marked op that did not go through it.
   std::string unfit =

@@ -1,8 +1,9 @@
 //===- DefaultSchedule.cpp - a loop.schedule for every kernel --------------===//
 //
-// GPU targets: a contraction that tensor cores can take (an f16 or bf16 matmul,
-// maybe batched, maybe with an elementwise epilogue, K and N multiples of
-// 8) gets a loop.mma schedule; edge tiles are masked. Row reductions get
+// GPU targets: a contraction that tensor cores can take (an f16 or bf16
+// matmul, or with allow-tf32 an f32 one; maybe batched, maybe with an
+// elementwise epilogue; K and N in whole 16-byte rows) gets a loop.mma
+// schedule; edge tiles are masked. Row reductions get
 // loop.warp_reduce. Every other kernel gets blocks over the root's parallel
 // loops, each thread computing one point (or, in reduction kernels whose
 // root is elementwise over the reduced rows, one whole row). A kernel with
@@ -280,8 +281,11 @@ struct LoopDefaultSchedulePass
                       std::optional<unsigned> result) {
     std::string why;
     linalg::LinalgOp contraction = findMmaContraction(func, root, why);
-    if (!contraction)
+    // f32 operands multiply as tf32 (10-bit mantissas): only when allowed,
+    // as torch's allow_tf32.
+    if (!contraction || (mmaElementBytes(contraction) == 4 && !allowTf32))
       return false;
+    int64_t elementBytes = mmaElementBytes(contraction);
     unsigned batch = *mmaBatchLoops(contraction);
     SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
     // The innermost batch loop goes to grid z, outer ones stay in the block.
@@ -297,7 +301,8 @@ struct LoopDefaultSchedulePass
         for (int64_t bk : {32, 16})
           for (int64_t stages : {4, 3, 2}) {
             MmaConfig c{extents[batch], extents[batch + 1], extents[batch + 2],
-                        bm, bn, bm / 2, bn / 2, bk, stages, kCopyElements};
+                        bm, bn, bm / 2, bn / 2, bk, stages,
+                        kCopyBytes / elementBytes, elementBytes};
             if (!c.check(target, noName).empty())
               continue;
             if (!best ||
@@ -321,7 +326,8 @@ struct LoopDefaultSchedulePass
     Value wm = mmaKnob(MmaConfig::WarpM, best->wm, {16, 32, 64, 128});
     Value wn = mmaKnob(MmaConfig::WarpN, best->wn, {16, 32, 64, 128});
     Value stages = mmaKnob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
-    Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, 8, 16});
+    int64_t copy = best->copyElements();
+    Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, copy, 2 * copy});
     SmallVector<int64_t> blockSizes(root.getLoopIteratorTypes().size(), 0);
     blockSizes[batch] = blockSizes[batch + 1] = ShapedType::kDynamic;
     SmallVector<Attribute> mapping;
@@ -343,7 +349,7 @@ struct LoopDefaultSchedulePass
         sb, loc, ValueRange{wm, wn, bk},
         sb.getDenseI64ArrayAttr(
             {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}),
-        sb.getDenseI64ArrayAttr({16, 8, 16}));
+        sb.getDenseI64ArrayAttr({16, 8, best->instructionK()}));
     return true;
   }
 

@@ -24,8 +24,8 @@ int64_t MmaConfig::threads() const {
 }
 
 int64_t MmaConfig::sharedBytes() const {
-  // 16-bit A and B tiles per stage, rows padded.
-  return stages * (bm * (bk + pad) + bk * (bn + pad)) * 2;
+  // A and B tiles per stage, rows padded.
+  return stages * (bm * (bk + pad) + bk * (bn + pad)) * elementBytes;
 }
 
 StringRef MmaConfig::knobName(Field field) {
@@ -41,11 +41,16 @@ std::string MmaConfig::check(StringRef target,
   };
   if (wm % 16)
     return msg(WarpM, wm, "is not a multiple of 16 (the m of mma.m16n8k16)");
-  if (wn % 16)
+  if (wn % warpNStep())
     return msg(WarpN, wn,
-               "is not a multiple of 16 (one ldmatrix.x4 loads two n8 tiles)");
-  if (bk % 16)
-    return msg(BlockK, bk, "is not a multiple of 16 (the k of mma.m16n8k16)");
+               elementBytes == 4
+                   ? "is not a multiple of 8 (the n of mma.m16n8k8)"
+                   : "is not a multiple of 16 (one ldmatrix.x4 loads two n8 "
+                     "tiles)");
+  std::string instruction = "mma.m16n8k" + std::to_string(instructionK());
+  if (bk % instructionK())
+    return msg(BlockK, bk, "is not a multiple of " + Twine(instructionK()) +
+                               " (the k of " + instruction + ")");
   if (bm % wm)
     return msg(BlockM, bm, "is not a multiple of the warp tile " + name(WarpM));
   if (bn % wn)
@@ -56,30 +61,30 @@ std::string MmaConfig::check(StringRef target,
     return msg(BlockN, bn, "exceeds N = " + Twine(n));
   // Edge tiles are masked, but copies move whole 16-byte rows: of A along
   // K, of B along N.
-  if (k % kCopyElements)
+  int64_t copy = copyElements();
+  if (k % copy)
     return msg(BlockK, bk, "tiles K = " + Twine(k) +
-                               ", which is not a multiple of 8 (16-byte rows "
-                               "of A for cp.async)");
-  if (n % kCopyElements)
+                               ", which is not a multiple of " + Twine(copy) +
+                               " (16-byte rows of A for cp.async)");
+  if (n % copy)
     return msg(BlockN, bn, "tiles N = " + Twine(n) +
-                               ", which is not a multiple of 8 (16-byte rows "
-                               "of B for cp.async)");
+                               ", which is not a multiple of " + Twine(copy) +
+                               " (16-byte rows of B for cp.async)");
   if (threads() > 1024)
     return msg(WarpM, wm, "gives " + Twine(threads()) +
                               " threads per block; the limit is 1024");
-  if ((bm * bk / kCopyElements) % threads())
-    return msg(BlockM, bm, "gives an A tile of " +
-                               Twine(bm * bk / kCopyElements) +
+  if ((bm * bk / copy) % threads())
+    return msg(BlockM, bm, "gives an A tile of " + Twine(bm * bk / copy) +
                                " 16-byte copies, not a multiple of the " +
                                Twine(threads()) + " threads");
-  if ((bk * bn / kCopyElements) % threads())
-    return msg(BlockN, bn, "gives a B tile of " +
-                               Twine(bk * bn / kCopyElements) +
+  if ((bk * bn / copy) % threads())
+    return msg(BlockN, bn, "gives a B tile of " + Twine(bk * bn / copy) +
                                " 16-byte copies, not a multiple of the " +
                                Twine(threads()) + " threads");
-  if (pad % kCopyElements)
-    return msg(Pad, pad, "is not a multiple of 8 (rows must stay 16-byte "
-                         "aligned for cp.async and ldmatrix)");
+  if (pad % copy)
+    return msg(Pad, pad, "is not a multiple of " + Twine(copy) +
+                             " (rows must stay 16-byte aligned for cp.async "
+                             "and ldmatrix)");
   if (sharedBytes() > sharedMemoryLimit(target))
     return msg(Stages, stages,
                "needs " + Twine(sharedBytes()) +
@@ -94,7 +99,8 @@ std::optional<unsigned> tessel::mmaBatchLoops(linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
   Type a = elementType(op.getDpsInputs()[0]);
-  if (!(a.isF16() || a.isBF16()) || elementType(op.getDpsInputs()[1]) != a ||
+  if (!(a.isF16() || a.isBF16() || a.isF32()) ||
+      elementType(op.getDpsInputs()[1]) != a ||
       elementType(op.getDpsInits()[0]) != b.getF32Type())
     return std::nullopt;
   if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
@@ -124,6 +130,12 @@ std::optional<unsigned> tessel::mmaBatchLoops(linalg::LinalgOp op) {
   return batch;
 }
 
+int64_t tessel::mmaElementBytes(linalg::LinalgOp op) {
+  return getElementTypeOrSelf(op.getDpsInputs()[0].getType())
+             .getIntOrFloatBitWidth() /
+         8;
+}
+
 linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
                                             TilingInterface root,
                                             std::string &why) {
@@ -148,8 +160,8 @@ linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
   };
   if (!mmaBatchLoops(contraction) ||
       !llvm::all_of(contraction.getDpsInputs(), isArgument)) {
-    why = "loop.mma takes a (batched) matmul of f16 or bf16 kernel arguments "
-          "into f32, A row-major (m, k) and B (k, n)";
+    why = "loop.mma takes a (batched) matmul of f16, bf16 or f32 kernel "
+          "arguments into f32, A row-major (m, k) and B (k, n)";
     return {};
   }
   auto fill = contraction.getDpsInits()[0].getDefiningOp<linalg::FillOp>();

@@ -16,8 +16,8 @@
 
 namespace tessel {
 
-/// Elements per 16-byte cp.async of f16 or bf16.
-constexpr int64_t kCopyElements = 8;
+/// Bytes per cp.async copy, and per row of an ldmatrix 8x8 b16 matrix.
+constexpr int64_t kCopyBytes = 16;
 
 /// The knobs of one tensor-core contraction and its full extents.
 struct MmaConfig {
@@ -25,7 +25,17 @@ struct MmaConfig {
   int64_t bm, bn;     // block tile
   int64_t wm, wn, bk; // warp tile and K step
   int64_t stages, pad;
+  // Of A and B: 2 (f16, bf16: mma.m16n8k16) or 4 (f32 multiplied as tf32:
+  // mma.m16n8k8).
+  int64_t elementBytes = 2;
 
+  /// Elements per 16-byte copy (and per ldmatrix row).
+  int64_t copyElements() const { return kCopyBytes / elementBytes; }
+  /// The k of one mma instruction.
+  int64_t instructionK() const { return elementBytes == 4 ? 8 : 16; }
+  /// The n a warp tile steps in: B fragments of 16-bit operands come two
+  /// n8 tiles per ldmatrix.x4; tf32 ones one tile at a time.
+  int64_t warpNStep() const { return elementBytes == 4 ? 8 : 16; }
   int64_t warpsN() const { return bn / wn; }
   /// Blocks of the grid (edge tiles included), per batch index.
   int64_t blocks() const {
@@ -46,8 +56,12 @@ struct MmaConfig {
 /// Leading batch loops of a contraction loop.mma can compute (tensors or
 /// buffers): a linalg.matmul (0), or a generic over (batch..., m, n, k)
 /// reading A at (batch..., m, k) and B at (batch..., k, n) into C at
-/// (batch..., m, n); f16 or bf16 inputs, f32 accumulator. Nothing otherwise.
+/// (batch..., m, n); f16, bf16 or f32 (as tf32) inputs, f32 accumulator.
+/// Nothing otherwise.
 std::optional<unsigned> mmaBatchLoops(mlir::linalg::LinalgOp op);
+
+/// Bytes per element of a contraction mmaBatchLoops accepts.
+int64_t mmaElementBytes(mlir::linalg::LinalgOp op);
 
 /// The contraction of a kernel that loop.mma can take, on tensors: one
 /// whose inputs are kernel arguments and whose accumulator is an f32 fill,

@@ -75,10 +75,6 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
   auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
   if (failed(checkOnlyBlockTile(schedule, mma, blockTile)))
     return failure();
-  if (mma.getShape() != ArrayRef<int64_t>{16, 8, 16})
-    return mma.emitError("shape [")
-           << mma.getShape() << "] is not supported; f16 or bf16 operands with f32 "
-           << "accumulation use [16, 8, 16]";
   auto promotes = schedule.getBody().getOps<loop::PromoteOp>();
   auto promote = promotes.empty() ? loop::PromoteOp() : *promotes.begin();
   if (!promote || !llvm::is_contained(promote.getInputs(), 0) ||
@@ -90,6 +86,13 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
   if (!contraction)
     return mma.emitError("cannot apply to kernel '")
            << schedule.getKernel() << "': " << why;
+  int64_t elementBytes = mmaElementBytes(contraction);
+  SmallVector<int64_t> shape = {16, 8, elementBytes == 4 ? 8 : 16};
+  if (mma.getShape() != ArrayRef<int64_t>(shape))
+    return mma.emitError("shape [")
+           << mma.getShape() << "] is not supported; "
+           << (elementBytes == 4 ? "f32 operands (as tf32)" : "f16 or bf16 operands")
+           << " with f32 accumulation use [" << shape << "]";
   unsigned batch = *mmaBatchLoops(contraction);
   SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
   SmallVector<int64_t> block = blockTile.getResolvedSizes();
@@ -104,7 +107,7 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
   MmaConfig c{extents[batch],     extents[batch + 1], extents[batch + 2],
               block[batch],       block[batch + 1],   sizes[0],
               sizes[1],           sizes[2],           stages,
-              promote.getResolvedPad()};
+              promote.getResolvedPad(), elementBytes};
   std::string error = c.check(schedule.getTarget(), [&](MmaConfig::Field f) {
     switch (f) {
     case MmaConfig::BlockM:

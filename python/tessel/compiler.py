@@ -17,8 +17,8 @@ TARGETS = ("cpu",) + tuple(f"cuda:{chip}" for chip in GPU_TARGETS)
 
 
 def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
-            tuning_db: str | os.PathLike[str] | None = None, print_ir_after_all: bool = False,
-            timing: bool = False) -> CPUExecutable | CudaArtifact:
+            tuning_db: str | os.PathLike[str] | None = None, allow_tf32: bool = False,
+            print_ir_after_all: bool = False, timing: bool = False) -> CPUExecutable | CudaArtifact:
     """Compiles ``module``'s entry function for ``target``.
 
     ``"cpu"`` gives an executable to call here; ``"cuda:sm_90"`` (or another
@@ -28,6 +28,8 @@ def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
     the best schedule measured for it on this CPU (or on any GPU of the
     chip), and its default schedule where there is none; the result's ``tuning`` maps each schedule (``kernel`` or
     ``kernel#result``) to ``"database"`` or ``"default"``.
+    ``allow_tf32`` lets a GPU target run f32 matmuls on tensor cores as tf32
+    (as torch's ``allow_tf32``; the CPU always computes f32 exactly).
     ``print_ir_after_all`` prints the IR after every pass and ``timing`` the
     time of every pass, to stderr, for debugging a compile.
     """
@@ -36,20 +38,21 @@ def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
     chip = target.split(":", 1)[-1]
     tuning: dict[str, str] = {}
     if tuning_db is not None:
-        module, tuning = _tuned(module, chip, tuning_db)
+        module, tuning = _tuned(module, chip, tuning_db, allow_tf32)
     options = dict(entry=entry, print_ir_after_all=print_ir_after_all, timing=timing)
     compiled = (compile_cpu(module, **options) if target == "cpu"
-                else compile_cuda(module, chip, **options))
+                else compile_cuda(module, chip, allow_tf32=allow_tf32, **options))
     compiled.tuning = tuning
     return compiled
 
 
-def _tuned(module: ir.Module, chip: str, path: str | os.PathLike[str]) -> tuple[ir.Module, dict[str, str]]:
+def _tuned(module: ir.Module, chip: str, path: str | os.PathLike[str],
+           allow_tf32: bool) -> tuple[ir.Module, dict[str, str]]:
     """``module`` scheduled for ``chip``, with the database's best schedules."""
     from .schedules import default_schedules
     from .tuning import TuningDatabase, apply_records, device_key
 
-    scheduled = default_schedules(module, chip)
+    scheduled = default_schedules(module, chip, allow_tf32=allow_tf32)
     # A CUDA artifact runs on whichever GPU of its chip loads it: records of
     # any of them serve.
     device = device_key(chip) if chip == "cpu" else device_key(chip, gpu_name="*")

@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence, Union
 from mlir import ir
 
 from . import ir as tir
-from .backends.pipelines import GPU_TARGETS, GRAPH, LINALG, run_stages
+from .backends.pipelines import GPU_TARGETS, GRAPH, LINALG, default_schedule_pass, run_stages
 from .errors import CompileError, UnsupportedError
 
 __all__ = ["Knob", "default_schedules", "knobs", "sample", "with_knobs"]
@@ -43,15 +43,15 @@ class Knob:
         return (self.kernel, self.result, self.name)
 
 
-def default_schedules(module: ir.Module, target: str = "sm_90") -> ir.Module:
+def default_schedules(module: ir.Module, target: str = "sm_90", *, allow_tf32: bool = False) -> ir.Module:
     """A copy of graph module ``module`` with its kernels in linalg and the
     default ``loop.schedule`` of ``target`` (``"cpu"`` or a chip in
-    ``GPU_TARGETS``) for each."""
+    ``GPU_TARGETS``) for each; ``allow_tf32`` as in :func:`tessel.compile`."""
     if target != "cpu" and target not in GPU_TARGETS:
         raise UnsupportedError(f"unknown target {target!r}; available: cpu, {', '.join(GPU_TARGETS)}")
     work = _copy(module)
     run_stages(work, (GRAPH, LINALG))
-    tir.run_passes(work, f"builtin.module(loop-default-schedule{{target={target}}})")
+    tir.run_passes(work, f"builtin.module({default_schedule_pass(target, allow_tf32=allow_tf32)})")
     return work
 
 

@@ -62,11 +62,11 @@ func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: me
 
 // A marked matmul in a form the rewrite does not take is an error, not
 // wrong code.
-func.func private @transposed(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
+func.func private @integer(%a: memref<64x64xi32>, %b: memref<64x64xi32>, %out: memref<64x64xi32>) attributes {tessel.kernel = "contraction"} {
   scf.forall (%i, %j) = (0, 0) to (64, 64) step (64, 64) {
-    // expected-error @+1 {{loop.mma cannot lower this contraction: expected a bufferized (batched) matmul of f16 or bf16 into f32}}
+    // expected-error @+1 {{loop.mma cannot lower this contraction: expected a bufferized (batched) matmul of f16, bf16 or f32 into f32}}
     linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
-        ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%out : memref<64x64xf32>)
+        ins(%a, %b : memref<64x64xi32>, memref<64x64xi32>) outs(%out : memref<64x64xi32>)
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}
   return
 }
@@ -190,5 +190,33 @@ func.func private @malformed(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out:
     // expected-error @+1 {{loop.mma: malformed tessel.mma attribute {k = 32 : i64}}}
     linalg.matmul {tessel.mma = {k = 32 : i64}} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
   } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// f32 operands multiply as tf32: 16-byte copies of 4 elements, A fragments
+// by ldmatrix of 16-byte rows, B fragments by two loads per n8 tile, and
+// mma.m16n8k8.
+// CHECK-LABEL: func.func private @tf32
+// CHECK-DAG: memref.alloc() : memref<2x64x36xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.alloc() : memref<2x32x68xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.*}}, 4 {bypassL1}
+// CHECK: scf.for
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<2x64x36xf32, #gpu.address_space<workgroup>> -> vector<4x1xf32>
+// CHECK: memref.load {{.*}} : memref<2x32x68xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// CHECK: vector.store {{.*}} : memref<64x64xf32, strided<[128, 1], offset: ?>>, vector<2xf32>
+// PTX: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+func.func private @tf32(%a: memref<128x256xf32>, %b: memref<256x128xf32>, %out: memref<128x128xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (128, 128) step (64, 64) {
+    %sa = memref.subview %a[%i, 0] [64, 256] [1, 1] : memref<128x256xf32> to memref<64x256xf32, strided<[256, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [256, 64] [1, 1] : memref<256x128xf32> to memref<256x64xf32, strided<[128, 1], offset: ?>>
+    %so = memref.subview %out[%i, %j] [64, 64] [1, 1] : memref<128x128xf32> to memref<64x64xf32, strided<[128, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<64x64xf32, strided<[128, 1], offset: ?>>)
+    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 4 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 8>, stages = 2 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+        ins(%sa, %sb : memref<64x256xf32, strided<[256, 1], offset: ?>>, memref<256x64xf32, strided<[128, 1], offset: ?>>) outs(%so : memref<64x64xf32, strided<[128, 1], offset: ?>>)
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
   return
 }

@@ -1,4 +1,5 @@
 // RUN: tessel-opt %s --loop-default-schedule=target=sm_90 --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --loop-default-schedule="target=sm_90 allow-tf32=true" --split-input-file | FileCheck %s --check-prefix=TF32
 
 // An elementwise kernel: the inner loop in blocks of 256 threads (a divisor
 // of 1000 here: 250), outer loops one index per block, one point per thread.
@@ -214,6 +215,24 @@ func.func private @mma(%a: tensor<1024x512xf16>, %b: tensor<512x2048xf16>, %bias
     linalg.yield %t : f16
   } -> tensor<1024x2048xf16>
   return %0 : tensor<1024x2048xf16>
+}
+
+// -----
+
+// An f32 matmul stays exact f32 (one point per thread) unless allow-tf32
+// lets tensor cores take it as tf32: mma.m16n8k8, pads of 16-byte rows.
+// CHECK-LABEL: func.func private @f32mm
+// CHECK-NOT: loop.mma
+// TF32-LABEL: func.func private @f32mm
+// TF32: loop.knob "pad" = 4 choices [0, 4, 8]
+// TF32: loop.promote inputs [0, 1]
+// TF32: loop.mma [%{{.*}}, %{{.*}}, %{{.*}}] shape [16, 8, 8]
+func.func private @f32mm(%a: tensor<1024x512xf32>, %b: tensor<512x2048xf32>) -> tensor<1024x2048xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1024x2048xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<1024x2048xf32>) -> tensor<1024x2048xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<1024x512xf32>, tensor<512x2048xf32>) outs(%acc : tensor<1024x2048xf32>) -> tensor<1024x2048xf32>
+  return %mm : tensor<1024x2048xf32>
 }
 
 // -----

@@ -283,7 +283,7 @@ loop.schedule @mm target "sm_90" {
 
 // -----
 
-// Tensor cores take f16 operands here; an f32 matmul is named as such.
+// Tensor cores take f32 operands as tf32, in m16n8k8 steps.
 func.func private @f32mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<64x64xf32>
@@ -293,8 +293,25 @@ func.func private @f32mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor
 }
 loop.schedule @f32mm target "sm_90" {
   loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [4]
+  // expected-error @below {{shape [16, 8, 16] is not supported; f32 operands (as tf32) with f32 accumulation use [16, 8, 8]}}
+  loop.mma [32, 32, 32] shape [16, 8, 16]
+}
+
+// -----
+
+// Integer matmuls have no tensor-core schedule; the kernel is named.
+func.func private @i32mm(%a: tensor<64x64xi32>, %b: tensor<64x64xi32>) -> tensor<64x64xi32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<64x64xi32>
+  %acc = linalg.fill ins(%zero : i32) outs(%e : tensor<64x64xi32>) -> tensor<64x64xi32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x64xi32>, tensor<64x64xi32>) outs(%acc : tensor<64x64xi32>) -> tensor<64x64xi32>
+  return %mm : tensor<64x64xi32>
+}
+loop.schedule @i32mm target "sm_90" {
+  loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
   loop.promote inputs [0, 1] pad [8]
-  // expected-error @below {{cannot apply to kernel 'f32mm': loop.mma takes a (batched) matmul of f16 or bf16 kernel arguments into f32, A row-major (m, k) and B (k, n)}}
+  // expected-error @below {{cannot apply to kernel 'i32mm': loop.mma takes a (batched) matmul of f16, bf16 or f32 kernel arguments into f32, A row-major (m, k) and B (k, n)}}
   loop.mma [32, 32, 32] shape [16, 8, 16]
 }
 

@@ -142,6 +142,27 @@ def test_16_bit_matmul_with_epilogue_runs_on_tensor_cores_without_spills(target,
     assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
 
 
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+# The second shape leaves edge tiles in M and N and a partial last K step.
+@pytest.mark.parametrize("m,n,k", [(256, 384, 512), (200, 296, 100)])
+def test_f32_matmuls_run_on_tf32_tensor_cores_only_when_allowed(target, m, n, k):
+    a, w, b = _randn(m, k), _randn(k, n) * 0.1, _randn(n)
+    module = tessel.trace(_gemm_bias_gelu, a, w, b, name="gemm")
+    exact = tessel.compile(module, target=f"cuda:{target}").kernels
+    assert not any("mma.sync" in kernel.ptx for kernel in exact)
+    [kernel] = tessel.compile(module, target=f"cuda:{target}", allow_tf32=True).kernels
+    for instruction in ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+                        "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"):
+        assert instruction in kernel.ptx, instruction
+    assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
+    # The schedule's tiling, fusion and masking, run exactly on the CPU.
+    scheduled = schedules.default_schedules(module, target, allow_tf32=True)
+    assert "shape [16, 8, 8]" in str(scheduled)
+    x = a.astype(np.float64) @ w + b
+    want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(compile_cpu(scheduled, schedules=target)(a, w, b), want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, BFLOAT16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("shape", [(2, 64, 96, 128), (3, 37, 40, 104)], ids=["whole_tiles", "edge_tiles"])
 def test_tensor_core_schedules_match_numpy_on_cpu(shape, dtype):

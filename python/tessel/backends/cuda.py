@@ -260,11 +260,14 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
 
 
 def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None = None,
-                 run_ptxas: bool | None = None, print_ir_after_all: bool = False,
+                 run_ptxas: bool | None = None, allow_tf32: bool = False, print_ir_after_all: bool = False,
                  timing: bool = False) -> CudaArtifact:
     """Compiles the entry function of a graph module for an NVIDIA GPU.
 
-    ``target`` is a chip in ``GPU_TARGETS``. ``run_ptxas`` assembles every
+    ``target`` is a chip in ``GPU_TARGETS``. ``allow_tf32`` lets f32 matmuls
+    run on tensor cores as tf32 (as torch's ``allow_tf32``: inputs rounded to
+    10-bit mantissas, f32 accumulation); without it they stay exact f32
+    (and slow). ``run_ptxas`` assembles every
     kernel with ``ptxas -v`` and records its registers, spills and shared
     memory in the manifest (default: when ptxas is installed); a kernel
     that ptxas rejects is a CompileError. ``module`` is not modified.
@@ -281,7 +284,7 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
             run_ptxas = True
         except FileNotFoundError:
             run_ptxas = False
-    seconds = run_stages(work, cuda_stages(target, scheduled=scheduled_for(work, target)),
+    seconds = run_stages(work, cuda_stages(target, scheduled=scheduled_for(work, target), allow_tf32=allow_tf32),
                          print_ir_after_all=print_ir_after_all, timing=timing)
     start = time.perf_counter()
     with work.context:

@@ -17,7 +17,7 @@ from mlir import ir
 from .. import ir as tir
 from ..errors import UnsupportedError
 
-__all__ = ["GPU_TARGETS", "cpu_stages", "cuda_stages", "run_stages", "scheduled_for"]
+__all__ = ["GPU_TARGETS", "cpu_stages", "cuda_stages", "default_schedule_pass", "run_stages", "scheduled_for"]
 
 Stages = tuple[tuple[str, str], ...]
 
@@ -62,11 +62,17 @@ CPU_LOWER = (
 )
 
 
-def schedule(target: str) -> tuple[str, str]:
+def default_schedule_pass(target: str, *, allow_tf32: bool = False) -> str:
+    """The pass giving kernels without a schedule ``target``'s default one;
+    ``allow_tf32`` puts f32 matmuls on tensor cores as tf32."""
+    return f"loop-default-schedule{{target={target} allow-tf32={str(allow_tf32).lower()}}}"
+
+
+def schedule(target: str, *, allow_tf32: bool = False) -> tuple[str, str]:
     """Default schedules for kernels that have none, validated, then applied."""
     return (
         "schedule",
-        f"builtin.module(loop-default-schedule{{target={target}}},loop-validate,"
+        f"builtin.module({default_schedule_pass(target, allow_tf32=allow_tf32)},loop-validate,"
         "loop-apply-schedule,canonicalize,cse)",
     )
 
@@ -109,11 +115,11 @@ def cpu_stages(schedules: str = "cpu", *, scheduled: bool = False) -> Stages:
     return front + (schedule(schedules), BUFFERIZE, CPU_LOWER)
 
 
-def cuda_stages(target: str, *, scheduled: bool = False) -> Stages:
+def cuda_stages(target: str, *, scheduled: bool = False, allow_tf32: bool = False) -> Stages:
     """The pipeline of a GPU target in ``GPU_TARGETS``; a ``scheduled``
     module skips the stages that made its schedules."""
     front = () if scheduled else (GRAPH, LINALG)
-    return front + (schedule(target), BUFFERIZE, gpu_lower(target))
+    return front + (schedule(target, allow_tf32=allow_tf32), BUFFERIZE, gpu_lower(target))
 
 
 def run_stages(module: ir.Module, stages: Stages, *, print_ir_after_all: bool = False,
