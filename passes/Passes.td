@@ -273,8 +273,11 @@ def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
     columns t, t + T, ... of every op over the row. Reductions combine
     per-thread partials with warp shuffles (gpu.shuffle xor) and, across
     warps, a workgroup buffer; elementwise results internal to the tile are
-    recomputed where read instead of stored. An op of another form is an
-    error naming it.
+    recomputed where read instead of stored. When a thread has at most 32
+    columns, they are unrolled instead: chunks of up to 8 adjacent columns,
+    every value of the row made once and kept in registers across passes,
+    aligned loads and stores of whole chunks as vectors. An op of another
+    form is an error naming it.
   }];
   let dependentDialects = [
     "mlir::affine::AffineDialect",
@@ -282,6 +285,7 @@ def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
     "mlir::gpu::GPUDialect",
     "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
   ];
 }
 

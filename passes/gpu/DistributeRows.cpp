@@ -15,6 +15,14 @@
 //   only its own columns, so nothing crosses threads but the reductions);
 // * ops that write a result of the kernel store it (scalars by thread 0).
 //
+// When the threads divide the row into at most kMaxSlots columns each, the
+// columns are unrolled instead ("register mode"): thread t owns chunks of
+// `width` adjacent columns, chunk c starting at (t + c*T)*width. Every value
+// of the row (a load, a recomputed intermediate) is then made once per
+// column and kept in registers across the passes of the row, and loads and
+// stores of aligned row-major buffers move whole chunks as vectors (16
+// bytes of f16), so the row is read from memory once.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -52,6 +60,38 @@ std::optional<int64_t> rowExtent(linalg::GenericOp op) {
   return ranges.back();
 }
 
+/// Most columns a thread keeps in registers (register mode).
+constexpr int64_t kMaxSlots = 32;
+
+/// Whether `buffer` (a row-major memref) starts every run of `width`
+/// elements of its innermost dim at a multiple of `width` elements from an
+/// aligned allocation: strides but the last, and offsets, are multiples of
+/// `width`, through subviews and reshapes down to a function argument or an
+/// allocation.
+bool isChunkAligned(Value buffer, int64_t width) {
+  auto type = dyn_cast<MemRefType>(buffer.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!type || failed(type.getStridesAndOffset(strides, offset)) ||
+      strides.empty() || strides.back() != 1 ||
+      type.getShape().back() % width)
+    return false;
+  for (int64_t stride : ArrayRef(strides).drop_back())
+    if (ShapedType::isDynamic(stride) || stride % width)
+      return false;
+  Operation *def = buffer.getDefiningOp();
+  if (auto subview = dyn_cast_if_present<memref::SubViewOp>(def)) {
+    ArrayRef<int64_t> offsets = subview.getStaticOffsets();
+    return !ShapedType::isDynamic(offsets.back()) &&
+           offsets.back() % width == 0 &&
+           isChunkAligned(subview.getSource(), width);
+  }
+  if (isa_and_present<memref::CollapseShapeOp, memref::ExpandShapeOp>(def))
+    return isChunkAligned(def->getOperand(0), width);
+  return offset == 0 &&
+         (isa<BlockArgument>(buffer) || isa_and_present<memref::AllocOp>(def));
+}
+
 class RowEmitter {
 public:
   RowEmitter(OpBuilder &b, Location loc, int64_t threads, int64_t columns,
@@ -61,6 +101,23 @@ public:
 
   /// Emits `ops` (the block tile, in order); fails on an op it cannot take.
   LogicalResult emit(ArrayRef<Operation *> ops) {
+    int64_t slots = columns % threads ? 0 : columns / threads;
+    if (slots && slots <= kMaxSlots) {
+      // Chunks of up to 8 columns (16 bytes of f16).
+      width = std::min<int64_t>(8, slots & -slots);
+      AffineExpr d0 = b.getAffineDimExpr(0);
+      for (int64_t s = 0; s < slots; ++s)
+        slotColumns.push_back(affine::makeComposedAffineApply(
+            b, loc, d0 * width + ((s / width) * threads * width + s % width),
+            {OpFoldResult(tid)}));
+      for (Operation *op : ops) {
+        if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+          for (Value out : dps.getDpsInits())
+            written.insert(out);
+        if (auto copy = dyn_cast<memref::CopyOp>(op))
+          written.insert(copy.getTarget());
+      }
+    }
     for (Operation *op : ops) {
       LogicalResult result =
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -107,6 +164,8 @@ private:
         rowOps[out] = op; // recomputed where it is read
         return success();
       }
+      if (width)
+        return storeChunks(op), success();
       columnLoop([&](Value column) {
         memref::StoreOp::create(b, loc, compute(op, column, Value()), out,
                                 at(op, op.getDpsInitsMutable()[0], column));
@@ -124,15 +183,20 @@ private:
       return op.emitError("loop.warp_reduce: the reduction must combine f32 "
                           "values with an op that has a neutral element");
     Value partial = arith::ConstantOp::create(b, loc, *neutral);
-    auto loop = scf::ForOp::create(b, loc, tid, index(columns), index(threads),
-                                   ValueRange{partial});
-    {
+    if (width) {
+      for (slot = 0; *slot < static_cast<int64_t>(slotColumns.size()); ++*slot)
+        partial = compute(op, slotColumns[*slot], partial);
+      slot.reset();
+    } else {
+      auto loop = scf::ForOp::create(b, loc, tid, index(columns),
+                                     index(threads), ValueRange{partial});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value next = compute(op, loop.getInductionVar(), loop.getRegionIterArgs()[0]);
       scf::YieldOp::create(b, loc, next);
+      partial = loop.getResult(0);
     }
-    Value total = allReduce(loop.getResult(0), combiner);
+    Value total = allReduce(partial, combiner);
     Value init = valueAt(out, zeros(out));
     setScalar(out, combine(combiner, init, total));
     return success();
@@ -162,13 +226,78 @@ private:
   }
 
   /// `buffer` at `indices`: a scalar in a register, an internal row
-  /// recomputed at its column, or a load.
+  /// recomputed at its column, or a load. In register mode, values at a
+  /// column are made once and kept; loads of read-only aligned buffers
+  /// bring in their whole chunk as one vector.
   Value valueAt(Value buffer, ValueRange indices) {
     if (Value v = scalars.lookup(buffer))
       return v;
-    if (linalg::GenericOp producer = rowOps.lookup(buffer))
-      return compute(producer, indices.back(), Value());
-    return memref::LoadOp::create(b, loc, buffer, indices);
+    bool atSlot = slot && !indices.empty() && indices.back() == slotColumns[*slot];
+    std::pair<Value, int64_t> key = {buffer, atSlot ? *slot : -1};
+    if (Value v = slot ? kept.lookup(key) : Value())
+      return v;
+    Value v;
+    if (linalg::GenericOp producer = rowOps.lookup(buffer)) {
+      v = compute(producer, indices.back(), Value());
+    } else if (written.contains(buffer)) {
+      return memref::LoadOp::create(b, loc, buffer, indices);
+    } else if (atSlot && isChunkAligned(buffer, width)) {
+      loadChunk(buffer, indices);
+      return kept.lookup(key);
+    } else {
+      v = memref::LoadOp::create(b, loc, buffer, indices);
+    }
+    if (slot)
+      kept[key] = v;
+    return v;
+  }
+
+  /// Loads the chunk of read-only `buffer` holding the current slot's
+  /// column (at `indices`) as one vector and keeps its columns.
+  void loadChunk(Value buffer, ValueRange indices) {
+    int64_t first = *slot - *slot % width;
+    SmallVector<Value> at(indices);
+    at.back() = slotColumns[first];
+    Type element = getElementTypeOrSelf(buffer.getType());
+    Value chunk = vector::LoadOp::create(
+        b, loc, VectorType::get({width}, element), buffer, at,
+        /*nontemporal=*/false,
+        llvm::Align(width * element.getIntOrFloatBitWidth() / 8));
+    for (int64_t i = 0; i < width; ++i)
+      kept[{buffer, first + i}] = vector::ExtractOp::create(
+          b, loc, chunk, ArrayRef<int64_t>{i});
+  }
+
+  /// Register mode: computes elementwise `op` at every slot, keeps the
+  /// values, and stores them, a chunk per vector where the output allows.
+  void storeChunks(linalg::GenericOp op) {
+    OpOperand &init = op.getDpsInitsMutable()[0];
+    Value out = init.get();
+    Type element = getElementTypeOrSelf(out.getType());
+    bool vectors = isChunkAligned(out, width) &&
+                   element.getIntOrFloatBitWidth() % 8 == 0;
+    for (int64_t first = 0; first < static_cast<int64_t>(slotColumns.size());
+         first += width) {
+      SmallVector<Value> values;
+      for (slot = first; *slot < first + width; ++*slot) {
+        values.push_back(compute(op, slotColumns[*slot], Value()));
+        kept[{out, *slot}] = values.back();
+      }
+      slot.reset();
+      SmallVector<Value> indices = at(op, init, slotColumns[first]);
+      // The innermost index must be the column for a chunk to be contiguous.
+      if (vectors && indices.back() == slotColumns[first]) {
+        Value chunk = vector::FromElementsOp::create(
+            b, loc, VectorType::get({width}, element), values);
+        vector::StoreOp::create(
+            b, loc, chunk, out, indices, /*nontemporal=*/false,
+            llvm::Align(width * element.getIntOrFloatBitWidth() / 8));
+        continue;
+      }
+      for (auto [i, v] : llvm::enumerate(values))
+        memref::StoreOp::create(b, loc, v, out,
+                                at(op, init, slotColumns[first + i]));
+    }
   }
 
   /// A scalar's value from now on; stored (by thread 0) when the kernel
@@ -230,7 +359,7 @@ private:
     return b.create(state)->getResult(0);
   }
 
-  /// Runs `body` for each of this thread's columns.
+  /// Runs `body` for each of this thread's columns (loop mode).
   void columnLoop(function_ref<void(Value)> body) {
     auto loop = scf::ForOp::create(b, loc, tid, index(columns), index(threads));
     OpBuilder::InsertionGuard guard(b);
@@ -269,6 +398,14 @@ private:
   Value tid, partials;
   llvm::DenseMap<Value, Value> scalars;
   llvm::DenseMap<Value, linalg::GenericOp> rowOps;
+  // Register mode (width > 0): each slot's column, the slot being emitted,
+  // values kept per (buffer, slot; -1 for values not at a column), and the
+  // buffers the tile writes (whose loads are not kept).
+  int64_t width = 0;
+  SmallVector<Value> slotColumns;
+  std::optional<int64_t> slot;
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> kept;
+  llvm::DenseSet<Value> written;
 };
 
 /// Distributes the block tile holding `root` over `threads` threads.

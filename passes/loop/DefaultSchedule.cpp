@@ -367,10 +367,15 @@ struct LoopDefaultSchedulePass
     for (auto [i, extent] : llvm::enumerate(extents.drop_back()))
       if (i + 2 < extents.size() && extent > 65535) // grid y and z
         return false;
-    // Four or more columns per thread, at most 256 threads.
+    // Four or more columns per thread, at most 256 threads; more threads
+    // (up to 1024) where a thread would get over 16 columns, which
+    // gpu-distribute-rows keeps in registers: at 8192 f16 columns, 256
+    // threads make ptxas spill, 512 do not.
     int64_t threads = std::clamp<int64_t>(
         llvm::bit_floor(static_cast<uint64_t>(columns / 4)), loop::kWarpSize,
         256);
+    while (columns / threads > 16 && threads < 1024)
+      threads *= 2;
     MLIRContext *ctx = &getContext();
     OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
     createSchedule(sb, func, result);

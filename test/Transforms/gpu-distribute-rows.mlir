@@ -106,3 +106,75 @@ func.func private @badthreads(%y: memref<1x64xf32>) attributes {tessel.kernel = 
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// An f16 softmax row of 1024 columns over 128 threads, as the pipeline
+// bufferizes it: 8 columns per thread, so they are unrolled ("register
+// mode"). Each thread loads its chunk of 8 adjacent columns once, as one
+// 16-byte vector; the max, exp(x - max) and the sum are computed once per
+// column and kept in registers; the result goes out as one vector store.
+// CHECK-LABEL: func.func private @softmax_f16
+// CHECK: scf.forall (%{{.*}}) in (128) {
+// CHECK-NOT: scf.for
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x1024xf16, strided<[1024, 1], offset: ?>>, vector<8xf16>
+// CHECK-COUNT-8: arith.extf
+// CHECK: gpu.shuffle  xor
+// CHECK-COUNT-8: math.exp
+// CHECK-NOT: math.exp
+// CHECK-NOT: arith.extf
+// CHECK-NOT: vector.load
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<1x1024xf16, strided<[1024, 1], offset: ?>>, vector<8xf16>
+// CHECK: } {mapping = [#gpu.thread<x>]}
+// PTX: ld.global.v4.b32
+// PTX: st.global.v4.b32
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1, d2) -> (d0, d2)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#map3 = affine_map<(d0, d1) -> (d0, 0)>
+func.func private @softmax_f16(%arg0: memref<64x1024xf16>, %arg1: memref<64x1024xf16>) attributes {tessel.kernel = "reduction"} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %cst_0 = arith.constant 0xFF800000 : f32
+  scf.forall (%arg2) in (64) {
+    %subview = memref.subview %arg0[%arg2, 0] [1, 1024] [1, 1] : memref<64x1024xf16> to memref<1x1024xf16, strided<[1024, 1], offset: ?>>
+    %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x1024xf32>
+    linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%subview : memref<1x1024xf16, strided<[1024, 1], offset: ?>>) outs(%alloc : memref<1x1024xf32>) {
+    ^bb0(%in: f16, %out: f32):
+      %0 = arith.extf %in : f16 to f32
+      linalg.yield %0 : f32
+    }
+    %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<1x1xf32>
+    linalg.fill ins(%cst_0 : f32) outs(%alloc_1 : memref<1x1xf32>)
+    linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%alloc : memref<1x1024xf32>) outs(%alloc_1 : memref<1x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.maximumf %out, %in : f32
+      linalg.yield %0 : f32
+    }
+    %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<1x1024xf32>
+    linalg.generic {indexing_maps = [#map, #map3, #map], iterator_types = ["parallel", "parallel"]} ins(%alloc, %alloc_1 : memref<1x1024xf32>, memref<1x1xf32>) outs(%alloc_2 : memref<1x1024xf32>) {
+    ^bb0(%in: f32, %in_5: f32, %out: f32):
+      %0 = arith.subf %in, %in_5 : f32
+      %1 = math.exp %0 : f32
+      linalg.yield %1 : f32
+    }
+    memref.dealloc %alloc_1 : memref<1x1xf32>
+    memref.dealloc %alloc : memref<1x1024xf32>
+    %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<1x1xf32>
+    linalg.fill ins(%cst : f32) outs(%alloc_3 : memref<1x1xf32>)
+    linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%alloc_2 : memref<1x1024xf32>) outs(%alloc_3 : memref<1x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %out, %in : f32
+      linalg.yield %0 : f32
+    }
+    %subview_4 = memref.subview %arg1[%arg2, 0] [1, 1024] [1, 1] : memref<64x1024xf16> to memref<1x1024xf16, strided<[1024, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#map, #map3, #map], iterator_types = ["parallel", "parallel"]} ins(%alloc_2, %alloc_3 : memref<1x1024xf32>, memref<1x1xf32>) outs(%subview_4 : memref<1x1024xf16, strided<[1024, 1], offset: ?>>) attrs =  {tessel.warp_reduce = 128 : i64} {
+    ^bb0(%in: f32, %in_5: f32, %out: f16):
+      %0 = arith.divf %in, %in_5 : f32
+      %1 = arith.truncf %0 : f32 to f16
+      linalg.yield %1 : f16
+    }
+    memref.dealloc %alloc_3 : memref<1x1xf32>
+    memref.dealloc %alloc_2 : memref<1x1024xf32>
+  } {mapping = [#gpu.block<x>]}
+  return
+}

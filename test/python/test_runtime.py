@@ -139,6 +139,13 @@ def test_device_tensors_are_used_in_place_and_results_exported(saved, monkeypatc
         executable(DeviceTensor(x.pointer, (16, 32), device=(dlpack.CUDA, 1)))
     with pytest.raises(tessel.RuntimeError, match=r"argument 0 must be float32\[16, 32\], got float16\[16, 32\]"):
         executable(DeviceTensor(x.pointer, (16, 32), np.float16))
+    # A tensor at an offset kernels cannot take 16-byte vectors from is
+    # copied, on the device, to an aligned buffer.
+    big = driver.alloc(16 * 32 * 4 + 4)
+    copies = []
+    monkeypatch.setattr(driver, "copy", lambda target, source, nbytes: copies.append((source, nbytes)))
+    executable(DeviceTensor(big + 4, (16, 32)))
+    assert copies[0] == (big + 4, 16 * 32 * 4)
     # CPU tensors are copied in.
     torch = pytest.importorskip("torch")
     executable(torch.ones(16, 32))

@@ -17,7 +17,11 @@ from .. import dlpack
 from ..errors import RuntimeError, UnsupportedError
 from .artifact import Artifact, BufferInfo, KernelInfo
 
-__all__ = ["DeviceArray", "Driver", "DryDriver", "Executable"]
+__all__ = ["ALIGNMENT", "DeviceArray", "Driver", "DryDriver", "Executable"]
+
+# Bytes every device buffer a kernel gets is aligned to: kernels copy, load
+# and store 16-byte vectors (cp.async, ld/st.global.v4).
+ALIGNMENT = 16
 
 
 class Driver(Protocol):
@@ -66,9 +70,9 @@ class DryDriver:
             raise RuntimeError(f"dry run: free of {pointer:#x}, which is not allocated")
 
     def _check(self, pointer: int, nbytes: int, what: str) -> None:
-        if self.live.get(pointer, -1) < nbytes:
+        if not any(start <= pointer and pointer + nbytes <= start + size for start, size in self.live.items()):
             raise RuntimeError(f"dry run: {what} touches {nbytes} bytes at {pointer:#x}, "
-                               "which is not a live allocation of that size")
+                               "which is not inside a live allocation")
 
     def upload(self, pointer: int, array: np.ndarray) -> None:
         self._check(pointer, array.nbytes, "an upload")
@@ -226,7 +230,15 @@ class Executable:
                                f"got {view.dtype.name}{list(view.shape)}")
         if isinstance(view, dlpack.DLTensorView):
             held.append(view.owner)
-            return view.pointer
+            if view.pointer % ALIGNMENT == 0:
+                return view.pointer
+            # Kernels move 16-byte vectors: a view at an odd offset (a slice
+            # of a larger tensor) is copied to an aligned buffer first.
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            pointer = self._alloc(nbytes)
+            owned.append((pointer, nbytes))
+            self.driver.copy(pointer, view.pointer, nbytes)
+            return pointer
         pointer = self._alloc(view.nbytes)
         owned.append((pointer, view.nbytes))
         self.driver.upload(pointer, np.ascontiguousarray(view))
