@@ -27,8 +27,8 @@
 
 #include "passes/Passes.h"
 #include "passes/gpu/Buffers.h"
+#include "passes/gpu/PointwiseBody.h"
 
-#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace tessel {
@@ -205,24 +205,15 @@ private:
   /// The value of `op`'s body at `column` (index 0 for scalar ops), with
   /// `reduced` (the partial so far) as its output argument for reductions.
   Value compute(linalg::GenericOp op, Value column, Value reduced) {
-    Block &body = op.getRegion().front();
-    IRMapping map;
-    for (OpOperand &operand : op->getOpOperands()) {
-      BlockArgument arg = body.getArgument(operand.getOperandNumber());
-      if (op.isDpsInit(&operand) && reduced)
-        map.map(arg, reduced);
-      else if (!arg.use_empty())
-        map.map(arg, valueAt(operand.get(), at(op, operand, column)));
-    }
-    for (Operation &inner : body.without_terminator()) {
-      if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
-        map.map(idx.getResult(),
-                idx.getDim() + 1 == op.getNumLoops() ? column : index(0));
-        continue;
-      }
-      b.clone(inner, map);
-    }
-    return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+    unsigned last = op.getNumLoops() - 1;
+    return clonePointwiseBody(
+        b, op,
+        [&](OpOperand &operand) {
+          return op.isDpsInit(&operand) && reduced
+                     ? reduced
+                     : valueAt(operand.get(), at(op, operand, column));
+        },
+        [&](unsigned dim) { return dim == last ? column : index(0); });
   }
 
   /// `buffer` at `indices`: a scalar in a register, an internal row

@@ -23,12 +23,12 @@
 
 #include "passes/Passes.h"
 #include "passes/gpu/Buffers.h"
+#include "passes/gpu/PointwiseBody.h"
 #include "passes/loop/MmaConfig.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/IR/IRMapping.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_GPULOWERMMA
@@ -461,24 +461,15 @@ private:
   /// from registers, the others loaded.
   Value compute(linalg::GenericOp e, ValueRange point,
                 const llvm::DenseMap<Value, Value> &known) {
-    Block &body = e.getRegion().front();
-    IRMapping map;
-    for (OpOperand &operand : e->getOpOperands()) {
-      BlockArgument arg = body.getArgument(operand.getOperandNumber());
-      if (Value value = known.lookup(operand.get()))
-        map.map(arg, value);
-      else if (!arg.use_empty())
-        map.map(arg, memref::LoadOp::create(b, loc, operand.get(),
-                                            indicesOf(e, operand, point)));
-    }
-    for (Operation &op : body.without_terminator()) {
-      if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
-        map.map(idx.getResult(), point[idx.getDim()]);
-        continue;
-      }
-      b.clone(op, map);
-    }
-    return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+    return clonePointwiseBody(
+        b, e,
+        [&](OpOperand &operand) -> Value {
+          if (Value value = known.lookup(operand.get()))
+            return value;
+          return memref::LoadOp::create(b, loc, operand.get(),
+                                        indicesOf(e, operand, point));
+        },
+        [&](unsigned dim) { return point[dim]; });
   }
 
   /// Stores `values` at `points` of `buffer`: adjacent columns of a

@@ -228,20 +228,20 @@ class Executable:
         if (view.shape, view.dtype) != (shape, dtype):
             raise RuntimeError(f"{self.artifact.entry}: argument {index} must be {dtype.name}{list(shape)}, "
                                f"got {view.dtype.name}{list(view.shape)}")
-        if isinstance(view, dlpack.DLTensorView):
+        device = isinstance(view, dlpack.DLTensorView)
+        if device:
             held.append(view.owner)
             if view.pointer % ALIGNMENT == 0:
                 return view.pointer
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        pointer = self._alloc(nbytes)
+        owned.append((pointer, nbytes))
+        if device:
             # Kernels move 16-byte vectors: a view at an odd offset (a slice
             # of a larger tensor) is copied to an aligned buffer first.
-            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            pointer = self._alloc(nbytes)
-            owned.append((pointer, nbytes))
             self.driver.copy(pointer, view.pointer, nbytes)
-            return pointer
-        pointer = self._alloc(view.nbytes)
-        owned.append((pointer, view.nbytes))
-        self.driver.upload(pointer, np.ascontiguousarray(view))
+        else:
+            self.driver.upload(pointer, np.ascontiguousarray(view))
         return pointer
 
     def __call__(self, *args: Any, device_outputs: bool = False) -> Any:
