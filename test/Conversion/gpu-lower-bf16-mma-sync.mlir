@@ -30,3 +30,19 @@ gpu.module @m [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
     gpu.return
   }
 }
+
+// -----
+
+// PTX has bf16 mma.sync in m16n8k8 too, but tessel emits only m16n8k16: any
+// other bf16 form is an error, not a miscompile.
+gpu.module @m [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
+  gpu.func @k8(%a: vector<2x2xbf16>, %b: vector<1x2xbf16>, %out: memref<1xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %acc = arith.constant dense<0.0> : vector<2x2xf32>
+    // expected-error @+1 {{gpu-lower-bf16-mma-sync: bf16 mma.sync must be m16n8k16 on bf16 A and B with f32 accumulators}}
+    %r = nvgpu.mma.sync (%a, %b, %acc) {mmaShape = [16, 8, 8]} : (vector<2x2xbf16>, vector<1x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    %e = vector.extract %r[0, 0] : f32 from vector<2x2xf32>
+    memref.store %e, %out[%c0] : memref<1xf32>
+    gpu.return
+  }
+}
