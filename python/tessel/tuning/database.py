@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import sqlite3
 import statistics
 import time
@@ -41,6 +42,7 @@ SCHEMA_VERSION = 1
 # Every writer holds the lock for one short transaction per record, so even
 # many tuners on a slow disk get their turn well within this.
 _BUSY_TIMEOUT_S = 60.0
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})  # primary result codes
 
 _SCHEMA = (
     "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -147,6 +149,22 @@ class TuningDatabase:
         if self.readonly:
             self._check_schema(create=False)
             return
+        # SQLite answers "locked" without waiting where waiting could
+        # deadlock (openers racing to switch a new file to WAL), so the
+        # whole open is retried until the same deadline as any other wait.
+        deadline = time.monotonic() + _BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._create_or_check()
+                return
+            except sqlite3.OperationalError as e:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if e.sqlite_errorcode & 0xFF not in _BUSY_CODES or time.monotonic() > deadline:
+                    raise
+                time.sleep(random.uniform(0.001, 0.02))
+
+    def _create_or_check(self) -> None:
         # The write lock makes check-then-create atomic against other
         # processes creating the same new file; nothing is written to a
         # file that turns out not to be ours.
@@ -158,8 +176,10 @@ class TuningDatabase:
                 self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
-        # Persistent in the file; outside a transaction, as SQLite requires.
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        # Persistent in the file, so only its first opener switches it
+        # (outside a transaction, as SQLite requires).
+        if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._conn.execute("PRAGMA journal_mode=WAL")
 
     def _check_schema(self, *, create: bool) -> None:
         tables = {name for (name,) in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
