@@ -129,6 +129,17 @@ def CpuSerializeInnerForalls : Pass<"cpu-serialize-inner-foralls"> {
   let dependentDialects = ["mlir::scf::SCFDialect"];
 }
 
+def CpuExpandStridedCopies : Pass<"cpu-expand-strided-copies"> {
+  let summary = "Turn memref.copy between non-contiguous buffers into linalg.copy";
+  let description = [{
+    LLVM lowering copies contiguous buffers with memcpy, and any other pair
+    through the runtime's generic copy, one memcpy call per element. This
+    pass rewrites those copies as linalg.copy, whose loops (after
+    convert-linalg-to-loops) LLVM vectorizes. Runs on buffers.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def CpuApproximateMath : Pass<"cpu-approximate-math"> {
   let summary = "Replace transcendental math ops by inline polynomials";
   let description = [{

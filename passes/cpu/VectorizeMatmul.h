@@ -13,12 +13,15 @@
 
 namespace tessel {
 
-/// Tiles the static linalg.matmul `op` (on tensors) with scf.for along K
-/// into cache blocks of `depth` (when smaller than K; the A and B blocks of
-/// a step are copied into contiguous tensors), then into register blocks of
-/// `registerTile` = (rows, columns, depth), each vectorized into a
-/// vector.contract whose accumulator is hoisted out of the depth loop. Every
-/// size must divide its dimension. Emits an error and fails otherwise.
+/// Tiles the linalg.matmul `op` (on tensors, of static K) with scf.for along
+/// K into cache blocks of `depth` (when smaller than K; the A and B blocks
+/// of a step are copied into contiguous tensors), then into register blocks
+/// of `registerTile` = (rows, columns, depth), each vectorized into a
+/// vector.contract whose accumulator is hoisted out of the depth loop. A
+/// tile that these do not divide, or of dynamic rows or columns (the edge of
+/// a tiling that does not divide the matmul), is first padded with zeros to
+/// static multiples of them (K blocks of `depth` rounded up to whole
+/// register blocks). Emits an error and fails when it cannot.
 mlir::LogicalResult vectorizeMatmul(mlir::RewriterBase &rewriter,
                                     mlir::linalg::MatmulOp op, int64_t depth,
                                     llvm::ArrayRef<int64_t> registerTile);

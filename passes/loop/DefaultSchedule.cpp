@@ -58,15 +58,20 @@ int64_t multiprocessors(StringRef target) {
 /// softmax tile of whole rows then stays in L2 between its passes.
 constexpr int64_t kCpuTilePoints = 16384;
 
-/// The divisors of `extent` in [lo, hi] (`extent` alone when there are
-/// none), so that every tile of a loop has the same static size.
-SmallVector<int64_t> divisorsBetween(int64_t extent, int64_t lo, int64_t hi) {
+/// Block sizes for a loop of `extent`: the powers of two in [lo, hi] below
+/// it, its divisors in [lo, hi], and `extent` itself when at most `hi`.
+SmallVector<int64_t> blockSizes(int64_t extent, int64_t lo, int64_t hi) {
   SmallVector<int64_t> found;
-  for (int64_t d = std::min(lo, extent); d <= std::min(hi, extent); ++d)
+  for (int64_t p = 1; p <= hi && p < extent; p *= 2)
+    if (p >= lo)
+      found.push_back(p);
+  for (int64_t d = lo; d <= std::min(hi, extent); ++d)
     if (extent % d == 0)
       found.push_back(d);
-  if (found.empty())
-    found.push_back(extent);
+  if (extent <= hi || found.empty())
+    found.push_back(std::min(extent, hi));
+  llvm::sort(found);
+  found.erase(llvm::unique(found), found.end());
   return found;
 }
 
@@ -180,23 +185,25 @@ struct LoopDefaultSchedulePass
       // 4 deep: 8 AVX2 accumulators leave registers for the B row and the
       // A broadcast (8x16 needs all 16 for accumulators and spills; 1024^3
       // on the 2-core EPYC VM: 30.6 ms with 8x16x8, 26.3 ms with 4x16x4).
+      // Blocks that do not divide the matmul are padded (loop.vectorize),
+      // so sizes are powers of two whatever the shape, plus the divisors
+      // that tile it exactly.
       SmallVector<int64_t> mnk = matmul.getStaticLoopRanges();
-      SmallVector<int64_t> bmChoices = divisorsBetween(mnk[0], 8, 512);
-      SmallVector<int64_t> bnChoices = divisorsBetween(mnk[1], 8, 512);
-      SmallVector<int64_t> bkChoices = divisorsBetween(mnk[2], 16, 1024);
+      SmallVector<int64_t> bmChoices = blockSizes(mnk[0], 8, 512);
+      SmallVector<int64_t> bnChoices = blockSizes(mnk[1], 8, 512);
+      SmallVector<int64_t> bkChoices = blockSizes(mnk[2], 16, 1024);
       int64_t bm = pick(bmChoices, 128), bn = pick(bnChoices, 128),
               bk = pick(bkChoices, 256);
-      SmallVector<int64_t> rmChoices = dividing({1, 2, 4, 6, 8, 12, 16}, mnk[0]);
-      SmallVector<int64_t> rnChoices =
-          dividing({1, 2, 4, 8, 16, 24, 32, 48, 64}, mnk[1]);
-      SmallVector<int64_t> rkChoices = dividing({1, 2, 4, 8, 16}, mnk[2]);
+      SmallVector<int64_t> rmChoices = {1, 2, 4, 6, 8, 12, 16};
+      SmallVector<int64_t> rnChoices = {1, 2, 4, 8, 16, 24, 32, 48, 64};
+      SmallVector<int64_t> rkChoices = {1, 2, 4, 8, 16};
       createSchedule(sb, func, result);
       Value vbm = knob(sb, loc, "block_m", bm, bmChoices);
       Value vbn = knob(sb, loc, "block_n", bn, bnChoices);
       Value vbk = knob(sb, loc, "block_k", bk, bkChoices);
-      Value vrm = knob(sb, loc, "reg_m", pick(rmChoices, 4, bm), rmChoices);
-      Value vrn = knob(sb, loc, "reg_n", pick(rnChoices, 16, bn), rnChoices);
-      Value vrk = knob(sb, loc, "reg_k", pick(rkChoices, 4, bk), rkChoices);
+      Value vrm = knob(sb, loc, "reg_m", pick(rmChoices, std::min<int64_t>(4, bm)), rmChoices);
+      Value vrn = knob(sb, loc, "reg_n", pick(rnChoices, std::min<int64_t>(16, bn)), rnChoices);
+      Value vrk = knob(sb, loc, "reg_k", pick(rkChoices, std::min<int64_t>(4, bk)), rkChoices);
       sizes[0] = sizes[1] = ShapedType::kDynamic;
       loop::TileOp::create(sb, loc, ValueRange{vbm, vbn},
                            sb.getDenseI64ArrayAttr(sizes), ArrayAttr(),

@@ -161,8 +161,9 @@ LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
 }
 
 /// Checks loop.vectorize: a matmul kernel, at most one `parallel` tile,
-/// tiles that divide the matmul (vectorization needs static shapes) and
-/// register blocks that divide the tiles.
+/// not of K, and register blocks no larger than the tiles (blocks that do
+/// not divide are padded, but a block larger than its tile only computes
+/// padding).
 LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
                                 TilingInterface root) {
   auto vectorize = *schedule.getBody().getOps<loop::VectorizeOp>().begin();
@@ -172,8 +173,7 @@ LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
            << schedule.getKernel()
            << "': it takes the kernel's only matmul, of static shape, as its "
            << "root or read at the identity by an elementwise root";
-  SmallVector<int64_t> mnk = matmul.getStaticLoopRanges();
-  SmallVector<int64_t> tile = mnk;
+  SmallVector<int64_t> tile = matmul.getStaticLoopRanges();
   const char *what[] = {"rows", "columns", "depth"};
   loop::TileOp parallelTile;
   for (auto t : schedule.getBody().getOps<loop::TileOp>()) {
@@ -188,32 +188,18 @@ LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
       return parallelTile.emitError(sizeName(parallelTile, 2))
              << " = " << sizes[2] << " tiles the matmul's K loop; "
              << "loop.vectorize walks K itself (its depth)";
-    for (unsigned i : {0u, 1u}) {
-      if (sizes[i] == 0)
-        continue;
-      if (mnk[i] % sizes[i])
-        return parallelTile.emitError(sizeName(parallelTile, i))
-               << " = " << sizes[i] << " does not divide the matmul's "
-               << mnk[i] << " " << what[i]
-               << "; loop.vectorize needs tiles of one static size";
-      tile[i] = sizes[i];
-    }
+    for (unsigned i : {0u, 1u})
+      if (sizes[i] != 0)
+        tile[i] = std::min(tile[i], sizes[i]);
   }
-  int64_t depth = vectorize.getResolvedDepth();
-  if (mnk[2] % depth)
-    return vectorize.emitError(valueName(vectorize.getDynamicDepth(),
-                                         vectorize.getStaticDepth(), 0,
-                                         "depth"))
-           << " = " << depth << " does not divide the matmul's depth "
-           << mnk[2];
-  tile[2] = depth;
+  tile[2] = std::min(tile[2], vectorize.getResolvedDepth());
   for (auto [i, size] : llvm::enumerate(vectorize.getResolvedSizes()))
-    if (tile[i] % size)
+    if (size > tile[i])
       return vectorize.emitError(valueName(vectorize.getDynamicSizes(),
                                            vectorize.getStaticSizes(), i,
                                            "loop.vectorize size"))
-             << " = " << size << " does not divide the tile's " << tile[i]
-             << " " << what[i];
+             << " = " << size << " exceeds the tile's " << tile[i] << " "
+             << what[i];
   return success();
 }
 

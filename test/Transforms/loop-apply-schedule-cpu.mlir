@@ -9,9 +9,12 @@
 // (The one-tile row loop folds away.)
 // CHECK: scf.forall (%{{.*}}) = (0) to (32) step (16)
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32
-// The K block's A and B slices are packed into contiguous tensors.
-// CHECK: linalg.copy ins(%{{.*}} : tensor<8x32xf32>)
-// CHECK: linalg.copy ins(%{{.*}} : tensor<32x16xf32>)
+// The K block's A and B slices are packed into contiguous tensors, a row
+// segment at a time; B's rows are one cache line (16 f32) longer.
+// CHECK: tensor.insert_slice %{{.*}} : tensor<1x32xf32> into tensor<8x32xf32>
+// CHECK: %[[B:.*]] = tensor.empty() : tensor<32x32xf32>
+// CHECK: tensor.extract_slice %[[B]][0, 0] [32, 16] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}} : tensor<1x16xf32> into tensor<32x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c8 step %c4
 // CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<4x16xf32>, vector<4x16xf32>
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ACC]]) -> (vector<4x16xf32>)
@@ -46,4 +49,34 @@ func.func private @whole(%a: tensor<6x8xf32>, %b: tensor<8x12xf32>, %c: tensor<6
 }
 loop.schedule @whole target "cpu" {
   loop.vectorize [2, 4, 4] depth [8]
+}
+
+// -----
+
+// Tiles that do not divide the matmul (10x20, K 24, in 8x16 tiles and K
+// blocks of 16) are padded with zeros to static blocks: rows to a multiple
+// of the register block's 4, columns to 16, K to the K block's 32; the
+// result is the unpadded slice of the padded tile.
+// CHECK-LABEL: func.func private @edges
+// CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) = (0, 0) to (10, 20) step (8, 16)
+// CHECK: %[[M:.*]] = affine.min
+// CHECK: %[[N:.*]] = affine.min
+// CHECK: tensor.pad
+// CHECK: } : tensor<?x24xf32> to tensor<8x32xf32>
+// CHECK: tensor.pad
+// CHECK: } : tensor<24x?xf32> to tensor<32x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c16
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+// CHECK: %[[OUT:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<8x16xf32> to tensor<?x?xf32>
+// CHECK: tensor.parallel_insert_slice %[[OUT]] into %{{.*}}[%[[I]], %[[J]]] [%[[M]], %[[N]]]
+func.func private @edges(%a: tensor<10x24xf32>, %b: tensor<24x20xf32>) -> tensor<10x20xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<10x20xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<10x20xf32>) -> tensor<10x20xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<10x24xf32>, tensor<24x20xf32>) outs(%f : tensor<10x20xf32>) -> tensor<10x20xf32>
+  return %mm : tensor<10x20xf32>
+}
+loop.schedule @edges target "cpu" {
+  loop.tile [8, 16, 0] parallel
+  loop.vectorize [4, 16, 4] depth [16]
 }

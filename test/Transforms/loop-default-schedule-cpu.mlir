@@ -66,17 +66,17 @@ func.func private @softmax_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> 
 
 // -----
 
-// A matmul kernel with an epilogue: knobs for the result blocks (divisors
-// of M and N, so every tile has one static shape), the K block and the
-// register block; the matmul and its fill are fused into each parallel tile
-// and vectorized, the epilogue follows in the tile.
+// A matmul kernel with an epilogue: knobs for the result blocks (powers of
+// two and divisors of M and N), the K block and the register block; the
+// matmul and its fill are fused into each parallel tile and vectorized, the
+// epilogue follows in the tile.
 // CHECK-LABEL: func.func private @matmul_relu
 // CHECK: loop.schedule @matmul_relu target "cpu" {
 // CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [8, 16, 32, 64, 128]
 // CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 128 choices [8, 16, 32, 64, 128, 256]
 // CHECK-NEXT: %[[BK:.*]] = loop.knob "block_k" = 32 choices [16, 32]
-// CHECK-NEXT: %[[RM:.*]] = loop.knob "reg_m" = 4 choices [1, 2, 4, 8, 16]
-// CHECK-NEXT: %[[RN:.*]] = loop.knob "reg_n" = 16 choices [1, 2, 4, 8, 16, 32, 64]
+// CHECK-NEXT: %[[RM:.*]] = loop.knob "reg_m" = 4 choices [1, 2, 4, 6, 8, 12, 16]
+// CHECK-NEXT: %[[RN:.*]] = loop.knob "reg_n" = 16 choices [1, 2, 4, 8, 16, 24, 32, 48, 64]
 // CHECK-NEXT: %[[RK:.*]] = loop.knob "reg_k" = 4 choices [1, 2, 4, 8, 16]
 // CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] parallel
 // CHECK-NEXT: loop.vectorize [%[[RM]], %[[RN]], %[[RK]]] depth [%[[BK]]]
@@ -98,6 +98,31 @@ func.func private @matmul_relu(%a: tensor<128x32xf32>, %b: tensor<32x256xf32>) -
     linalg.yield %0 : f32
   } -> tensor<128x256xf32>
   return %r : tensor<128x256xf32>
+}
+
+// -----
+
+// Prime sizes: blocks are powers of two below the extent or the extent
+// itself, and the register block stays 4x16x4; loop.vectorize pads the
+// tile to whole register blocks.
+// CHECK-LABEL: func.func private @prime
+// CHECK: loop.knob "block_m" = 37 choices [8, 16, 32, 37]
+// CHECK-NEXT: loop.knob "block_n" = 53 choices [8, 16, 32, 53]
+// CHECK-NEXT: loop.knob "block_k" = 29 choices [16, 29]
+// CHECK-NEXT: loop.knob "reg_m" = 4
+// CHECK-NEXT: loop.knob "reg_n" = 16
+// CHECK-NEXT: loop.knob "reg_k" = 4
+// APPLY-LABEL: func.func private @prime
+// APPLY: } : tensor<37x29xf32> to tensor<40x32xf32>
+// APPLY: } : tensor<29x53xf32> to tensor<32x64xf32>
+// APPLY: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+// APPLY: tensor.extract_slice %{{.*}}[0, 0] [37, 53] [1, 1] : tensor<40x64xf32> to tensor<37x53xf32>
+func.func private @prime(%a: tensor<37x29xf32>, %b: tensor<29x53xf32>) -> tensor<37x53xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<37x53xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<37x53xf32>) -> tensor<37x53xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<37x29xf32>, tensor<29x53xf32>) outs(%f : tensor<37x53xf32>) -> tensor<37x53xf32>
+  return %mm : tensor<37x53xf32>
 }
 
 // -----

@@ -389,40 +389,10 @@ func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tenso
   return %mm : tensor<96x80xf32>
 }
 loop.schedule @cpu_mm target "cpu" {
-  %bm = loop.knob "block_m" = 64 choices [32, 64]
-  // expected-error @below {{knob 'block_m' = 64 does not divide the matmul's 96 rows; loop.vectorize needs tiles of one static size}}
-  loop.tile [%bm, 16, 0] parallel
-  loop.vectorize [8, 16, 8] depth [32]
-}
-
-// -----
-
-func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tensor<96x80xf32> attributes {tessel.kernel = "contraction"} {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<96x80xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
-  %mm = linalg.matmul ins(%a, %b : tensor<96x64xf32>, tensor<64x80xf32>) outs(%acc : tensor<96x80xf32>) -> tensor<96x80xf32>
-  return %mm : tensor<96x80xf32>
-}
-loop.schedule @cpu_mm target "cpu" {
   %rn = loop.knob "reg_n" = 32 choices [16, 32]
   loop.tile [32, 16, 0] parallel
-  // expected-error @below {{knob 'reg_n' = 32 does not divide the tile's 16 columns}}
+  // expected-error @below {{knob 'reg_n' = 32 exceeds the tile's 16 columns}}
   loop.vectorize [8, %rn, 8] depth [32]
-}
-
-// -----
-
-func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tensor<96x80xf32> attributes {tessel.kernel = "contraction"} {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<96x80xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
-  %mm = linalg.matmul ins(%a, %b : tensor<96x64xf32>, tensor<64x80xf32>) outs(%acc : tensor<96x80xf32>) -> tensor<96x80xf32>
-  return %mm : tensor<96x80xf32>
-}
-loop.schedule @cpu_mm target "cpu" {
-  // expected-error @below {{depth #0 = 48 does not divide the matmul's depth 64}}
-  loop.vectorize [8, 16, 8] depth [48]
 }
 
 // -----

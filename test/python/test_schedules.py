@@ -124,6 +124,8 @@ def _check_samples(scheduled, rng, check, count=3):
 # kernels whole.
 CPU_CASES = {
     "matmul_epilogue": lambda: _f32(_gemm_bias_gelu(96, 80, 120)),
+    # Prime sizes: every block is padded, and the edge tiles are dynamic.
+    "matmul_prime": lambda: _f32(_gemm_bias_gelu(37, 53, 29)),
     "softmax": lambda: _f32(_softmax(rows=96)),
     "layer_norm": lambda: _layer_norm(batch=40),
     "batched_matmul": lambda: (lambda a, b: a @ b,
@@ -142,20 +144,32 @@ def test_cpu_default_schedules_have_knobs_with_legal_defaults():
     scheduled = schedules.default_schedules(tessel.trace(fn, *args), "cpu")
     found = {k.name: k for k in schedules.knobs(scheduled)}
     assert set(found) == {"block_m", "block_n", "block_k", "reg_m", "reg_n", "reg_k"}
-    # Block sizes divide the matmul (96 x 120, K 80), so tiles are static.
-    assert all(96 % v == 0 for v in found["block_m"].domain)
-    assert all(120 % v == 0 for v in found["block_n"].domain)
-    assert all(80 % v == 0 for v in found["block_k"].domain)
+    # Blocks are powers of two or divisors of the matmul (96 x 120, K 80):
+    # loop.vectorize pads the tiles of those that do not divide it.
+    assert found["block_m"].domain == (8, 12, 16, 24, 32, 48, 64, 96)
+    assert found["block_n"].domain == (8, 10, 12, 15, 16, 20, 24, 30, 32, 40, 60, 64, 120)
+    assert found["block_k"].domain == (16, 20, 32, 40, 64, 80)
     assert all(k.value in k.domain for k in found.values())
     assert "parallel" in str(scheduled) and "loop.vectorize" in str(scheduled)
 
 
-def test_cpu_register_block_that_does_not_divide_the_tile_is_rejected_with_its_knob():
+@pytest.mark.parametrize("m, k, n", [(37, 53, 29), (1, 1000, 1000), (197, 768, 130)])
+def test_cpu_matmuls_that_blocks_do_not_divide_keep_full_register_blocks(m, k, n):
+    fn, args, reference = _f32(_gemm_bias_gelu(m, k, n))
+    scheduled = schedules.default_schedules(tessel.trace(fn, *args), "cpu")
+    found = {k.name: k.value for k in schedules.knobs(scheduled)}
+    # Register blocks no longer shrink to divisors (a prime N once gave 1
+    # column, scalar code); the edge tiles are padded instead.
+    assert found["reg_n"] == 16 and found["reg_m"] == min(m, 4)
+    np.testing.assert_allclose(tessel.compile(scheduled)(*args), reference(*args), rtol=2e-3, atol=2e-3)
+
+
+def test_cpu_register_block_larger_than_the_tile_is_rejected_with_its_knob():
     fn, args, _ = CPU_CASES["matmul_epilogue"]()
     scheduled = schedules.default_schedules(tessel.trace(fn, *args, name="mm"), "cpu")
     values = {k.name: k for k in schedules.knobs(scheduled)}
-    bad = schedules.with_knobs(scheduled, {values["block_m"].key: 32, values["reg_m"].key: 6})
-    with pytest.raises(tessel.CompileError, match="knob 'reg_m' = 6 does not divide the tile's 32 rows"):
+    bad = schedules.with_knobs(scheduled, {values["block_m"].key: 8, values["reg_m"].key: 16})
+    with pytest.raises(tessel.CompileError, match="knob 'reg_m' = 16 exceeds the tile's 8 rows"):
         tessel.compile(bad)
 
 

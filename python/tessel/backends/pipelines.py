@@ -42,14 +42,14 @@ BUFFERIZE = (
     "builtin.module(one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
-    "func.func(buffer-hoisting),buffer-deallocation-pipeline,"
+    "func.func(buffer-hoisting,buffer-loop-hoisting),buffer-deallocation-pipeline,"
     "func.func(optimize-allocation-liveness,host-reuse-buffers))",
 )
 
 CPU_LOWER = (
     "lower-to-llvm",
     "builtin.module(cpu-serialize-inner-foralls,func.func(scf-forall-to-parallel),"
-    "convert-linalg-to-loops,"
+    "cpu-expand-strided-copies,convert-linalg-to-loops,"
     "convert-vector-to-scf{full-unroll},"
     # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
     f"async-parallel-for{{num-workers={os.cpu_count() or 1} min-task-size=1}},"

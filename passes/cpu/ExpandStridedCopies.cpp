@@ -1,0 +1,51 @@
+//===- ExpandStridedCopies.cpp - strided memref.copy as loops (CPU) -------===//
+//
+// LLVM lowering turns a memref.copy between contiguous buffers into memcpy,
+// but any other copy (a tile padded into a block buffer, a slice of a
+// strided view) into a call of the runtime's generic copy, which calls
+// memcpy once per element. As a linalg.copy it becomes a loop nest whose
+// innermost loop LLVM vectorizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_CPUEXPANDSTRIDEDCOPIES
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+
+namespace {
+
+/// The condition under which LLVM lowering copies with one memcpy.
+bool isContiguous(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  return memref && (memref.getLayout().isIdentity() ||
+                    memref::isStaticShapeAndContiguousRowMajor(memref));
+}
+
+struct CpuExpandStridedCopiesPass
+    : tessel::impl::CpuExpandStridedCopiesBase<CpuExpandStridedCopiesPass> {
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> strided;
+    getOperation()->walk([&](memref::CopyOp copy) {
+      if (!isContiguous(copy.getSource().getType()) ||
+          !isContiguous(copy.getTarget().getType()))
+        strided.push_back(copy);
+    });
+    IRRewriter rewriter(&getContext());
+    for (memref::CopyOp copy : strided) {
+      rewriter.setInsertionPoint(copy);
+      rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                  copy.getTarget());
+    }
+  }
+};
+
+} // namespace
