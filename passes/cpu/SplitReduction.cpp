@@ -16,6 +16,7 @@
 
 using namespace mlir;
 
+
 bool tessel::isSplittableReduction(linalg::LinalgOp op) {
   if (!isa<linalg::GenericOp>(op) || !op.hasPureTensorSemantics() ||
       op->getNumResults() != 1 || op.getNumReductionLoops() != 1 ||
@@ -25,14 +26,98 @@ bool tessel::isSplittableReduction(linalg::LinalgOp op) {
   return iterators.back() == utils::IteratorType::reduction;
 }
 
+namespace {
+
+/// Splits the innermost (reduction) loop of `op` at `main`: `op` then
+/// reduces [0, main), and a copy of it reduces [main, extent) starting from
+/// its result, which replaces `op`'s uses. Null (nothing changed) when the
+/// body reads the reduction loop's index, which would restart in the copy,
+/// or an operand indexes that loop other than by itself.
+linalg::GenericOp peelTail(RewriterBase &rewriter, linalg::GenericOp op,
+                           int64_t main) {
+  unsigned last = op.getNumLoops() - 1;
+  bool readsIndex = false;
+  op.getBody()->walk([&](linalg::IndexOp index) {
+    readsIndex |= index.getDim() == last;
+  });
+  if (readsIndex)
+    return {};
+  int64_t extent = op.getStaticLoopRanges()[last];
+  // The operand's slice of the loop range [offset, offset + size).
+  auto slice = [&](OpOperand *operand, int64_t offset,
+                   int64_t size) -> FailureOr<Value> {
+    auto type = cast<RankedTensorType>(operand->get().getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes =
+        getAsIndexOpFoldResult(rewriter.getContext(), type.getShape());
+    SmallVector<OpFoldResult> strides(type.getRank(), rewriter.getIndexAttr(1));
+    bool sliced = false;
+    for (auto [pos, expr] :
+         llvm::enumerate(cast<linalg::GenericOp>(operand->getOwner())
+                             .getMatchingIndexingMap(operand)
+                             .getResults())) {
+      if (auto dim = dyn_cast<AffineDimExpr>(expr);
+          dim && dim.getPosition() == last) {
+        offsets[pos] = rewriter.getIndexAttr(offset);
+        sizes[pos] = rewriter.getIndexAttr(size);
+        sliced = true;
+      } else if (expr.isFunctionOfDim(last)) {
+        return failure();
+      }
+    }
+    if (!sliced)
+      return operand->get();
+    return tensor::ExtractSliceOp::create(rewriter, op.getLoc(), operand->get(),
+                                          offsets, sizes, strides)
+        .getResult();
+  };
+  rewriter.setInsertionPointAfter(op);
+  auto tail = cast<linalg::GenericOp>(rewriter.clone(*op));
+  SmallVector<std::pair<OpOperand *, Value>> heads, tails;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<Value> head = slice(in, 0, main);
+    rewriter.setInsertionPoint(tail);
+    FailureOr<Value> rest = slice(tail.getDpsInputOperand(in->getOperandNumber()),
+                                  main, extent - main);
+    if (failed(head) || failed(rest)) {
+      rewriter.eraseOp(tail);
+      return {};
+    }
+    heads.emplace_back(in, *head);
+    tails.emplace_back(tail.getDpsInputOperand(in->getOperandNumber()), *rest);
+  }
+  rewriter.replaceAllUsesWith(op->getResult(0), tail->getResult(0));
+  rewriter.modifyOpInPlace(op, [&] {
+    for (auto [operand, value] : heads)
+      operand->set(value);
+  });
+  rewriter.modifyOpInPlace(tail, [&] {
+    for (auto [operand, value] : tails)
+      operand->set(value);
+    tail.getDpsInitOperand(0)->set(op->getResult(0));
+  });
+  return tail;
+}
+
+} // namespace
+
 LogicalResult tessel::splitReduction(RewriterBase &rewriter,
                                      linalg::LinalgOp op, int64_t lanes) {
   int64_t extent = op.getStaticLoopRanges().back();
-  if (extent % lanes != 0)
+  if (lanes > extent)
     return op.emitError("loop.split_reduction lanes = ")
-           << lanes << " does not divide this reduction's extent " << extent;
+           << lanes << " exceed this reduction's extent " << extent;
   if (lanes == 1 || lanes == extent)
     return success(); // nothing to split
+  // Lanes that do not divide the extent split the whole vectors; the
+  // remainder is reduced after them, one element at a time.
+  if (int64_t main = extent - extent % lanes; main != extent &&
+      !peelTail(rewriter, cast<linalg::GenericOp>(op.getOperation()), main))
+    return op.emitError("loop.split_reduction lanes = ")
+           << lanes << " do not divide this reduction's extent " << extent
+           << ", and its remainder cannot be split off (the body reads the "
+           << "reduction's index)";
   // One row at a time: the partial results are one vector of `lanes`, and
   // the row is read contiguously.
   SmallVector<OpFoldResult> rows(op.getNumLoops(), rewriter.getIndexAttr(1));

@@ -19,8 +19,10 @@ bool isSplittableReduction(mlir::linalg::LinalgOp op);
 /// loops) at a time and tiles each row's reduction loop by `lanes` into
 /// partial results (upstream partial-reduction tiling), vectorizes the
 /// partial step, keeps its accumulator in registers across the loop, and
-/// leaves the final combination after it. `lanes` must divide the reduced
-/// extent. Emits an error and fails otherwise.
+/// leaves the final combination after it. When `lanes` does not divide the
+/// reduced extent, the remainder is reduced after the split part by a copy
+/// of `op`, element by element. Emits an error and fails when `lanes`
+/// exceeds the extent, or the remainder cannot be split off.
 mlir::LogicalResult splitReduction(mlir::RewriterBase &rewriter,
                                    mlir::linalg::LinalgOp op, int64_t lanes);
 

@@ -16,6 +16,8 @@
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/loop/MmaConfig.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
+
 namespace tessel {
 #define GEN_PASS_DEF_LOOPAPPLYSCHEDULES
 #include "passes/Passes.h.inc"
@@ -131,6 +133,9 @@ struct LoopApplySchedulesPass
       collectReturnedLinalgOps(func, returned);
       work.emplace_back(schedule, root, std::move(returned));
     }
+    llvm::SmallPtrSet<Operation *, 8> roots;
+    for (auto &item : work)
+      roots.insert(std::get<1>(item).getOperation());
     for (auto &[schedule, root, returned] : work) {
       for (auto tile : schedule.getBody().getOps<loop::TileOp>()) {
         SmallVector<int64_t> sizes = tile.getResolvedSizes();
@@ -152,7 +157,9 @@ struct LoopApplySchedulesPass
           diag.attachNote(root->getLoc()) << "root: " << root->getName();
           return signalPassFailure();
         }
+        roots.erase(root.getOperation());
         root = *tiled;
+        roots.insert(root.getOperation());
         collectYieldedOps(root, returned);
       }
       for (auto vectorize : schedule.getBody().getOps<loop::VectorizeOp>()) {
@@ -168,10 +175,24 @@ struct LoopApplySchedulesPass
           return signalPassFailure();
       }
       for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>()) {
+        // The root's own reductions: itself and those it reads in its block,
+        // but not another schedule's root, which its own schedule splits
+        // (a kernel with several roots has a schedule each). A reduction
+        // shorter than the lanes is the remainder of one already split.
+        SetVector<Operation *> producers;
+        BackwardSliceOptions options;
+        options.filter = [&](Operation *op) {
+          return op->getBlock() == root->getBlock();
+        };
+        (void)getBackwardSlice(root.getOperation(), &producers, options);
+        producers.insert(root);
         SmallVector<linalg::LinalgOp> reductions;
-        for (Operation &op : *root->getBlock())
+        for (Operation *op : producers)
           if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-              linalgOp && isSplittableReduction(linalgOp))
+              linalgOp && isSplittableReduction(linalgOp) &&
+              (op == root.getOperation() || !roots.contains(op)) &&
+              linalgOp.getStaticLoopRanges().back() >=
+                  split.getResolvedLanes())
             reductions.push_back(linalgOp);
         for (linalg::LinalgOp op : reductions)
           if (failed(splitReduction(rewriter, op, split.getResolvedLanes())))

@@ -75,12 +75,6 @@ SmallVector<int64_t> blockSizes(int64_t extent, int64_t lo, int64_t hi) {
   return found;
 }
 
-/// `candidates` that divide `extent` (1 always does).
-SmallVector<int64_t> dividing(ArrayRef<int64_t> candidates, int64_t extent) {
-  return llvm::filter_to_vector(
-      candidates, [&](int64_t c) { return extent % c == 0; });
-}
-
 /// Powers of two below `extent`, and `extent` itself.
 SmallVector<int64_t> powersOfTwoUpTo(int64_t extent) {
   SmallVector<int64_t> found;
@@ -247,14 +241,16 @@ struct LoopDefaultSchedulePass
       }
     }
     // Reductions over the innermost loop keep vectors of partial results;
-    // the lane counts are those that divide every such reduction.
+    // the lane counts are those that fit every such reduction (a remainder
+    // is reduced after the vectors).
     SmallVector<int64_t> lanes = {1, 8, 16, 32, 64};
     bool reduces = false;
     func.walk([&](linalg::LinalgOp op) {
       if (!isSplittableReduction(op))
         return;
       reduces = true;
-      lanes = dividing(lanes, op.getStaticLoopRanges().back());
+      int64_t extent = op.getStaticLoopRanges().back();
+      lanes = llvm::filter_to_vector(lanes, [&](int64_t l) { return l <= extent; });
     });
     bool splitsReductions = reduces && lanes.size() > 1;
     if (!split && !splitsReductions)

@@ -204,7 +204,7 @@ LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
 }
 
 /// Checks loop.split_reduction: the kernel has reductions over an innermost
-/// loop, and the lane count divides each one's extent.
+/// loop, and the lane count is at most each one's extent.
 LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
                                      func::FuncOp func) {
   for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>()) {
@@ -214,13 +214,13 @@ LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
         return WalkResult::advance();
       any = true;
       int64_t extent = op.getStaticLoopRanges().back();
-      if (extent % split.getResolvedLanes() == 0)
+      if (split.getResolvedLanes() <= extent)
         return WalkResult::advance();
       InFlightDiagnostic diag =
           split.emitError(valueName(split.getDynamicLanes(),
                                     split.getStaticLanes(), 0, "lanes"))
           << " = " << split.getResolvedLanes()
-          << " does not divide the extent " << extent << " of a reduction";
+          << " exceeds the extent " << extent << " of a reduction";
       diag.attachNote(op->getLoc()) << "the reduction";
       return WalkResult::interrupt();
     });

@@ -189,3 +189,69 @@ func.func private @returned_producer(%x: tensor<2x4x5xf32>, %w: tensor<2x5x3xf32
   } -> tensor<2x4x3xf32>
   return %mm, %n : tensor<2x4x3xf32>, tensor<2x4x3xf32>
 }
+
+// -----
+
+// Rows of 1000 in 32 lanes: the reduction splits the first 992 columns
+// into vectors of partial results; the last 8 are reduced after them, by a
+// copy of the reduction that starts from their sum.
+// CHECK-LABEL: func.func private @row_sums_remainder
+// CHECK: loop.knob "lanes" = 32 choices [1, 8, 16, 32, 64]
+// APPLY-LABEL: func.func private @row_sums_remainder
+// APPLY: %[[HEAD:.*]] = tensor.extract_slice %arg0[0, 0] [64, 992] [1, 1]
+// APPLY: %[[SUMS:.*]] = scf.for
+// APPLY: scf.for {{.*}} to %c992 step %c32 iter_args({{.*}}) -> (vector<1x32xf32>)
+// APPLY: linalg.reduce
+// APPLY: %[[TAIL:.*]] = tensor.extract_slice %arg0[0, 992] [64, 8] [1, 1]
+// APPLY: linalg.generic {{.*}} ins(%[[TAIL]] : tensor<64x8xf32>) outs(%[[SUMS]] : tensor<64xf32>)
+#rs_in = affine_map<(d0, d1) -> (d0, d1)>
+#rs_out = affine_map<(d0, d1) -> (d0)>
+func.func private @row_sums_remainder(%a: tensor<64x1000xf32>) -> tensor<64xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %0 = linalg.generic {indexing_maps = [#rs_in, #rs_out], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<64x1000xf32>) outs(%f : tensor<64xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64xf32>
+  return %0 : tensor<64xf32>
+}
+
+// -----
+
+// Two roots, a row max (result 0) and an elementwise op on the same input:
+// each gets a schedule with loop.split_reduction, and the reduction is
+// split once, by its own root's schedule (11 columns: 8 lanes, then 3).
+// CHECK-LABEL: func.func private @two_roots
+// CHECK: loop.schedule @two_roots target "cpu" {
+// CHECK: loop.split_reduction
+// CHECK: loop.schedule @two_roots result 0 target "cpu" {
+// CHECK: loop.split_reduction
+// APPLY-LABEL: func.func private @two_roots
+// APPLY: arith.maxsi {{.*}} : vector<1x8xi32>
+// APPLY-NOT: arith.maxsi {{.*}} : vector
+// APPLY: linalg.generic {{.*}} ins(%{{.*}} : tensor<6x3xi32>)
+// APPLY: return
+#tr_in = affine_map<(d0, d1) -> (d0, d1)>
+#tr_out = affine_map<(d0, d1) -> (d0)>
+func.func private @two_roots(%a: tensor<6x11xi32>) -> (tensor<6xi32>, tensor<6x11xi32>) attributes {tessel.kernel = "reduction"} {
+  %min = arith.constant -2147483648 : i32
+  %e = tensor.empty() : tensor<6xi32>
+  %f = linalg.fill ins(%min : i32) outs(%e : tensor<6xi32>) -> tensor<6xi32>
+  %max = linalg.generic {indexing_maps = [#tr_in, #tr_out], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<6x11xi32>) outs(%f : tensor<6xi32>) {
+  ^bb0(%x: i32, %acc: i32):
+    %y = arith.maxsi %acc, %x : i32
+    linalg.yield %y : i32
+  } -> tensor<6xi32>
+  %e2 = tensor.empty() : tensor<6x11xi32>
+  %abs = linalg.generic {indexing_maps = [#tr_in, #tr_in], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<6x11xi32>) outs(%e2 : tensor<6x11xi32>) {
+  ^bb0(%x: i32, %o: i32):
+    %y = math.absi %x : i32
+    linalg.yield %y : i32
+  } -> tensor<6x11xi32>
+  return %max, %abs : tensor<6xi32>, tensor<6x11xi32>
+}

@@ -466,8 +466,8 @@ func.func private @row_sums(%a: tensor<64x1000xf32>) -> tensor<64xf32> attribute
   return %0 : tensor<64xf32>
 }
 loop.schedule @row_sums target "cpu" {
-  %lanes = loop.knob "lanes" = 16 choices [8, 16]
-  // expected-error @below {{knob 'lanes' = 16 does not divide the extent 1000 of a reduction}}
+  %lanes = loop.knob "lanes" = 2048 choices [8, 2048]
+  // expected-error @below {{knob 'lanes' = 2048 exceeds the extent 1000 of a reduction}}
   loop.split_reduction lanes [%lanes]
 }
 
