@@ -15,11 +15,13 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Parser/Parser.h"
 
@@ -99,25 +101,88 @@ void launchInOneThread(ArrayRef<Operation *> ops) {
     op->moveBefore(terminator);
 }
 
+/// A thread-level forall whose trip count is dynamic (the last block of a
+/// loop that the block size does not divide) runs the count's constant
+/// upper bound of threads instead, each doing its iteration only when its
+/// index is below the count: a block has one static size. Returns the new
+/// forall, or null (after an error) when the count has no constant bound.
+scf::ForallOp guardDynamicTripCount(scf::ForallOp forall) {
+  if (!ShapedType::isDynamicShape(forall.getStaticUpperBound()))
+    return forall;
+  if (!forall.isNormalized() || forall.getNumResults() != 0) {
+    forall.emitError("a thread-level scf.forall with a dynamic trip count "
+                     "must start at 0, step by 1 and be on buffers");
+    return {};
+  }
+  SmallVector<OpFoldResult> bounds;
+  SmallVector<std::pair<unsigned, Value>> counts;
+  for (auto [i, ub] : llvm::enumerate(forall.getMixedUpperBound())) {
+    auto count = dyn_cast<Value>(ub);
+    if (!count) {
+      bounds.push_back(ub);
+      continue;
+    }
+    FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+        presburger::BoundType::UB, count, /*stopCondition=*/nullptr,
+        /*closedUB=*/true);
+    if (failed(bound)) {
+      forall.emitError("a thread-level scf.forall has a dynamic trip count "
+                       "without a constant upper bound; block sizes must be "
+                       "static");
+      return {};
+    }
+    bounds.push_back(IntegerAttr::get(IndexType::get(forall.getContext()),
+                                      *bound));
+    counts.emplace_back(i, count);
+  }
+  IRRewriter rewriter(forall.getContext());
+  rewriter.setInsertionPoint(forall);
+  Location loc = forall.getLoc();
+  auto bounded = scf::ForallOp::create(rewriter, loc, bounds, ValueRange{},
+                                       forall.getMapping());
+  Block *body = bounded.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.mergeBlocks(forall.getBody(), body, bounded.getInductionVars());
+  rewriter.eraseOp(forall);
+  rewriter.setInsertionPointToStart(body);
+  Value inRange;
+  for (auto [i, count] : counts) {
+    Value below = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                        bounded.getInductionVars()[i], count);
+    inRange = inRange ? arith::AndIOp::create(rewriter, loc, inRange, below)
+                            .getResult()
+                      : below;
+  }
+  auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
+  Operation *yield = guard.thenBlock()->getTerminator();
+  for (Operation &op : llvm::make_early_inc_range(
+           llvm::make_range(std::next(guard->getIterator()),
+                            body->getTerminator()->getIterator())))
+    op.moveBefore(yield);
+  return bounded;
+}
+
 /// Maps one block-mapped forall (and the thread foralls in it) to a launch.
 LogicalResult mapForall(scf::ForallOp forall) {
+  SmallVector<scf::ForallOp> dynamic;
+  forall.walk([&](scf::ForallOp nested) {
+    if (nested != forall && nested.getMapping() &&
+        !nested.getMapping()->empty() &&
+        ShapedType::isDynamicShape(nested.getStaticUpperBound()))
+      dynamic.push_back(nested);
+  });
+  for (scf::ForallOp nested : dynamic)
+    if (!guardDynamicTripCount(nested))
+      return failure();
   std::array<int64_t, 3> block = {1, 1, 1};
-  WalkResult result = forall.walk([&](scf::ForallOp nested) {
+  forall.walk([&](scf::ForallOp nested) {
     if (nested == forall || !nested.getMapping() ||
         nested.getMapping()->empty())
-      return WalkResult::advance();
-    if (ShapedType::isDynamicShape(nested.getStaticUpperBound())) {
-      nested.emitError("a thread-level scf.forall has a dynamic trip count; "
-                       "block sizes must be static");
-      return WalkResult::interrupt();
-    }
+      return;
     std::array<int64_t, 3> dims = threadsOf(nested);
     for (int i = 0; i < 3; ++i)
       block[i] = std::max(block[i], dims[i]);
-    return WalkResult::advance();
   });
-  if (result.wasInterrupted())
-    return failure();
   std::string script;
   llvm::raw_string_ostream os(script);
   os << R"mlir(

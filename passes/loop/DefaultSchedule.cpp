@@ -94,13 +94,17 @@ int64_t pick(ArrayRef<int64_t> choices, int64_t preferred, int64_t tile = 0) {
   return best;
 }
 
-/// Block tiles divide their loop so that every block has the same static
-/// thread count (thread ids are mapped statically).
-int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
-  for (int64_t d = std::min(n, limit); d > 1; --d)
+/// The block size of a loop of `n` points, at most `limit`: a divisor of
+/// `n` when one is at least half the limit (every block full), else the
+/// limit itself, the last block's surplus threads idle (gpu-map-kernels
+/// guards them), rather than blocks of a few threads for a prime `n`.
+int64_t blockSizeFor(int64_t n, int64_t limit) {
+  if (n <= limit)
+    return n;
+  for (int64_t d = limit; d >= limit / 2; --d)
     if (n % d == 0)
       return d;
-  return 1;
+  return limit;
 }
 
 struct LoopDefaultSchedulePass
@@ -453,7 +457,7 @@ struct LoopDefaultSchedulePass
     for (auto [i, d] : llvm::enumerate(parallel)) {
       if (i == 3)
         break;
-      blockSizes[d] = i == 0 ? largestDivisorAtMost(extents[d], perBlock) : 1;
+      blockSizes[d] = i == 0 ? blockSizeFor(extents[d], perBlock) : 1;
       blockMapping.push_back(gpu::GPUBlockMappingAttr::get(ctx, kBlockIds[i]));
     }
     threadSizes[parallel.front()] = 1;

@@ -105,3 +105,34 @@ func.func private @shared(%a: memref<100xf32>, %b: memref<128xf16>, %out: memref
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// Blocks of 256 over 997 columns: the last block's thread forall has a
+// dynamic trip count (997 - 768). The block still has 256 threads (the
+// count's upper bound); each runs its iteration only below the count.
+// CHECK-LABEL: func.func private @partial_block
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c8, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: %[[N:.*]] = affine.min
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[T]], %[[N]] : index
+// CHECK: scf.if %[[IN]] {
+// CHECK: arith.negf
+// PTX: gpu.binary @partial_block_kernel
+// PTX-SAME: setp.
+// PTX-SAME: neg.f32
+#start = affine_map<(d0) -> (d0 * 256)>
+#count = affine_map<(d0) -> (d0 * -256 + 997, 256)>
+#col = affine_map<(d0, d1) -> (d0 * 256 + d1)>
+func.func private @partial_block(%a: memref<8x997xf32>, %out: memref<8x997xf32>) attributes {tessel.kernel = "elementwise"} {
+  scf.forall (%i, %j) in (8, 4) {
+    %n = affine.min #count(%j)
+    scf.forall (%t) in (%n) {
+      %c = affine.apply #col(%j, %t)
+      %x = memref.load %a[%i, %c] : memref<8x997xf32>
+      %y = arith.negf %x : f32
+      memref.store %y, %out[%i, %c] : memref<8x997xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}

@@ -118,6 +118,17 @@ def test_default_schedules_match_numpy_and_assemble(case):
     assert all(".target sm_80" in k.ptx for k in artifact.kernels)
 
 
+def test_a_prime_extent_gets_full_blocks_and_idle_threads_in_the_last():
+    # 997 has no divisor near 256: blocks of 256 threads, the last one's
+    # surplus threads guarded, rather than 997 blocks of one thread.
+    x = _randn(5, 997)
+    module = tessel.trace(lambda x: ops.tanh(x) * 2.0 + x, x, name="prime")
+    (kernel,) = tessel.compile(module, target="cuda:sm_90").kernels
+    assert kernel.block == (256, 1, 1) and kernel.grid == (4, 5, 1)
+    assert "setp." in kernel.ptx
+    np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x), np.tanh(x) * 2 + x, rtol=1e-5, atol=1e-5)
+
+
 def _gemm_bias_gelu(a, w, b):
     return ops.gelu(a @ w + b, approximate="tanh")
 
