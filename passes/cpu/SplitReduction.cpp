@@ -16,7 +16,6 @@
 
 using namespace mlir;
 
-
 bool tessel::isSplittableReduction(linalg::LinalgOp op) {
   if (!isa<linalg::GenericOp>(op) || !op.hasPureTensorSemantics() ||
       op->getNumResults() != 1 || op.getNumReductionLoops() != 1 ||
@@ -30,9 +29,9 @@ namespace {
 
 /// Splits the innermost (reduction) loop of `op` at `main`: `op` then
 /// reduces [0, main), and a copy of it reduces [main, extent) starting from
-/// its result, which replaces `op`'s uses. Null (nothing changed) when the
-/// body reads the reduction loop's index, which would restart in the copy,
-/// or an operand indexes that loop other than by itself.
+/// its result, which replaces `op`'s uses. Null when the body reads the
+/// reduction loop's index, which would restart in the copy, or an operand
+/// indexes that loop other than by itself.
 linalg::GenericOp peelTail(RewriterBase &rewriter, linalg::GenericOp op,
                            int64_t main) {
   unsigned last = op.getNumLoops() - 1;
