@@ -107,8 +107,6 @@ void launchInOneThread(ArrayRef<Operation *> ops) {
 /// index is below the count: a block has one static size. Returns the new
 /// forall, or null (after an error) when the count has no constant bound.
 scf::ForallOp guardDynamicTripCount(scf::ForallOp forall) {
-  if (!ShapedType::isDynamicShape(forall.getStaticUpperBound()))
-    return forall;
   if (!forall.isNormalized() || forall.getNumResults() != 0) {
     forall.emitError("a thread-level scf.forall with a dynamic trip count "
                      "must start at 0, step by 1 and be on buffers");

@@ -60,7 +60,7 @@ constexpr int64_t kCpuTilePoints = 16384;
 
 /// Block sizes for a loop of `extent`: the powers of two in [lo, hi] below
 /// it, its divisors in [lo, hi], and `extent` itself when at most `hi`.
-SmallVector<int64_t> blockSizes(int64_t extent, int64_t lo, int64_t hi) {
+SmallVector<int64_t> blockChoices(int64_t extent, int64_t lo, int64_t hi) {
   SmallVector<int64_t> found;
   for (int64_t p = 1; p <= hi && p < extent; p *= 2)
     if (p >= lo)
@@ -84,12 +84,12 @@ SmallVector<int64_t> powersOfTwoUpTo(int64_t extent) {
   return found;
 }
 
-/// The largest of `choices` (ascending) that is at most `preferred` and
-/// divides `tile`, else the smallest choice.
-int64_t pick(ArrayRef<int64_t> choices, int64_t preferred, int64_t tile = 0) {
+/// The largest of `choices` (ascending) that is at most `preferred`, else
+/// the smallest choice.
+int64_t pick(ArrayRef<int64_t> choices, int64_t preferred) {
   int64_t best = choices.front();
   for (int64_t c : choices)
-    if (c <= preferred && (tile == 0 || tile % c == 0))
+    if (c <= preferred)
       best = c;
   return best;
 }
@@ -187,9 +187,9 @@ struct LoopDefaultSchedulePass
       // so sizes are powers of two whatever the shape, plus the divisors
       // that tile it exactly.
       SmallVector<int64_t> mnk = matmul.getStaticLoopRanges();
-      SmallVector<int64_t> bmChoices = blockSizes(mnk[0], 8, 512);
-      SmallVector<int64_t> bnChoices = blockSizes(mnk[1], 8, 512);
-      SmallVector<int64_t> bkChoices = blockSizes(mnk[2], 16, 1024);
+      SmallVector<int64_t> bmChoices = blockChoices(mnk[0], 8, 512);
+      SmallVector<int64_t> bnChoices = blockChoices(mnk[1], 8, 512);
+      SmallVector<int64_t> bkChoices = blockChoices(mnk[2], 16, 1024);
       int64_t bm = pick(bmChoices, 128), bn = pick(bnChoices, 128),
               bk = pick(bkChoices, 256);
       SmallVector<int64_t> rmChoices = {1, 2, 4, 6, 8, 12, 16};
@@ -199,9 +199,12 @@ struct LoopDefaultSchedulePass
       Value vbm = knob(sb, loc, "block_m", bm, bmChoices);
       Value vbn = knob(sb, loc, "block_n", bn, bnChoices);
       Value vbk = knob(sb, loc, "block_k", bk, bkChoices);
-      Value vrm = knob(sb, loc, "reg_m", pick(rmChoices, std::min<int64_t>(4, bm)), rmChoices);
-      Value vrn = knob(sb, loc, "reg_n", pick(rnChoices, std::min<int64_t>(16, bn)), rnChoices);
-      Value vrk = knob(sb, loc, "reg_k", pick(rkChoices, std::min<int64_t>(4, bk)), rkChoices);
+      Value vrm = knob(sb, loc, "reg_m",
+                       pick(rmChoices, std::min<int64_t>(4, bm)), rmChoices);
+      Value vrn = knob(sb, loc, "reg_n",
+                       pick(rnChoices, std::min<int64_t>(16, bn)), rnChoices);
+      Value vrk = knob(sb, loc, "reg_k",
+                       pick(rkChoices, std::min<int64_t>(4, bk)), rkChoices);
       sizes[0] = sizes[1] = ShapedType::kDynamic;
       loop::TileOp::create(sb, loc, ValueRange{vbm, vbn},
                            sb.getDenseI64ArrayAttr(sizes), ArrayAttr(),
@@ -254,7 +257,8 @@ struct LoopDefaultSchedulePass
         return;
       reduces = true;
       int64_t extent = op.getStaticLoopRanges().back();
-      lanes = llvm::filter_to_vector(lanes, [&](int64_t l) { return l <= extent; });
+      lanes = llvm::filter_to_vector(lanes,
+                                     [&](int64_t l) { return l <= extent; });
     });
     bool splitsReductions = reduces && lanes.size() > 1;
     if (!split && !splitsReductions)
