@@ -13,3 +13,11 @@ func.func @copies(%a: memref<4x8xf32>, %b: memref<4x8xf32>, %c: memref<4x16xf32>
   memref.copy %src, %dst : memref<4x?xf32, strided<[16, 1]>> to memref<4x?xf32, strided<[8, 1]>>
   return
 }
+
+// A copy between unranked buffers has no linalg.copy form and stays.
+// CHECK-LABEL: func.func @unranked
+// CHECK: memref.copy %arg0, %arg1 : memref<*xf32> to memref<*xf32>
+func.func @unranked(%a: memref<*xf32>, %b: memref<*xf32>) {
+  memref.copy %a, %b : memref<*xf32> to memref<*xf32>
+  return
+}

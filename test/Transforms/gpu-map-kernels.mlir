@@ -1,5 +1,5 @@
-// RUN: tessel-opt %s --split-input-file --gpu-map-kernels --canonicalize | FileCheck %s
-// RUN: tessel-opt %s --split-input-file --pass-pipeline="builtin.module(gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,nvvm-attach-target{chip=sm_90 features=+ptx80},gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --gpu-map-kernels --canonicalize | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,nvvm-attach-target{chip=sm_90 features=+ptx80},gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
 
 // The grid is the block forall's trip counts (x innermost), the block size
 // the thread forall's. A buffer allocated per thread goes on its stack; the
@@ -134,5 +134,20 @@ func.func private @partial_block(%a: memref<8x997xf32>, %out: memref<8x997xf32>)
       memref.store %y, %out[%i, %c] : memref<8x997xf32>
     } {mapping = [#gpu.thread<x>]}
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A thread count with no constant upper bound cannot be one static block.
+func.func private @unbounded(%a: memref<?xf32>, %n: index) attributes {tessel.kernel = "elementwise"} {
+  scf.forall (%j) in (4) {
+    // expected-error @below {{a thread-level scf.forall has a dynamic trip count without a constant upper bound; block sizes must be static}}
+    scf.forall (%t) in (%n) {
+      %x = memref.load %a[%t] : memref<?xf32>
+      %y = arith.negf %x : f32
+      memref.store %y, %a[%t] : memref<?xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
   return
 }

@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s -split-input-file -pass-pipeline='builtin.module(loop-validate,loop-apply-schedule,canonicalize)' | FileCheck %s
+// RUN: tessel-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(loop-validate,loop-apply-schedule,canonicalize)' | FileCheck %s
 
 // A CPU schedule of a matmul kernel: parallel tiles of 8x16 (an scf.forall
 // without mapping: tasks of the async runtime), K in blocks of 32 (A and B
@@ -79,4 +79,32 @@ func.func private @edges(%a: tensor<10x24xf32>, %b: tensor<24x20xf32>) -> tensor
 loop.schedule @edges target "cpu" {
   loop.tile [8, 16, 0] parallel
   loop.vectorize [4, 16, 4] depth [16]
+}
+
+// -----
+
+// Lanes that do not divide a reduction whose body reads the reduction's
+// index: the remainder cannot be a copy of the reduction (its index would
+// restart), so the split is refused, naming why.
+#ix_in = affine_map<(d0, d1) -> (d0, d1)>
+#ix_out = affine_map<(d0, d1) -> (d0)>
+func.func private @indexed(%a: tensor<4x11xf32>) -> tensor<4xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @below {{loop.split_reduction lanes = 8 do not divide this reduction's extent 11, and its remainder cannot be split off (the body reads the reduction's index)}}
+  %0 = linalg.generic {indexing_maps = [#ix_in, #ix_out], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<4x11xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %i = linalg.index 1 : index
+    %w = arith.index_cast %i : index to i32
+    %wf = arith.sitofp %w : i32 to f32
+    %p = arith.mulf %x, %wf : f32
+    %y = arith.addf %acc, %p : f32
+    linalg.yield %y : f32
+  } -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+loop.schedule @indexed target "cpu" {
+  loop.split_reduction lanes [8]
 }
