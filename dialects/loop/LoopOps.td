@@ -239,13 +239,15 @@ def Loop_WarpReduceOp : Loop_ValuesOp<"warp_reduce"> {
 def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
   let summary = "Computes the tile's matmul in vector registers (CPU)";
   let description = [{
-    For CPU schedules of matmul kernels, after a `loop.tile ... parallel`
-    (or alone, for the whole matmul): the tile's matmul walks K in cache
-    blocks of `depth` (the A and B blocks of a step are first copied into
-    contiguous buffers, sparing a TLB miss per row), and each block in
-    register blocks of `sizes` = (rows, columns, depth), each one
-    `vector.contract` lowered to outer products, whose accumulator stays in
-    registers across the depth loop. Sizes must divide the tile.
+    For CPU schedules of (batched) matmul kernels, after a
+    `loop.tile ... parallel` (or alone, for the whole matmul): the tile's
+    matmul, one batch index at a time, walks K in cache blocks of `depth`
+    (the A and B blocks of a step are first copied into contiguous buffers,
+    sparing a TLB miss per row), and each block in register blocks of
+    `sizes` = (rows, columns, depth), each one `vector.contract` lowered to
+    outer products, whose accumulator stays in registers across the depth
+    loop. A tile that the sizes do not divide is padded with zeros; a size
+    larger than the tile is rejected.
     ```mlir
     loop.vectorize [%reg_m, %reg_n, %reg_k] depth [%block_k]
     ```
@@ -276,8 +278,9 @@ def Loop_SplitReductionOp : Loop_ValuesOp<"split_reduction"> {
     `lanes`, keeping `lanes` partial results in vector registers, and
     combines them once at the end. The adds of one step then do not wait on
     each other, as they do in a scalar reduction; floating-point reductions
-    are reassociated. `lanes` must divide the reduced extent; 1 leaves the
-    reductions as they are.
+    are reassociated. When `lanes` does not divide the reduced extent, the
+    remainder is reduced after the vectors; `lanes` larger than the extent
+    is rejected, and 1 leaves the reductions as they are.
     ```mlir
     loop.split_reduction lanes [%lanes]
     ```

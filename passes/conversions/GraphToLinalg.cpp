@@ -391,12 +391,29 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
       AffineExpr m = getAffineDimExpr(rank - 2, ctx);
       AffineExpr n = getAffineDimExpr(rank - 1, ctx);
       AffineExpr k = getAffineDimExpr(rank, ctx);
-      auto operandMap = [&](Value v, AffineExpr row, AffineExpr col) {
+      // A batch dim of size 1 that broadcasts is dropped from its operand
+      // (a rank-reducing slice), so that every map is a projection and the
+      // generic is a contraction.
+      auto operandMap = [&](Value &v, AffineExpr row, AffineExpr col) {
         auto type = cast<RankedTensorType>(v.getType());
         AffineMap batch = broadcastMap(
             RankedTensorType::get(type.getShape().drop_back(2), acc),
             resultType.getShape().drop_back(2), ctx);
-        SmallVector<AffineExpr> exprs(batch.getResults());
+        int64_t operandRank = type.getRank();
+        SmallVector<AffineExpr> exprs;
+        SmallVector<int64_t> kept(type.getShape().take_back(2));
+        for (int64_t i = operandRank - 3; i >= 0; --i) {
+          if (isa<AffineConstantExpr>(batch.getResult(i)))
+            continue;
+          exprs.insert(exprs.begin(), batch.getResult(i));
+          kept.insert(kept.begin(), type.getDimSize(i));
+        }
+        if (static_cast<int64_t>(kept.size()) != operandRank)
+          v = tensor::ExtractSliceOp::create(
+              rewriter, loc, type.clone(kept), v,
+              getAsIndexOpFoldResult(ctx, SmallVector<int64_t>(operandRank, 0)),
+              getAsIndexOpFoldResult(ctx, type.getShape()),
+              getAsIndexOpFoldResult(ctx, SmallVector<int64_t>(operandRank, 1)));
         exprs.push_back(row);
         exprs.push_back(col);
         return AffineMap::get(numLoops, 0, exprs, ctx);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/cpu/VectorizeMatmul.h"
+#include "passes/linalg/Contractions.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
@@ -15,6 +16,7 @@
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 using namespace mlir;
+using namespace tessel;
 
 namespace {
 
@@ -112,42 +114,69 @@ FailureOr<linalg::MatmulOp> padTo(RewriterBase &rewriter, linalg::MatmulOp op,
   return cast<linalg::MatmulOp>(padded.getOperation());
 }
 
+/// The 2-D linalg.matmul of the batched matmul tile `op`: its batch loops
+/// are first tiled by one (scf.for), then the unit batch dims of each
+/// operand collapse into its rows, and the product expands back.
+FailureOr<linalg::MatmulOp> asMatmul(RewriterBase &rewriter,
+                                     linalg::LinalgOp op) {
+  std::optional<unsigned> batch = matmulBatchLoops(op, /*broadcast=*/true);
+  if (!batch)
+    return op.emitError("loop.vectorize takes a (batched) matmul, A (m, k) "
+                        "and B (k, n)");
+  if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
+    return matmul;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ArrayRef(ranges).take_front(*batch),
+                   [](int64_t extent) { return extent != 1; })) {
+    SmallVector<int64_t> ones(*batch, 1);
+    ones.append(3, 0);
+    FailureOr<scf::SCFTilingResult> tiled = tile(rewriter, op, ones);
+    if (failed(tiled))
+      return op.emitError("loop.vectorize could not tile the batch loops");
+    op = cast<linalg::LinalgOp>(tiled->tiledOps.front());
+  }
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  auto matrix = [&](Value v) -> Value {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    if (rank == 2)
+      return v;
+    SmallVector<ReassociationIndices> rows = {
+        llvm::to_vector(llvm::seq<int64_t>(0, rank - 1)), {rank - 1}};
+    return tensor::CollapseShapeOp::create(rewriter, loc, v, rows);
+  };
+  Value init = op.getDpsInits()[0];
+  auto matmul = linalg::MatmulOp::create(
+      rewriter, loc,
+      ValueRange{matrix(op.getDpsInputs()[0]), matrix(op.getDpsInputs()[1])},
+      ValueRange{matrix(init)});
+  Value product = matmul.getResult(0);
+  int64_t rank = cast<RankedTensorType>(init.getType()).getRank();
+  if (rank > 2)
+    product = tensor::ExpandShapeOp::create(
+        rewriter, loc, init.getType(), product,
+        SmallVector<ReassociationIndices>{
+            llvm::to_vector(llvm::seq<int64_t>(0, rank - 1)), {rank - 1}});
+  rewriter.replaceOp(op, product);
+  return matmul;
+}
+
 } // namespace
 
-linalg::MatmulOp tessel::findVectorizableMatmul(func::FuncOp func,
-                                                TilingInterface root) {
-  SmallVector<linalg::MatmulOp> matmuls;
-  func.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
-  if (matmuls.size() != 1)
+linalg::LinalgOp tessel::findVectorizableMatmul(func::FuncOp func,
+                                                TilingInterface root,
+                                                std::string &why) {
+  linalg::LinalgOp matmul = findRootContraction(func, root, why);
+  if (!matmul)
     return {};
-  linalg::MatmulOp matmul = matmuls.front();
-  if (ShapedType::isDynamicShape(matmul.getStaticLoopRanges()) ||
-      !matmul.hasPureTensorSemantics())
+  if (!matmulBatchLoops(matmul, /*broadcast=*/true) ||
+      ShapedType::isDynamicShape(matmul.getStaticLoopRanges()) ||
+      !matmul.hasPureTensorSemantics()) {
+    why = "its contraction is not a (batched) matmul of static shape on "
+          "tensors, A (m, k) and B (k, n)";
     return {};
-  if (root.getOperation() == matmul.getOperation())
-    return matmul;
-  auto epilogue = dyn_cast<linalg::GenericOp>(root.getOperation());
-  if (!epilogue || epilogue.getNumLoops() != 2 ||
-      epilogue.getNumParallelLoops() != 2)
-    return {};
-  bool readsMatmul = false;
-  for (OpOperand *in : epilogue.getDpsInputOperands()) {
-    Value v = in->get();
-    if (v == matmul->getResult(0)) {
-      if (!epilogue.getMatchingIndexingMap(in).isIdentity())
-        return {};
-      readsMatmul = true;
-      continue;
-    }
-    // A kernel argument (maybe reshaped) or a constant: nothing to fuse.
-    while (isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
-        v.getDefiningOp()))
-      v = v.getDefiningOp()->getOperand(0);
-    if (!isa<BlockArgument>(v) &&
-        !isa_and_present<arith::ConstantOp>(v.getDefiningOp()))
-      return {};
   }
-  return readsMatmul ? matmul : linalg::MatmulOp();
+  return matmul;
 }
 
 void tessel::registerVectorizeMatmulInterfaces(DialectRegistry &registry) {
@@ -155,8 +184,13 @@ void tessel::registerVectorizeMatmulInterfaces(DialectRegistry &registry) {
 }
 
 LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
-                                      linalg::MatmulOp op, int64_t depth,
+                                      linalg::LinalgOp contraction,
+                                      int64_t depth,
                                       ArrayRef<int64_t> registerTile) {
+  FailureOr<linalg::MatmulOp> matmul = asMatmul(rewriter, contraction);
+  if (failed(matmul))
+    return failure();
+  linalg::MatmulOp op = *matmul;
   int64_t k = op.getStaticLoopRanges()[2];
   if (ShapedType::isDynamic(k) || !op.hasPureTensorSemantics())
     return op.emitError("loop.vectorize needs a matmul on tensors of static "

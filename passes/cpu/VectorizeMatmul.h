@@ -11,28 +11,30 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
+#include <string>
+
 namespace tessel {
 
-/// Tiles the linalg.matmul `op` (on tensors, of static K) with scf.for along
-/// K into cache blocks of `depth` (when smaller than K; the A and B blocks
-/// of a step are copied into contiguous tensors), then into register blocks
-/// of `registerTile` = (rows, columns, depth), each vectorized into a
+/// Tiles the (batched) matmul `op` (on tensors, of static K; batch loops
+/// are walked one index at a time, each a 2-D linalg.matmul) with scf.for
+/// along K into cache blocks of `depth` (when smaller than K; the A and B
+/// blocks of a step are copied into contiguous tensors), then into register
+/// blocks of `registerTile` = (rows, columns, depth), each vectorized into a
 /// vector.contract whose accumulator is hoisted out of the depth loop. A
 /// tile that these do not divide, or of dynamic rows or columns (the edge of
 /// a tiling that does not divide the matmul), is first padded with zeros to
 /// static multiples of them (K blocks of `depth` rounded up to whole
 /// register blocks). Emits an error and fails when it cannot.
 mlir::LogicalResult vectorizeMatmul(mlir::RewriterBase &rewriter,
-                                    mlir::linalg::MatmulOp op, int64_t depth,
+                                    mlir::linalg::LinalgOp op, int64_t depth,
                                     llvm::ArrayRef<int64_t> registerTile);
 
-/// The matmul of a kernel that loop.vectorize can take: the kernel's only
-/// linalg.matmul, of static shape, which is the kernel's root or read at the
-/// identity by an elementwise root whose other inputs are kernel arguments
-/// or constants, so that a tile of the root is the same tile of the matmul.
-/// Null otherwise.
-mlir::linalg::MatmulOp findVectorizableMatmul(mlir::func::FuncOp func,
-                                              mlir::TilingInterface root);
+/// The matmul of a kernel that loop.vectorize can take: the kernel's root
+/// contraction (findRootContraction), a (batched, maybe broadcast) matmul
+/// of static shape on tensors. Null, with the reason in `why`, otherwise.
+mlir::linalg::LinalgOp findVectorizableMatmul(mlir::func::FuncOp func,
+                                              mlir::TilingInterface root,
+                                              std::string &why);
 
 /// Registers what vectorizeMatmul needs beyond its dialects: the vector
 /// transfer ops as subsets, so the accumulator can be hoisted.

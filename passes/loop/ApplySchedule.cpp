@@ -163,8 +163,7 @@ struct LoopApplySchedulesPass
         collectYieldedOps(root, returned);
       }
       for (auto vectorize : schedule.getBody().getOps<loop::VectorizeOp>()) {
-        auto matmul = dyn_cast_if_present<linalg::MatmulOp>(
-            findTiledContraction(root).getOperation());
+        linalg::LinalgOp matmul = findTiledContraction(root);
         if (!matmul) {
           vectorize.emitError("needs exactly one matmul in the tile");
           return signalPassFailure();

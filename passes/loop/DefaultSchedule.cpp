@@ -12,9 +12,9 @@
 //
 // CPU: parallel tiles of about 16K points of the root (inner loops whole,
 // so a softmax tile holds whole rows and its reductions are fused), with
-// loop.split_reduction for the reductions over rows (32 lanes); matmul kernels get
-// blocks of the result plus loop.vectorize. Knob domains hold only values
-// that divide what they tile where vectorization needs static tiles.
+// loop.split_reduction for the reductions over rows (32 lanes); (batched)
+// matmul kernels get blocks of the result plus loop.vectorize, other
+// contractions (convolutions) blocks of their last two parallel loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +23,7 @@
 #include "passes/TileAndFuseRoot.h"
 #include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
+#include "passes/linalg/Contractions.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
 
@@ -177,7 +178,8 @@ struct LoopDefaultSchedulePass
         parallel.push_back(d);
     SmallVector<Value> knobs;
     SmallVector<int64_t> sizes(extents.size(), 0);
-    if (linalg::MatmulOp matmul = findVectorizableMatmul(func, root)) {
+    std::string why;
+    if (linalg::LinalgOp matmul = findVectorizableMatmul(func, root, why)) {
       // Blocks of the result whose rows of A and columns of B stay in
       // cache; K in blocks that stay in L2; 4x16 register blocks unrolled
       // 4 deep: 8 AVX2 accumulators leave registers for the B row and the
@@ -185,11 +187,13 @@ struct LoopDefaultSchedulePass
       // on the 2-core EPYC VM: 30.6 ms with 8x16x8, 26.3 ms with 4x16x4).
       // Blocks that do not divide the matmul are padded (loop.vectorize),
       // so sizes are powers of two whatever the shape, plus the divisors
-      // that tile it exactly.
-      SmallVector<int64_t> mnk = matmul.getStaticLoopRanges();
-      SmallVector<int64_t> bmChoices = blockChoices(mnk[0], 8, 512);
-      SmallVector<int64_t> bnChoices = blockChoices(mnk[1], 8, 512);
-      SmallVector<int64_t> bkChoices = blockChoices(mnk[2], 16, 1024);
+      // that tile it exactly. A batched matmul's tiles hold one batch index.
+      unsigned batch = *matmulBatchLoops(matmul, /*broadcast=*/true);
+      SmallVector<int64_t> bmChoices = blockChoices(extents[batch], 8, 512);
+      SmallVector<int64_t> bnChoices =
+          blockChoices(extents[batch + 1], 8, 512);
+      SmallVector<int64_t> bkChoices =
+          blockChoices(matmul.getStaticLoopRanges()[batch + 2], 16, 1024);
       int64_t bm = pick(bmChoices, 128), bn = pick(bnChoices, 128),
               bk = pick(bkChoices, 256);
       SmallVector<int64_t> rmChoices = {1, 2, 4, 6, 8, 12, 16};
@@ -205,7 +209,8 @@ struct LoopDefaultSchedulePass
                        pick(rnChoices, std::min<int64_t>(16, bn)), rnChoices);
       Value vrk = knob(sb, loc, "reg_k",
                        pick(rkChoices, std::min<int64_t>(4, bk)), rkChoices);
-      sizes[0] = sizes[1] = ShapedType::kDynamic;
+      std::fill_n(sizes.begin(), batch, 1);
+      sizes[batch] = sizes[batch + 1] = ShapedType::kDynamic;
       loop::TileOp::create(sb, loc, ValueRange{vbm, vbn},
                            sb.getDenseI64ArrayAttr(sizes), ArrayAttr(),
                            sb.getUnitAttr());
@@ -217,7 +222,7 @@ struct LoopDefaultSchedulePass
       return;
     }
     if (kind && kind.getValue() == "contraction" && parallel.size() >= 2) {
-      // Other contractions (batched, convolutions): blocks of the last two
+      // Other contractions (convolutions): blocks of the last two
       // parallel loops, outer ones one index per tile.
       for (int64_t d : ArrayRef(parallel).drop_back(2))
         sizes[d] = 1;

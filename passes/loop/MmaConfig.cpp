@@ -2,6 +2,7 @@
 
 #include "passes/loop/MmaConfig.h"
 #include "dialects/loop/Loop.h"
+#include "passes/linalg/Contractions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -103,31 +104,7 @@ std::optional<unsigned> tessel::mmaBatchLoops(linalg::LinalgOp op) {
       elementType(op.getDpsInputs()[1]) != a ||
       elementType(op.getDpsInits()[0]) != b.getF32Type())
     return std::nullopt;
-  if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
-    return matmul.hasUserDefinedMaps() ? std::nullopt : std::optional(0u);
-  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-  if (!generic || generic.getNumLoops() < 3 ||
-      !linalg::isaContractionOpInterface(generic))
-    return std::nullopt;
-  unsigned batch = generic.getNumLoops() - 3;
-  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
-  for (unsigned i = 0; i < batch + 2; ++i)
-    if (iterators[i] != utils::IteratorType::parallel)
-      return std::nullopt;
-  // Dims: batch..., m = batch, n = batch + 1, k = batch + 2.
-  auto map = [&](unsigned row, unsigned col) {
-    SmallVector<AffineExpr> results;
-    for (unsigned i = 0; i < batch; ++i)
-      results.push_back(b.getAffineDimExpr(i));
-    results.push_back(b.getAffineDimExpr(row));
-    results.push_back(b.getAffineDimExpr(col));
-    return AffineMap::get(batch + 3, 0, results, b.getContext());
-  };
-  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  if (maps[0] != map(batch, batch + 2) || maps[1] != map(batch + 2, batch + 1) ||
-      maps[2] != map(batch, batch + 1))
-    return std::nullopt;
-  return batch;
+  return matmulBatchLoops(op, /*broadcast=*/false);
 }
 
 int64_t tessel::mmaElementBytes(linalg::LinalgOp op) {
@@ -139,27 +116,11 @@ int64_t tessel::mmaElementBytes(linalg::LinalgOp op) {
 linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
                                             TilingInterface root,
                                             std::string &why) {
-  SmallVector<linalg::LinalgOp> contractions;
-  func.walk([&](linalg::LinalgOp op) {
-    if (linalg::isaContractionOpInterface(op))
-      contractions.push_back(op);
-  });
-  if (contractions.size() != 1) {
-    why = "the kernel has " + std::to_string(contractions.size()) +
-          " contractions; loop.mma takes exactly one";
+  linalg::LinalgOp contraction = findRootContraction(func, root, why);
+  if (!contraction)
     return {};
-  }
-  linalg::LinalgOp contraction = contractions.front();
-  // A kernel argument, maybe reshaped (x @ W on a 3-D x reads x collapsed
-  // to 2-D): a buffer of the host program, not computed in the kernel.
-  auto isArgument = [](Value v) {
-    while (isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
-        v.getDefiningOp()))
-      v = v.getDefiningOp()->getOperand(0);
-    return isa<BlockArgument>(v);
-  };
   if (!mmaBatchLoops(contraction) ||
-      !llvm::all_of(contraction.getDpsInputs(), isArgument)) {
+      !llvm::all_of(contraction.getDpsInputs(), isKernelArgument)) {
     why = "loop.mma takes a (batched) matmul of f16, bf16 or f32 kernel "
           "arguments into f32, A row-major (m, k) and B (k, n)";
     return {};
@@ -167,53 +128,6 @@ linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
   auto fill = contraction.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
   if (!fill || !fill.value().getDefiningOp<arith::ConstantOp>()) {
     why = "the contraction's accumulator is not filled with a constant";
-    return {};
-  }
-  if (root.getOperation() == contraction.getOperation())
-    return contraction;
-  // The epilogue: the generics after the contraction that read its result
-  // or an earlier one's, elementwise; the root must be the last of them.
-  Value result = contraction->getResult(0);
-  llvm::SmallPtrSet<Value, 4> tile = {result};
-  llvm::SmallPtrSet<Operation *, 4> chain;
-  Operation *last = nullptr;
-  unsigned loops = contraction.getNumParallelLoops();
-  for (Operation *op = contraction->getNextNode(); op; op = op->getNextNode()) {
-    auto generic = dyn_cast<linalg::GenericOp>(op);
-    if (!generic || !llvm::any_of(generic.getDpsInputs(),
-                                  [&](Value v) { return tile.contains(v); }))
-      continue;
-    bool elementwise = generic.getNumLoops() == loops &&
-                       generic.getNumParallelLoops() == loops &&
-                       generic.getNumDpsInits() == 1;
-    for (OpOperand *in : generic.getDpsInputOperands())
-      elementwise &= tile.contains(in->get())
-                         ? generic.getMatchingIndexingMap(in).isIdentity()
-                         : isArgument(in->get()) ||
-                               isa_and_present<arith::ConstantOp>(
-                                   in->get().getDefiningOp());
-    if (!elementwise)
-      break;
-    tile.insert(generic->getResult(0));
-    chain.insert(generic);
-    last = generic;
-  }
-  // Tile values are read by the chain or returned (maybe reshaped), never
-  // by other computation; the contraction's result is only read.
-  auto isReturned = [&](Operation *user) {
-    while (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
-           user->hasOneUse())
-      user = *user->getUsers().begin();
-    return isa<func::ReturnOp>(user);
-  };
-  bool contained = llvm::all_of(tile, [&](Value v) {
-    return llvm::all_of(v.getUsers(), [&](Operation *user) {
-      return chain.contains(user) || (v != result && isReturned(user));
-    });
-  });
-  if (last != root.getOperation() || !contained) {
-    why = "the kernel's root is not the contraction or an elementwise "
-          "epilogue of it over kernel arguments";
     return {};
   }
   return contraction;

@@ -11,6 +11,7 @@
 #include "passes/TileAndFuseRoot.h"
 #include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
+#include "passes/linalg/Contractions.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
 
@@ -167,13 +168,15 @@ LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
 LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
                                 TilingInterface root) {
   auto vectorize = *schedule.getBody().getOps<loop::VectorizeOp>().begin();
-  linalg::MatmulOp matmul = findVectorizableMatmul(func, root);
+  std::string why;
+  linalg::LinalgOp matmul = findVectorizableMatmul(func, root, why);
   if (!matmul)
     return vectorize.emitError("cannot apply to kernel '")
-           << schedule.getKernel()
-           << "': it takes the kernel's only matmul, of static shape, as its "
-           << "root or read at the identity by an elementwise root";
-  SmallVector<int64_t> tile = matmul.getStaticLoopRanges();
+           << schedule.getKernel() << "': " << why;
+  // The root's loops and the matmul's begin with the same batch, m and n.
+  unsigned batch = *matmulBatchLoops(matmul, /*broadcast=*/true);
+  SmallVector<int64_t> tile(
+      ArrayRef(matmul.getStaticLoopRanges()).drop_front(batch));
   const char *what[] = {"rows", "columns", "depth"};
   loop::TileOp parallelTile;
   for (auto t : schedule.getBody().getOps<loop::TileOp>()) {
@@ -184,13 +187,13 @@ LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
   }
   if (parallelTile) {
     SmallVector<int64_t> sizes = parallelTile.getResolvedSizes();
-    if (sizes.size() > 2 && sizes[2] != 0)
-      return parallelTile.emitError(sizeName(parallelTile, 2))
-             << " = " << sizes[2] << " tiles the matmul's K loop; "
+    if (sizes.size() > batch + 2 && sizes[batch + 2] != 0)
+      return parallelTile.emitError(sizeName(parallelTile, batch + 2))
+             << " = " << sizes[batch + 2] << " tiles the matmul's K loop; "
              << "loop.vectorize walks K itself (its depth)";
     for (unsigned i : {0u, 1u})
-      if (sizes[i] != 0)
-        tile[i] = std::min(tile[i], sizes[i]);
+      if (sizes[batch + i] != 0)
+        tile[i] = std::min(tile[i], sizes[batch + i]);
   }
   tile[2] = std::min(tile[2], vectorize.getResolvedDepth());
   for (auto [i, size] : llvm::enumerate(vectorize.getResolvedSizes()))

@@ -108,3 +108,35 @@ func.func private @indexed(%a: tensor<4x11xf32>) -> tensor<4xf32> attributes {te
 loop.schedule @indexed target "cpu" {
   loop.split_reduction lanes [8]
 }
+
+// -----
+
+// A batched matmul whose B is broadcast over the batch: tiles of two batch
+// indices, walked one at a time (scf.for), each a 2-D matmul of the batch
+// dims collapsed away, vectorized as any matmul.
+#bA = affine_map<(b, m, n, k) -> (b, m, k)>
+#bB = affine_map<(b, m, n, k) -> (k, n)>
+#bC = affine_map<(b, m, n, k) -> (b, m, n)>
+// CHECK-LABEL: func.func private @batched
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (3, 8, 32) step (2, 4, 16)
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: tensor.collapse_shape {{.*}} into tensor<4x16xf32>
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x4x16xf32>
+func.func private @batched(%a: tensor<3x8x16xf32>, %b: tensor<16x32xf32>) -> tensor<3x8x32xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x8x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<3x8x32xf32>) -> tensor<3x8x32xf32>
+  %0 = linalg.generic {indexing_maps = [#bA, #bB, #bC], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<3x8x16xf32>, tensor<16x32xf32>) outs(%f : tensor<3x8x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<3x8x32xf32>
+  return %0 : tensor<3x8x32xf32>
+}
+loop.schedule @batched target "cpu" {
+  loop.tile [2, 4, 16, 0] parallel
+  loop.vectorize [4, 16, 4] depth [16]
+}

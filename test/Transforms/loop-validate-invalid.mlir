@@ -425,7 +425,7 @@ func.func private @cpu_ew(%a: tensor<64x1000xf32>) -> tensor<64x1000xf32> attrib
 }
 loop.schedule @cpu_ew target "cpu" {
   loop.tile [4, 0] parallel
-  // expected-error @below {{cannot apply to kernel 'cpu_ew': it takes the kernel's only matmul, of static shape, as its root or read at the identity by an elementwise root}}
+  // expected-error @below {{cannot apply to kernel 'cpu_ew': the kernel has 0 contractions, not exactly one}}
   loop.vectorize [8, 16, 8] depth [32]
 }
 

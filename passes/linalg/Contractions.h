@@ -1,0 +1,44 @@
+//===- Contractions.h - the matmuls that schedules recognize --*- C++ -*-===//
+//
+// One definition, shared by the CPU (loop.vectorize) and GPU (loop.mma)
+// schedules, of a (batched) matmul and of a kernel whose root computes a
+// tile of one.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_PASSES_LINALG_CONTRACTIONS_H
+#define TESSEL_PASSES_LINALG_CONTRACTIONS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+#include <string>
+
+namespace tessel {
+
+/// Leading batch loops of a (batched) matmul, on tensors or buffers: a
+/// linalg.matmul (0), or a generic contraction over (batch..., m, n, k)
+/// reading A at (batch..., m, k) and B at (batch..., k, n) into C at
+/// (batch..., m, n). With `broadcast`, A and B may read only some of the
+/// batch loops (their broadcast dims dropped). Nothing otherwise.
+std::optional<unsigned> matmulBatchLoops(mlir::linalg::LinalgOp op,
+                                         bool broadcast);
+
+/// Whether `v` is a kernel argument, maybe reshaped (x @ W on a 3-D x reads
+/// x collapsed to 2-D): a buffer of the host program, not computed in the
+/// kernel.
+bool isKernelArgument(mlir::Value v);
+
+/// The contraction `root` computes a tile of: the kernel's only linalg
+/// contraction, when it is `root` itself or read at the identity by a chain
+/// of elementwise generics ending in `root`, whose other inputs are kernel
+/// arguments or constants, and whose values nothing else reads but the
+/// kernel's return. A tile of the root is then the same tile of the
+/// contraction. Null, with the reason in `why`, otherwise.
+mlir::linalg::LinalgOp findRootContraction(mlir::func::FuncOp func,
+                                           mlir::TilingInterface root,
+                                           std::string &why);
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_LINALG_CONTRACTIONS_H
