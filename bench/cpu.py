@@ -30,6 +30,7 @@ import numpy as np
 
 import tessel
 from tessel import ops
+from tessel.testing.fuzz import conv2d_reference
 
 try:
     import torch
@@ -60,7 +61,7 @@ class Workload:
     traced: Callable[..., tessel.Tensor]
     numpy: Callable[..., np.ndarray]
     torch: Callable[..., Any]
-    goal: Goal
+    goal: Optional[Goal]  # None: measured for the record, no goal set
     rtol: float
 
 
@@ -126,8 +127,9 @@ def _softmax_numpy(x: np.ndarray) -> np.ndarray:
 
 
 def workloads(quick: bool) -> list[Workload]:
-    """The issue's workloads, plus a matmul that no register block divides;
-    ``quick`` shrinks every shape for a smoke run."""
+    """The issue's workloads, plus a matmul that no register block divides,
+    a batched matmul (attention scores) and a convolution; ``quick`` shrinks
+    every shape for a smoke run."""
     rng = np.random.default_rng(0)
 
     def normal(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -138,6 +140,8 @@ def workloads(quick: bool) -> list[Workload]:
     rows, cols = (512, 256) if quick else (4096, 4096)
     ln_rows, ln_cols = (512, 256) if quick else (8192, 1024)
     batch, width, layers = (32, 128, 3) if quick else (256, 1024, 3)
+    heads, tokens, head_dim = (4, 37, 16) if quick else (12, 197, 64)  # ViT-B/16 attention
+    images, channels, side = (1, 16, 14) if quick else (8, 64, 56)  # a ResNet-50 stage-1 3x3 conv
     mlp_params = []
     for _ in range(layers):
         mlp_params += [normal(width, width, scale=width**-0.5), normal(width)]
@@ -169,6 +173,19 @@ def workloads(quick: bool) -> list[Workload]:
             numpy=lambda x: np.maximum(np.tanh(x * scale + shift), 0) * x,
             torch=lambda x: torch.relu(torch.tanh(x * scale + shift)) * x,
             goal=Goal("numpy", 2.0), rtol=1e-5,
+        ),
+        Workload(
+            f"attention scores {heads}x{tokens}x{head_dim}",
+            (normal(heads, tokens, head_dim), normal(heads, head_dim, tokens)),
+            traced=lambda q, k: q @ k, numpy=lambda q, k: q @ k, torch=lambda q, k: q @ k,
+            goal=Goal("numpy", 0.6), rtol=1e-4,
+        ),
+        Workload(
+            f"conv2d {images}x{channels}x{side}x{side} 3x3",
+            (normal(images, channels, side, side), normal(channels, channels, 3, 3, scale=(9 * channels) ** -0.5)),
+            traced=lambda x, w: ops.conv2d(x, w, padding=1),
+            numpy=lambda x, w: conv2d_reference(x, w, stride=1, padding=1, dilation=1, groups=1, layout="NCHW"),
+            torch=lambda x, w: torch.nn.functional.conv2d(x, w, padding=1), goal=None, rtol=1e-4,
         ),
         Workload(
             f"mlp {layers}x{width} batch {batch}", (normal(batch, width), *mlp_params),
@@ -218,7 +235,7 @@ def run(workload: Workload, budget_s: float, max_runs: int) -> Result:
     exe = tessel.compile(module, target="cpu")
     out, tessel_first = timed(lambda: exe(*workload.inputs))
     expected, numpy_first = timed(lambda: workload.numpy(*workload.inputs))
-    result = Result(workload.name, str(workload.goal), max_error(out, expected), trace_s * 1e3,
+    result = Result(workload.name, str(workload.goal or "none"), max_error(out, expected), trace_s * 1e3,
                     {stage: s * 1e3 for stage, s in exe.stage_seconds.items()})
     try:
         check(f"tessel vs numpy: {workload.name}", out, expected, workload.rtol)
@@ -235,7 +252,7 @@ def run(workload: Workload, budget_s: float, max_runs: int) -> Result:
             check(f"torch vs numpy: {workload.name}", out.numpy(), expected, workload.rtol)
             result.torch = time_calls(lambda: workload.torch(*args), torch_first, budget_s, max_runs)
         result.ratios["torch"] = result.torch.median_ms / result.tessel.median_ms
-    if workload.goal.peer in result.ratios:
+    if workload.goal and workload.goal.peer in result.ratios:
         result.goal_met = result.ratios[workload.goal.peer] >= workload.goal.ratio
     return result
 

@@ -158,6 +158,26 @@ def CpuApproximateMath : Pass<"cpu-approximate-math"> {
 // Schedules (loop dialect) and GPU code generation
 //===----------------------------------------------------------------------===//
 
+def LinalgIm2Col : Pass<"linalg-im2col", "mlir::func::FuncOp"> {
+  let summary = "Rewrite convolutions as im2col plus a (batched) matmul";
+  let description = [{
+    Runs on `tessel.kernel` functions on linalg tensors, after elementwise
+    fusion (which would fold the patches into every step of the matmul).
+    Each linalg.conv_2d_nchw_fchw and linalg.conv_2d_nhwc_hwcf of static
+    shape becomes a generic that gathers the input's patches ([N, OH*OW,
+    KH*KW*C] or [N, C*KH*KW, OH*OW], any strides and dilations) feeding a
+    batched matmul with the filter, reshaped back. Schedules then treat a
+    convolution as the matmul it is: tiling fuses the gather into each
+    tile, so patches are never materialized whole, and the CPU vectorizes
+    it as any matmul. Grouped convolutions (generics) are left as they are.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+}
+
 def LinalgSinkReshapes : Pass<"linalg-sink-reshapes", "mlir::func::FuncOp"> {
   let summary = "Move reshapes of kernel-computed values out to the kernel's results";
   let description = [{

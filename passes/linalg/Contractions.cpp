@@ -102,8 +102,10 @@ linalg::LinalgOp tessel::findRootContraction(func::FuncOp func,
     chain.insert(generic);
     last = generic;
   }
-  // Tile values are read by the chain or returned (maybe reshaped), never
-  // by other computation; the contraction's result is only read.
+  // Tile values are read by one op of the chain (tiling would fuse a value
+  // read twice once per reader, the contraction included) or returned
+  // (maybe reshaped), never by other computation; the contraction's result
+  // is only read.
   auto isReturned = [&](Operation *user) {
     while (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
            user->hasOneUse())
@@ -111,9 +113,14 @@ linalg::LinalgOp tessel::findRootContraction(func::FuncOp func,
     return isa<func::ReturnOp>(user);
   };
   bool contained = llvm::all_of(tile, [&](Value v) {
-    return llvm::all_of(v.getUsers(), [&](Operation *user) {
-      return chain.contains(user) || (v != result && isReturned(user));
-    });
+    llvm::SmallPtrSet<Operation *, 2> readers;
+    for (Operation *user : v.getUsers()) {
+      if (chain.contains(user))
+        readers.insert(user);
+      else if (v == result || !isReturned(user))
+        return false;
+    }
+    return readers.size() <= 1;
   });
   if (last != root.getOperation() || !contained) {
     why = "the kernel's root is not the contraction or an elementwise "

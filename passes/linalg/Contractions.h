@@ -32,9 +32,10 @@ bool isKernelArgument(mlir::Value v);
 /// The contraction `root` computes a tile of: the kernel's only linalg
 /// contraction, when it is `root` itself or read at the identity by a chain
 /// of elementwise generics ending in `root`, whose other inputs are kernel
-/// arguments or constants, and whose values nothing else reads but the
-/// kernel's return. A tile of the root is then the same tile of the
-/// contraction. Null, with the reason in `why`, otherwise.
+/// arguments or constants. Each value of the chain (the contraction's
+/// included) is read by one op of the chain at most, and otherwise only
+/// returned. A tile of the root is then the same tile of the contraction.
+/// Null, with the reason in `why`, otherwise.
 mlir::linalg::LinalgOp findRootContraction(mlir::func::FuncOp func,
                                            mlir::TilingInterface root,
                                            std::string &why);

@@ -363,13 +363,13 @@ def scale_exe():
 
 def test_contiguous_torch_tensors_are_passed_without_a_copy(scale_exe, monkeypatch):
     handed = []  # the data address of every buffer given to the engine
-    descriptor = cpu_backend.mlir_runtime.get_ranked_memref_descriptor
+    descriptor = cpu_backend._descriptor
 
     def recording(array):
         handed.append(array.ctypes.data)
         return descriptor(array)
 
-    monkeypatch.setattr(cpu_backend.mlir_runtime, "get_ranked_memref_descriptor", recording)
+    monkeypatch.setattr(cpu_backend, "_descriptor", recording)
     x, y = torch.randn(3, 4), torch.randn(3, 4)
     out = scale_exe(x, y)
     assert handed[:2] == [x.data_ptr(), y.data_ptr()]

@@ -355,6 +355,12 @@ CONV = [
     ("groups", (1, 4, 5, 5), (6, 2, 3, 1), dict(groups=2, padding=(0, 1, 2, 1))),
     ("1x1-size1", (1, 1, 1, 1), (1, 1, 1, 1), {}),
     ("nhwc", (2, 6, 5, 3), (3, 3, 3, 4), dict(layout="NHWC", padding=1, bias=(4,))),
+    # More output pixels than a default tile holds (128), in no multiple of
+    # it: edge tiles of the matmul that linalg-im2col makes, whose patches
+    # tiling must gather from the right input rows.
+    ("edge-tiles", (1, 4, 12, 12), (8, 4, 3, 3), dict(padding=1, bias=(8,))),
+    ("nhwc-edge-tiles", (1, 13, 11, 5), (3, 3, 5, 9), dict(layout="NHWC", padding=1)),
+    ("dilation2-edge-tiles", (2, 3, 20, 17), (5, 3, 3, 3), dict(dilation=2, stride=(1, 1))),
 ]
 for name, xs, ws, kw in CONV:
     for dtype in FLOATS:

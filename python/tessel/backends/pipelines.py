@@ -33,7 +33,7 @@ GRAPH = (
 LINALG = (
     "graph-to-linalg",
     "builtin.module(graph-to-linalg,canonicalize,cse,"
-    "func.func(cpu-fuse-elementwise,linalg-sink-reshapes),canonicalize,"
+    "func.func(cpu-fuse-elementwise,linalg-im2col,linalg-sink-reshapes),canonicalize,"
     "host-dedupe-kernel-results)",
 )
 

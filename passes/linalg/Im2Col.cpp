@@ -1,0 +1,175 @@
+//===- Im2Col.cpp - convolutions as im2col plus a matmul ------------------===//
+//
+// A convolution is a matmul of the filter with the input's patches. Said
+// so in linalg, it takes every schedule a matmul has (register blocks and
+// packing on the CPU), where the convolution's own seven-loop nest has
+// none.
+//
+// The patches are a generic that reads the input by tensor.extract at
+// indices computed from linalg.index, not through an indexing map: the
+// patch index decomposes with floordiv and mod, and tiling slices an
+// operand read through such a map wrongly (it takes the map's values at a
+// tile's corners as the slice's bounds, which mod does not respect).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_LINALGIM2COL
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+
+namespace {
+
+/// The indices of `index` in a row-major space of `extents`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value index,
+                               ArrayRef<int64_t> extents) {
+  SmallVector<Value> indices(extents.size());
+  for (int64_t i = extents.size() - 1; i >= 0; --i) {
+    Value extent = arith::ConstantIndexOp::create(b, loc, extents[i]);
+    indices[i] = i == 0 ? index : arith::RemUIOp::create(b, loc, index, extent);
+    if (i > 0)
+      index = arith::DivUIOp::create(b, loc, index, extent);
+  }
+  return indices;
+}
+
+/// `out * stride + tap * dilation`: the input row or column a tap reads.
+Value inputIndex(OpBuilder &b, Location loc, Value out, Value tap,
+                 int64_t stride, int64_t dilation) {
+  auto scaled = [&](Value v, int64_t factor) -> Value {
+    return arith::MulIOp::create(
+        b, loc, v, arith::ConstantIndexOp::create(b, loc, factor));
+  };
+  return arith::AddIOp::create(b, loc, scaled(out, stride),
+                               scaled(tap, dilation));
+}
+
+/// Rewrites `conv` (NCHW/FCHW or NHWC/HWCF, static shapes) as a generic
+/// gathering its patches and a batched-matmul generic, reshaped back.
+void rewriteAsMatmul(RewriterBase &rewriter, linalg::LinalgOp conv,
+                     bool nchw) {
+  Location loc = conv.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
+  Value init = conv.getDpsInits()[0];
+  auto inType = cast<RankedTensorType>(input.getType());
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  auto outType = cast<RankedTensorType>(init.getType());
+  auto attr = [&](StringRef name) {
+    return llvm::to_vector(
+        conv->getAttrOfType<DenseIntElementsAttr>(name).getValues<int64_t>());
+  };
+  SmallVector<int64_t> strides = attr("strides"), dilations = attr("dilations");
+  ArrayRef<int64_t> out = outType.getShape(), fs = filterType.getShape();
+  int64_t n = out[0];
+  int64_t oh = nchw ? out[2] : out[1], ow = nchw ? out[3] : out[2];
+  int64_t f = nchw ? out[1] : out[3];
+  int64_t kh = nchw ? fs[2] : fs[0], kw = nchw ? fs[3] : fs[1];
+  int64_t c = nchw ? fs[1] : fs[2];
+  int64_t patch = c * kh * kw, pixels = oh * ow;
+
+  // Patches: NHWC [N, OH*OW, KH*KW*C] (a row per output pixel), NCHW
+  // [N, C*KH*KW, OH*OW] (a column per output pixel).
+  SmallVector<int64_t> colsShape = nchw ? SmallVector<int64_t>{n, patch, pixels}
+                                        : SmallVector<int64_t>{n, pixels, patch};
+  Value empty = tensor::EmptyOp::create(rewriter, loc, colsShape,
+                                        inType.getElementType());
+  auto cols = linalg::GenericOp::create(
+      rewriter, loc, empty.getType(), ValueRange{}, ValueRange{empty},
+      SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(3)},
+      SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+      [&](OpBuilder &b, Location l, ValueRange) {
+        Value batch = linalg::IndexOp::create(b, l, 0);
+        Value pixel = linalg::IndexOp::create(b, l, nchw ? 2 : 1);
+        Value tap = linalg::IndexOp::create(b, l, nchw ? 1 : 2);
+        SmallVector<Value> p = delinearize(b, l, pixel, {oh, ow});
+        SmallVector<Value> t =
+            nchw ? delinearize(b, l, tap, {c, kh, kw})
+                 : delinearize(b, l, tap, {kh, kw, c});
+        Value channel = nchw ? t[0] : t[2];
+        Value row = inputIndex(b, l, p[0], nchw ? t[1] : t[0], strides[0],
+                               dilations[0]);
+        Value col = inputIndex(b, l, p[1], nchw ? t[2] : t[1], strides[1],
+                               dilations[1]);
+        SmallVector<Value> at =
+            nchw ? SmallVector<Value>{batch, channel, row, col}
+                 : SmallVector<Value>{batch, row, col, channel};
+        linalg::YieldOp::create(b, l,
+                                tensor::ExtractOp::create(b, l, input, at)
+                                    .getResult());
+      });
+
+  // The filter as a matrix: NHWC [KH*KW*C, F], NCHW [F, C*KH*KW]; the
+  // result with its pixels collapsed: [N, OH*OW, F] or [N, F, OH*OW].
+  SmallVector<ReassociationIndices> filterGroups =
+      nchw ? SmallVector<ReassociationIndices>{{0}, {1, 2, 3}}
+           : SmallVector<ReassociationIndices>{{0, 1, 2}, {3}};
+  SmallVector<ReassociationIndices> outGroups =
+      nchw ? SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}
+           : SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}};
+  Value matrix =
+      tensor::CollapseShapeOp::create(rewriter, loc, filter, filterGroups);
+  Value acc = tensor::CollapseShapeOp::create(rewriter, loc, init, outGroups);
+  // Loops (batch, m, n, k): NHWC m = pixels, n = F; NCHW m = F, n = pixels.
+  AffineExpr b, m, nn, k;
+  bindDims(ctx, b, m, nn, k);
+  Value lhs = nchw ? matrix : cols.getResult(0);
+  Value rhs = nchw ? cols.getResult(0) : matrix;
+  SmallVector<AffineMap> maps = {
+      nchw ? AffineMap::get(4, 0, {m, k}, ctx)
+           : AffineMap::get(4, 0, {b, m, k}, ctx),
+      nchw ? AffineMap::get(4, 0, {b, k, nn}, ctx)
+           : AffineMap::get(4, 0, {k, nn}, ctx),
+      AffineMap::get(4, 0, {b, m, nn}, ctx)};
+  Type accType = outType.getElementType();
+  auto matmul = linalg::GenericOp::create(
+      rewriter, loc, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
+      maps,
+      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+       utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value x = convertScalarToDtype(nb, l, args[0], accType,
+                                       /*isUnsignedCast=*/false);
+        Value y = convertScalarToDtype(nb, l, args[1], accType,
+                                       /*isUnsignedCast=*/false);
+        Value sum = isa<FloatType>(accType)
+                        ? Value(arith::AddFOp::create(
+                              nb, l, args[2], arith::MulFOp::create(nb, l, x, y)))
+                        : Value(arith::AddIOp::create(
+                              nb, l, args[2], arith::MulIOp::create(nb, l, x, y)));
+        linalg::YieldOp::create(nb, l, sum);
+      });
+  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+      conv, outType, matmul.getResult(0), outGroups);
+}
+
+struct LinalgIm2ColPass : tessel::impl::LinalgIm2ColBase<LinalgIm2ColPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func->hasAttr("tessel.kernel") || func.isExternal())
+      return;
+    SmallVector<std::pair<linalg::LinalgOp, bool>> convs;
+    func.walk([&](linalg::LinalgOp op) {
+      bool nchw = isa<linalg::Conv2DNchwFchwOp>(op);
+      if ((nchw || isa<linalg::Conv2DNhwcHwcfOp>(op)) &&
+          op.hasPureTensorSemantics() &&
+          !ShapedType::isDynamicShape(op.getStaticLoopRanges()))
+        convs.emplace_back(op, nchw);
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto [conv, nchw] : convs) {
+      rewriter.setInsertionPoint(conv);
+      rewriteAsMatmul(rewriter, conv, nchw);
+    }
+  }
+};
+
+} // namespace
