@@ -241,13 +241,13 @@ def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
   let description = [{
     For CPU schedules of (batched) matmul kernels, after a
     `loop.tile ... parallel` (or alone, for the whole matmul): the tile's
-    matmul, one batch index at a time, walks K in cache blocks of `depth`
-    (the A and B blocks of a step are first copied into contiguous buffers,
-    sparing a TLB miss per row), and each block in register blocks of
-    `sizes` = (rows, columns, depth), each one `vector.contract` lowered to
-    outer products, whose accumulator stays in registers across the depth
-    loop. A tile that the sizes do not divide is padded with zeros; a size
-    larger than the tile is rejected.
+    matmul, one batch index at a time, walks K in equal cache blocks of at
+    most `depth` (the A and B blocks of a step are first copied into
+    contiguous buffers, sparing a TLB miss per row), and each block in
+    register blocks of `sizes` = (rows, columns, depth), each one
+    `vector.contract` lowered to outer products, whose accumulator stays in
+    registers across the depth loop. A tile that the sizes do not divide is
+    padded with zeros; a size larger than the tile is rejected.
     ```mlir
     loop.vectorize [%reg_m, %reg_n, %reg_k] depth [%block_k]
     ```

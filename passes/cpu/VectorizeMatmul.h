@@ -17,14 +17,14 @@ namespace tessel {
 
 /// Tiles the (batched) matmul `op` (on tensors, of static K; batch loops
 /// are walked one index at a time, each a 2-D linalg.matmul) with scf.for
-/// along K into cache blocks of `depth` (when smaller than K; the A and B
-/// blocks of a step are copied into contiguous tensors), then into register
-/// blocks of `registerTile` = (rows, columns, depth), each vectorized into a
-/// vector.contract whose accumulator is hoisted out of the depth loop. A
-/// tile that these do not divide, or of dynamic rows or columns (the edge of
-/// a tiling that does not divide the matmul), is first padded with zeros to
-/// static multiples of them (K blocks of `depth` rounded up to whole
-/// register blocks). Emits an error and fails when it cannot.
+/// along K into cache blocks of at most `depth` (equal ones, rounded up to
+/// whole register blocks; the A and B blocks of a step are copied into
+/// contiguous tensors), then into register blocks of `registerTile` =
+/// (rows, columns, depth), each vectorized into a vector.contract whose
+/// accumulator is hoisted out of the depth loop. A tile that these do not
+/// divide, or of dynamic rows or columns (the edge of a tiling that does not
+/// divide the matmul), is first padded with zeros to static multiples of
+/// them. Emits an error and fails when it cannot.
 mlir::LogicalResult vectorizeMatmul(mlir::RewriterBase &rewriter,
                                     mlir::linalg::LinalgOp op, int64_t depth,
                                     llvm::ArrayRef<int64_t> registerTile);

@@ -53,19 +53,20 @@ loop.schedule @whole target "cpu" {
 
 // -----
 
-// Tiles that do not divide the matmul (10x20, K 24, in 8x16 tiles and K
-// blocks of 16) are padded with zeros to static blocks: rows to a multiple
-// of the register block's 4, columns to 16, K to the K block's 32; the
-// result is the unpadded slice of the padded tile.
+// Tiles that do not divide the matmul (10x20 in 8x16 tiles) are padded
+// with zeros to static blocks: rows to a multiple of the register block's
+// 4, columns to 16; the result is the unpadded slice of the padded tile.
+// K = 24 in blocks of at most 16 is two equal blocks of 12, which need no
+// padding (blocks of 16 would pad K to 32).
 // CHECK-LABEL: func.func private @edges
 // CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) = (0, 0) to (10, 20) step (8, 16)
 // CHECK: %[[M:.*]] = affine.min
 // CHECK: %[[N:.*]] = affine.min
 // CHECK: tensor.pad
-// CHECK: } : tensor<?x24xf32> to tensor<8x32xf32>
+// CHECK: } : tensor<?x24xf32> to tensor<8x24xf32>
 // CHECK: tensor.pad
-// CHECK: } : tensor<24x?xf32> to tensor<32x16xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c16
+// CHECK: } : tensor<24x?xf32> to tensor<24x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
 // CHECK: %[[OUT:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<8x16xf32> to tensor<?x?xf32>
 // CHECK: tensor.parallel_insert_slice %[[OUT]] into %{{.*}}[%[[I]], %[[J]]] [%[[M]], %[[N]]]
