@@ -8,12 +8,12 @@
 
 #include "dialects/graph/Graph.h"
 #include "passes/Passes.h"
+#include "passes/linalg/Contractions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineMap.h"
-#include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -427,24 +427,14 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
       SmallVector<utils::IteratorType> iterators(
           rank, utils::IteratorType::parallel);
       iterators.push_back(utils::IteratorType::reduction);
-      bool isFloat = isa<FloatType>(acc);
       product =
           linalg::GenericOp::create(
               rewriter, loc, accType, ValueRange{lhs, rhs}, init, maps,
               iterators,
               [&](OpBuilder &b, Location l, ValueRange args) {
-                Value a = args[0], c = args[1];
-                if (a.getType() != acc) {
-                  a = arith::ExtFOp::create(b, l, acc, a);
-                  c = arith::ExtFOp::create(b, l, acc, c);
-                }
-                Value sum =
-                    isFloat
-                        ? Value(arith::AddFOp::create(
-                              b, l, args[2], arith::MulFOp::create(b, l, a, c)))
-                        : Value(arith::AddIOp::create(
-                              b, l, args[2], arith::MulIOp::create(b, l, a, c)));
-                linalg::YieldOp::create(b, l, sum);
+                linalg::YieldOp::create(
+                    b, l,
+                    tessel::multiplyAccumulate(b, l, args[0], args[1], args[2]));
               })
               .getResult(0);
     }
@@ -853,19 +843,13 @@ struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
     SmallVector<It> iterators = {It::parallel, It::parallel, It::parallel,
                                  It::parallel, It::parallel, It::reduction,
                                  It::reduction, It::reduction};
-    Type acc = outType.getElementType();
     Value conv =
         linalg::GenericOp::create(
             b, loc, o.getType(), ValueRange{in, w}, o, maps, iterators,
             [&](OpBuilder &nb, Location l, ValueRange args) {
-              Value x = convertScalar(nb, l, args[0], acc);
-              Value y = convertScalar(nb, l, args[1], acc);
-              Value r = isa<FloatType>(acc)
-                            ? Value(arith::AddFOp::create(
-                                  nb, l, args[2], arith::MulFOp::create(nb, l, x, y)))
-                            : Value(arith::AddIOp::create(
-                                  nb, l, args[2], arith::MulIOp::create(nb, l, x, y)));
-              linalg::YieldOp::create(nb, l, r);
+              linalg::YieldOp::create(
+                  nb, l,
+                  tessel::multiplyAccumulate(nb, l, args[0], args[1], args[2]));
             })
             .getResult(0);
     SmallVector<ReassociationIndices> merge =

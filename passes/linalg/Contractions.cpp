@@ -3,6 +3,7 @@
 #include "passes/linalg/Contractions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -50,6 +51,18 @@ std::optional<unsigned> tessel::matmulBatchLoops(linalg::LinalgOp op,
       !matches(maps[2], batch, batch + 1, false))
     return std::nullopt;
   return batch;
+}
+
+Value tessel::multiplyAccumulate(OpBuilder &b, Location loc, Value lhs,
+                                 Value rhs, Value acc) {
+  Type type = acc.getType();
+  Value x = convertScalarToDtype(b, loc, lhs, type, /*isUnsignedCast=*/false);
+  Value y = convertScalarToDtype(b, loc, rhs, type, /*isUnsignedCast=*/false);
+  if (isa<FloatType>(type))
+    return arith::AddFOp::create(b, loc, acc,
+                                 arith::MulFOp::create(b, loc, x, y));
+  return arith::AddIOp::create(b, loc, acc,
+                               arith::MulIOp::create(b, loc, x, y));
 }
 
 bool tessel::isKernelArgument(Value v) {

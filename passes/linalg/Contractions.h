@@ -24,6 +24,13 @@ namespace tessel {
 std::optional<unsigned> matmulBatchLoops(mlir::linalg::LinalgOp op,
                                          bool broadcast);
 
+/// `acc + lhs * rhs` in the type of `acc`, the factors converted to it
+/// first (f16 and bf16 extended to f32, integers sign-extended): the body of
+/// a contraction generic.
+mlir::Value multiplyAccumulate(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value lhs, mlir::Value rhs,
+                               mlir::Value acc);
+
 /// Whether `v` is a kernel argument, maybe reshaped (x @ W on a 3-D x reads
 /// x collapsed to 2-D): a buffer of the host program, not computed in the
 /// kernel.

@@ -14,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/linalg/Contractions.h"
 
-#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -71,7 +71,6 @@ void rewriteAsMatmul(RewriterBase &rewriter, linalg::LinalgOp conv,
   ArrayRef<int64_t> out = outType.getShape(), fs = filterType.getShape();
   int64_t n = out[0];
   int64_t oh = nchw ? out[2] : out[1], ow = nchw ? out[3] : out[2];
-  int64_t f = nchw ? out[1] : out[3];
   int64_t kh = nchw ? fs[2] : fs[0], kw = nchw ? fs[3] : fs[1];
   int64_t c = nchw ? fs[1] : fs[2];
   int64_t patch = c * kh * kw, pixels = oh * ow;
@@ -129,23 +128,15 @@ void rewriteAsMatmul(RewriterBase &rewriter, linalg::LinalgOp conv,
       nchw ? AffineMap::get(4, 0, {b, k, nn}, ctx)
            : AffineMap::get(4, 0, {k, nn}, ctx),
       AffineMap::get(4, 0, {b, m, nn}, ctx)};
-  Type accType = outType.getElementType();
   auto matmul = linalg::GenericOp::create(
       rewriter, loc, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
       maps,
       {utils::IteratorType::parallel, utils::IteratorType::parallel,
        utils::IteratorType::parallel, utils::IteratorType::reduction},
       [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value x = convertScalarToDtype(nb, l, args[0], accType,
-                                       /*isUnsignedCast=*/false);
-        Value y = convertScalarToDtype(nb, l, args[1], accType,
-                                       /*isUnsignedCast=*/false);
-        Value sum = isa<FloatType>(accType)
-                        ? Value(arith::AddFOp::create(
-                              nb, l, args[2], arith::MulFOp::create(nb, l, x, y)))
-                        : Value(arith::AddIOp::create(
-                              nb, l, args[2], arith::MulIOp::create(nb, l, x, y)));
-        linalg::YieldOp::create(nb, l, sum);
+        linalg::YieldOp::create(nb, l,
+                                tessel::multiplyAccumulate(nb, l, args[0],
+                                                           args[1], args[2]));
       });
   rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
       conv, outType, matmul.getResult(0), outGroups);
