@@ -196,13 +196,13 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
     return op.emitError("loop.vectorize needs a matmul on tensors of static "
                         "depth (K); this tile is ")
            << op->getResult(0).getType();
-  // K blocks of `depth` rounded up to whole register blocks.
   // K in as few blocks of at most `depth` as cover it, of equal size
   // rounded up to whole register blocks: padding K to a multiple of
   // `depth` itself would add up to a block of zeros (K = 576 in blocks of
   // 256: 768, a third more work; in blocks of 192: none).
   int64_t blocks = llvm::divideCeil(k, depth);
-  int64_t blockK = llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
+  int64_t blockK =
+      llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
   FailureOr<linalg::MatmulOp> padded =
       padTo(rewriter, op, {registerTile[0], registerTile[1], blockK});
   if (failed(padded))
