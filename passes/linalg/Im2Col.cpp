@@ -63,11 +63,22 @@ void rewriteAsMatmul(RewriterBase &rewriter, linalg::LinalgOp conv,
   auto inType = cast<RankedTensorType>(input.getType());
   auto filterType = cast<RankedTensorType>(filter.getType());
   auto outType = cast<RankedTensorType>(init.getType());
-  auto attr = [&](StringRef name) {
-    return llvm::to_vector(
-        conv->getAttrOfType<DenseIntElementsAttr>(name).getValues<int64_t>());
-  };
-  SmallVector<int64_t> strides = attr("strides"), dilations = attr("dilations");
+  // Through the ops' accessors: text may leave out these attributes, which
+  // then take their default of ones.
+  DenseIntElementsAttr stridesAttr, dilationsAttr;
+  if (nchw) {
+    auto op = cast<linalg::Conv2DNchwFchwOp>(conv.getOperation());
+    stridesAttr = op.getStrides();
+    dilationsAttr = op.getDilations();
+  } else {
+    auto op = cast<linalg::Conv2DNhwcHwcfOp>(conv.getOperation());
+    stridesAttr = op.getStrides();
+    dilationsAttr = op.getDilations();
+  }
+  SmallVector<int64_t> strides =
+      llvm::to_vector(stridesAttr.getValues<int64_t>());
+  SmallVector<int64_t> dilations =
+      llvm::to_vector(dilationsAttr.getValues<int64_t>());
   ArrayRef<int64_t> out = outType.getShape(), fs = filterType.getShape();
   int64_t n = out[0];
   int64_t oh = nchw ? out[2] : out[1], ow = nchw ? out[3] : out[2];

@@ -3,7 +3,7 @@
 // An NHWC convolution becomes the gather of its input's 3x3x8 patches into
 // [N, OH*OW, KH*KW*C] (by tensor.extract, which tiling slices soundly) and
 // a batched matmul with the filter collapsed to [KH*KW*C, F], expanded back
-// to NHWC.
+// to NHWC. Strides and dilations left out of the text are ones.
 // CHECK-LABEL: func.func private @nhwc
 // CHECK: %[[COLS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x36x72xf32>)
 // CHECK: linalg.index 0
@@ -16,7 +16,7 @@ func.func private @nhwc(%x: tensor<2x8x8x8xf32>, %w: tensor<3x3x8x16xf32>) -> te
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<2x6x6x16xf32>
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x6x6x16xf32>) -> tensor<2x6x6x16xf32>
-  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+  %c = linalg.conv_2d_nhwc_hwcf
       ins(%x, %w : tensor<2x8x8x8xf32>, tensor<3x3x8x16xf32>) outs(%f : tensor<2x6x6x16xf32>) -> tensor<2x6x6x16xf32>
   return %c : tensor<2x6x6x16xf32>
 }
