@@ -56,3 +56,16 @@ func.func private @dilated(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x4xf32>) -> 
       ins(%x, %w : tensor<1x8x8x4xf32>, tensor<3x3x4x4xf32>) outs(%f : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
   return %c : tensor<1x4x4x4xf32>
 }
+
+// -----
+
+// A convolution of dynamic shape has no static patch matrix: it is left as
+// it is (its schedule blocks the convolution's own loops).
+// CHECK-LABEL: func.func private @dynamic
+// CHECK: linalg.conv_2d_nhwc_hwcf
+// CHECK-NOT: tensor.extract
+func.func private @dynamic(%x: tensor<?x8x8x4xf32>, %w: tensor<3x3x4x4xf32>, %o: tensor<?x6x6x4xf32>) -> tensor<?x6x6x4xf32> attributes {tessel.kernel = "contraction"} {
+  %c = linalg.conv_2d_nhwc_hwcf
+      ins(%x, %w : tensor<?x8x8x4xf32>, tensor<3x3x4x4xf32>) outs(%o : tensor<?x6x6x4xf32>) -> tensor<?x6x6x4xf32>
+  return %c : tensor<?x6x6x4xf32>
+}
