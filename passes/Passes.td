@@ -237,7 +237,11 @@ def LoopApplySchedules : Pass<"loop-apply-schedule", "mlir::ModuleOp"> {
     kernel's root op on tensors: `loop.tile` with a mapping tiles into an
     scf.forall carrying that mapping (#gpu.block, #gpu.warp, #gpu.thread),
     with `parallel` into an scf.forall without one, otherwise into scf.for
-    loops; every linalg producer is fused into each tile. `loop.vectorize`
+    loops; every linalg producer is fused into each tile. `loop.split_k`
+    first splits the kernel's contraction into partial products over parts
+    of K, which the levels tile (the part loop one index per tile of the
+    first parallel level), and their sum, which gets the target's pointwise
+    tiling. `loop.vectorize`
     register-blocks and vectorizes the tile's matmul; loop.mma and
     loop.warp_reduce mark ops for the GPU passes after bufferization. The
     schedule op is erased once applied. Run loop-validate first.

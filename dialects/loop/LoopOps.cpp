@@ -278,5 +278,14 @@ LogicalResult SplitReductionOp::verify() {
   return success();
 }
 
+LogicalResult SplitKOp::verify() {
+  if (failed(verifyList(*this, "part count", "part count", getDynamicParts(),
+                        getStaticParts(), 1)))
+    return failure();
+  if (getResolvedParts() < 1)
+    return emitOpError("needs at least one part");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/loop/LoopOps.cpp.inc"

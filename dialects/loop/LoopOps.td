@@ -297,4 +297,35 @@ def Loop_SplitReductionOp : Loop_ValuesOp<"split_reduction"> {
   }];
 }
 
+def Loop_SplitKOp : Loop_ValuesOp<"split_k"> {
+  let summary = "Splits the contraction's K loop into parts computed in parallel";
+  let description = [{
+    For matmul kernels (maybe batched, maybe under an elementwise
+    epilogue) whose M x N tiles are too few to occupy the machine: the
+    contraction's K loop is cut into `parts` equal parts (a part count must
+    divide K), each computing an f32 partial product in parallel (an extra
+    parallel loop, one part per tile of the first parallel or block-level
+    `loop.tile`; grid z on GPUs) into a workspace of `parts x M x N`. A
+    second loop nest then sums the parts into the result and runs the
+    epilogue, tiled like an elementwise kernel of the target. The
+    schedule's `loop.tile` sizes stay those of the kernel's root loops; its
+    other primitives (`loop.vectorize`, `loop.mma`) apply to the partial
+    products, with K the part's length. One part leaves the kernel as it
+    is.
+    ```mlir
+    loop.split_k parts [%parts]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_parts,
+                       DenseI64ArrayAttr:$static_parts);
+  let assemblyFormat = [{
+    `parts` custom<DynamicIndexList>($dynamic_parts, $static_parts) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedParts() {
+      return resolveValues(getDynamicParts(), getStaticParts()).front();
+    }
+  }];
+}
+
 #endif // TESSEL_LOOP_OPS

@@ -49,7 +49,31 @@ struct MmaMatch {
   // ones read it or earlier ones' outputs, all at the same point.
   SmallVector<linalg::GenericOp> epilogue;
   memref::AllocOp accumulator; // the f32 tile when the epilogue consumes it
+  Value lhs, rhs;              // A and B as [batch..., rows, cols] views
 };
+
+/// Input `i` of `contraction` (with `batch` batch loops) as a view whose
+/// batch dims come first (batch..., row, col): A split along K (read at
+/// (m, part, k)) becomes a transposed view [part, m, k]; others are
+/// returned as they are.
+Value batchLeading(OpBuilder &b, linalg::LinalgOp contraction, unsigned batch,
+                   unsigned i) {
+  OpOperand *input = contraction.getDpsInputOperands()[i];
+  AffineMap map = contraction.getMatchingIndexingMap(input);
+  SmallVector<unsigned> order = llvm::to_vector(
+      llvm::seq<unsigned>(0, map.getNumResults()));
+  auto key = [&](unsigned result) {
+    unsigned dim = map.getDimPosition(result);
+    return dim < batch ? dim : batch + result;
+  };
+  llvm::stable_sort(order,
+                    [&](unsigned x, unsigned y) { return key(x) < key(y); });
+  if (llvm::is_sorted(order))
+    return input->get();
+  return memref::TransposeOp::create(
+      b, contraction.getLoc(), input->get(),
+      AffineMapAttr::get(AffineMap::getPermutationMap(order, b.getContext())));
+}
 
 /// Whether `v` is a memref with unit inner stride (16-byte copies and
 /// ldmatrix rows need contiguous rows).
@@ -155,7 +179,7 @@ public:
     laneCol = apply((d0 % 4) * 2, lane);
     // A block tile at the edge of M or N has fewer rows or columns than
     // the schedule's (dynamic sizes); the last K step may be partial.
-    Value a = m.contraction.getDpsInputs()[0], bMat = m.contraction.getDpsInputs()[1];
+    Value a = m.lhs, bMat = m.rhs;
     validRows = memref::DimOp::create(b, loc, a, m.batch);
     validCols = memref::DimOp::create(b, loc, bMat, m.batch + 1);
     partialRows = cast<MemRefType>(a.getType()).isDynamicDim(m.batch);
@@ -313,8 +337,8 @@ private:
             b.getIndexAttr(c.copyElements()), count, b.getUnitAttr()));
       }
     };
-    copy(m.contraction.getDpsInputs()[0], smA, c.bm, c.bk, /*kRows=*/false);
-    copy(m.contraction.getDpsInputs()[1], smB, c.bk, c.bn, /*kRows=*/true);
+    copy(m.lhs, smA, c.bm, c.bk, /*kRows=*/false);
+    copy(m.rhs, smB, c.bk, c.bn, /*kRows=*/true);
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   }
@@ -520,7 +544,10 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   if (failed(matched))
     return failure();
   MmaMatch &m = *matched;
-  auto aType = cast<MemRefType>(contraction.getDpsInputs()[0].getType());
+  OpBuilder views(contraction);
+  m.lhs = batchLeading(views, contraction, m.batch, 0);
+  m.rhs = batchLeading(views, contraction, m.batch, 1);
+  auto aType = cast<MemRefType>(m.lhs.getType());
   auto accType = cast<MemRefType>(contraction.getDpsInits()[0].getType());
   if (aType.isDynamicDim(m.batch + 1) ||
       llvm::any_of(accType.getShape().take_front(m.batch), ShapedType::isDynamic))

@@ -25,25 +25,37 @@ std::optional<unsigned> tessel::matmulBatchLoops(linalg::LinalgOp op,
     if (iterators[i] != utils::IteratorType::parallel)
       return std::nullopt;
   // Dims: batch..., m = batch, n = batch + 1, k = batch + 2. With
-  // `broadcast`, an operand reads some of the batch loops, in order.
+  // `broadcast`, an operand reads some of the batch loops. Batch dims come
+  // in order; an operand may read them after its row too (A split along K
+  // by loop.split_k reads (m, part, k)), as long as its column is last.
   auto matches = [&](AffineMap map, unsigned row, unsigned col,
                      bool isOperand) {
     unsigned results = map.getNumResults();
     if (results < 2 || results > batch + 2 ||
         (results != batch + 2 && !(isOperand && broadcast)) ||
-        map.getResult(results - 2) != getAffineDimExpr(row, op.getContext()) ||
         map.getResult(results - 1) != getAffineDimExpr(col, op.getContext()))
       return false;
     int64_t previous = -1;
-    for (unsigned i = 0; i + 2 < results; ++i) {
+    unsigned batchRead = 0;
+    bool rowRead = false;
+    for (unsigned i = 0; i + 1 < results; ++i) {
       auto dim = dyn_cast<AffineDimExpr>(map.getResult(i));
-      if (!dim || dim.getPosition() >= batch ||
+      if (!dim)
+        return false;
+      if (dim.getPosition() == row) {
+        if (rowRead || (!isOperand && i + 2 != results))
+          return false;
+        rowRead = true;
+        continue;
+      }
+      if (dim.getPosition() >= batch ||
           static_cast<int64_t>(dim.getPosition()) <= previous ||
-          (!broadcast && dim.getPosition() != i))
+          (!broadcast && dim.getPosition() != batchRead))
         return false;
       previous = dim.getPosition();
+      ++batchRead;
     }
-    return true;
+    return rowRead;
   };
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
   if (!matches(maps[0], batch, batch + 2, true) ||

@@ -19,8 +19,10 @@ namespace tessel {
 /// Leading batch loops of a (batched) matmul, on tensors or buffers: a
 /// linalg.matmul (0), or a generic contraction over (batch..., m, n, k)
 /// reading A at (batch..., m, k) and B at (batch..., k, n) into C at
-/// (batch..., m, n). With `broadcast`, A and B may read only some of the
-/// batch loops (their broadcast dims dropped). Nothing otherwise.
+/// (batch..., m, n); A and B may also read batch dims after their row
+/// (A at (m, part, k) after loop.split_k). With `broadcast`, A and B may
+/// read only some of the batch loops (their broadcast dims dropped).
+/// Nothing otherwise.
 std::optional<unsigned> matmulBatchLoops(mlir::linalg::LinalgOp op,
                                          bool broadcast);
 

@@ -3,7 +3,9 @@
 // Each loop.tile of a schedule tiles the kernel's current root (the tiled
 // root of the previous level) and fuses its producers, so the levels nest:
 // blocks, then warps or threads, then sequential loops (on the CPU: parallel
-// tiles). loop.vectorize then vectorizes the tile's matmul and
+// tiles). loop.split_k first splits the root's contraction into partial
+// products, which the levels then tile, and their sum, tiled on its own.
+// loop.vectorize then vectorizes the tile's matmul and
 // loop.split_reduction its reductions; loop.mma and
 // loop.warp_reduce become attributes for the GPU passes after bufferization.
 //
@@ -14,6 +16,9 @@
 #include "passes/TileAndFuseRoot.h"
 #include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
+#include "passes/linalg/Contractions.h"
+#include "passes/linalg/SplitK.h"
+#include "passes/loop/DefaultSchedule.h"
 #include "passes/loop/MmaConfig.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -57,9 +62,129 @@ linalg::LinalgOp findTiledContraction(TilingInterface root) {
   return found;
 }
 
+/// One loop.tile level, as sizes of some root's loops.
+struct Level {
+  Operation *origin; // the schedule op it comes from, for diagnostics
+  SmallVector<int64_t> sizes;
+  SmallVector<Attribute> mapping;
+  bool sequential;
+
+  bool isBlockLevel() const {
+    return !mapping.empty() && isa<gpu::GPUBlockMappingAttr>(mapping[0]);
+  }
+};
+
+/// Tiles `root` by `levels` in turn, each fusing its producers; returns the
+/// innermost tiled root. `returned` (the ops whose results leave the
+/// current tile) and `roots` follow the tiling.
+FailureOr<TilingInterface>
+tileLevels(RewriterBase &rewriter, TilingInterface root, ArrayRef<Level> levels,
+           llvm::SmallPtrSetImpl<Operation *> &returned,
+           llvm::SmallPtrSetImpl<Operation *> &roots) {
+  for (const Level &level : levels) {
+    FailureOr<TilingInterface> tiled = tileAndFuseRoot(
+        rewriter, root, level.sizes, level.sequential, level.mapping, returned);
+    if (failed(tiled)) {
+      InFlightDiagnostic diag =
+          level.origin->emitError("could not tile the root");
+      diag.attachNote(root->getLoc()) << "root: " << root->getName();
+      return failure();
+    }
+    roots.erase(root.getOperation());
+    root = *tiled;
+    roots.insert(root.getOperation());
+    collectYieldedOps(root, returned);
+  }
+  return root;
+}
+
+/// The split of a loop.split_k: the sum's root and its own levels.
+struct SplitSum {
+  TilingInterface root;
+  SmallVector<Level> levels;
+};
+
+/// Carries out loop.split_k on the contraction `root` computes a tile of
+/// (splitK): `root` becomes the partial products and `levels` their
+/// levels, the part loop one index per tile of the first parallel level
+/// (on grid z for GPUs). Returns the sum (with the epilogue up to the old
+/// root) and its levels: the target's pointwise tiling on GPUs, the first
+/// parallel level on the CPU.
+FailureOr<SplitSum> splitContraction(RewriterBase &rewriter,
+                                     loop::ScheduleOp schedule,
+                                     loop::SplitKOp split,
+                                     TilingInterface &root,
+                                     SmallVector<Level> &levels) {
+  auto func = root->getParentOfType<func::FuncOp>();
+  std::string why;
+  linalg::LinalgOp contraction = findRootContraction(func, root, why);
+  if (!contraction)
+    return split.emitError("cannot apply to kernel '")
+           << schedule.getKernel() << "': " << why;
+  unsigned batch = *matmulBatchLoops(contraction, /*broadcast=*/true);
+  bool rootIsContraction = root.getOperation() == contraction.getOperation();
+  FailureOr<SplitK> parts =
+      splitK(rewriter, contraction, split.getResolvedParts());
+  if (failed(parts))
+    return failure();
+  SplitSum sum{rootIsContraction
+                   ? cast<TilingInterface>(parts->sum.getOperation())
+                   : root,
+               {}};
+  MLIRContext *ctx = rewriter.getContext();
+  bool gpu = schedule.getTarget() != "cpu";
+  size_t firstParallel = llvm::find_if(levels, [](const Level &level) {
+                           return !level.sequential;
+                         }) -
+                         levels.begin();
+  if (gpu) {
+    std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(
+        ctx, *staticLoopExtents(sum.root), sum.root.getLoopIteratorTypes(),
+        /*rowwise=*/false);
+    if (!tiling)
+      return split.emitError("found no parallel loop in the sum of the parts");
+    sum.levels = {
+        {split, tiling->blockSizes, tiling->blockMapping, false},
+        {split, tiling->threadSizes, tiling->threadMapping, false}};
+  } else if (firstParallel < levels.size()) {
+    // The sum's loops: (part, batch..., m, n) when it is the root.
+    SmallVector<int64_t> sizes(levels[firstParallel].sizes);
+    if (rootIsContraction) {
+      sizes.pop_back();
+      sizes.insert(sizes.begin(), 0);
+    }
+    sum.levels = {{levels[firstParallel].origin, sizes, {}, false}};
+  }
+  // The partial products' loops: batch..., part, m, n, k.
+  for (auto [i, level] : llvm::enumerate(levels)) {
+    if (!rootIsContraction)
+      level.sizes.push_back(0);
+    bool first = i == firstParallel;
+    if (first && !level.mapping.empty()) {
+      unsigned tiledBefore = llvm::count_if(
+          ArrayRef(level.sizes).take_front(batch),
+          [](int64_t size) { return size != 0; });
+      level.mapping.insert(
+          level.mapping.begin() + tiledBefore,
+          gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ));
+    }
+    level.sizes.insert(level.sizes.begin() + batch, first ? 1 : 0);
+  }
+  if (firstParallel == levels.size()) {
+    SmallVector<int64_t> sizes(batch + 4, 0);
+    sizes[batch] = 1;
+    levels.insert(levels.begin(), Level{split, sizes, {}, false});
+  }
+  root = cast<TilingInterface>(parts->partials.getOperation());
+  return sum;
+}
+
 /// Tensor-core primitives apply after bufferization (gpu-lower-mma): the
 /// contraction carries them as a `tessel.mma` attribute until then.
-LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root) {
+/// `levels` tile the contraction's loops (or the root's, which begin with
+/// them).
+LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root,
+                      ArrayRef<Level> levels) {
   auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
   linalg::LinalgOp contraction = findTiledContraction(root);
   if (!contraction)
@@ -78,10 +203,9 @@ LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root) {
   // of the forall are smaller.
   unsigned batch = *mmaBatchLoops(contraction);
   SmallVector<int64_t> block;
-  for (auto tile : schedule.getBody().getOps<loop::TileOp>())
-    if (tile.getMapping() &&
-        isa<gpu::GPUBlockMappingAttr>((*tile.getMapping())[0]))
-      block = tile.getResolvedSizes();
+  for (const Level &level : levels)
+    if (level.isBlockLevel())
+      block = level.sizes;
   SmallVector<int64_t> ranges = contraction.getStaticLoopRanges();
   auto blockSize = [&](unsigned loop) {
     return block.empty() || block[loop] == 0 ? ranges[loop] : block[loop];
@@ -137,6 +261,7 @@ struct LoopApplySchedulesPass
     for (auto &item : work)
       roots.insert(std::get<1>(item).getOperation());
     for (auto &[schedule, root, returned] : work) {
+      SmallVector<Level> levels;
       for (auto tile : schedule.getBody().getOps<loop::TileOp>()) {
         SmallVector<int64_t> sizes = tile.getResolvedSizes();
         if (sizes.size() != root.getLoopIteratorTypes().size()) {
@@ -148,20 +273,29 @@ struct LoopApplySchedulesPass
         SmallVector<Attribute> mapping;
         if (tile.getMapping())
           mapping = llvm::to_vector(*tile.getMapping());
-        FailureOr<TilingInterface> tiled =
-            tileAndFuseRoot(rewriter, root, sizes,
-                            /*sequential=*/mapping.empty() && !tile.getParallel(),
-                            mapping, returned);
-        if (failed(tiled)) {
-          InFlightDiagnostic diag = tile.emitError("could not tile the root");
-          diag.attachNote(root->getLoc()) << "root: " << root->getName();
-          return signalPassFailure();
-        }
-        roots.erase(root.getOperation());
-        root = *tiled;
-        roots.insert(root.getOperation());
-        collectYieldedOps(root, returned);
+        levels.push_back({tile, sizes, mapping,
+                          mapping.empty() && !tile.getParallel()});
       }
+      std::optional<SplitSum> sum;
+      for (auto split : schedule.getBody().getOps<loop::SplitKOp>()) {
+        if (split.getResolvedParts() == 1)
+          continue;
+        roots.erase(root.getOperation());
+        FailureOr<SplitSum> splitSum =
+            splitContraction(rewriter, schedule, split, root, levels);
+        if (failed(splitSum))
+          return signalPassFailure();
+        sum = *splitSum;
+        roots.insert(root.getOperation());
+        roots.insert(sum->root.getOperation());
+        // The partial products are not returned; the sum is.
+        returned.clear();
+      }
+      FailureOr<TilingInterface> tiled =
+          tileLevels(rewriter, root, levels, returned, roots);
+      if (failed(tiled))
+        return signalPassFailure();
+      root = *tiled;
       for (auto vectorize : schedule.getBody().getOps<loop::VectorizeOp>()) {
         linalg::LinalgOp matmul = findTiledContraction(root);
         if (!matmul) {
@@ -198,12 +332,19 @@ struct LoopApplySchedulesPass
             return signalPassFailure();
       }
       if (!schedule.getBody().getOps<loop::MmaOp>().empty() &&
-          failed(markMma(schedule, root)))
+          failed(markMma(schedule, root, levels)))
         return signalPassFailure();
       // gpu-distribute-rows carries out loop.warp_reduce on buffers.
       for (auto warpReduce : schedule.getBody().getOps<loop::WarpReduceOp>())
         root->setAttr(loop::kWarpReduceAttrName,
                       rewriter.getI64IntegerAttr(warpReduce.getResolvedThreads()));
+      if (sum) {
+        collectReturnedLinalgOps(sum->root->getParentOfType<func::FuncOp>(),
+                                 returned);
+        if (failed(tileLevels(rewriter, sum->root, sum->levels, returned,
+                              roots)))
+          return signalPassFailure();
+      }
       rewriter.eraseOp(schedule);
     }
   }

@@ -24,6 +24,7 @@
 #include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/linalg/Contractions.h"
+#include "passes/loop/DefaultSchedule.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
 
@@ -58,6 +59,9 @@ int64_t multiprocessors(StringRef target) {
 /// CPU tiles hold about this many points of the root's parallel loops: a
 /// softmax tile of whole rows then stays in L2 between its passes.
 constexpr int64_t kCpuTilePoints = 16384;
+/// Parallel tiles a CPU matmul should have at least (a few cores' worth):
+/// fewer, and its K is split (loop.split_k) when long enough.
+constexpr int64_t kCpuMinTiles = 4;
 
 /// Block sizes for a loop of `extent`: the powers of two in [lo, hi] below
 /// it, its divisors in [lo, hi], and `extent` itself when at most `hi`.
@@ -95,6 +99,27 @@ int64_t pick(ArrayRef<int64_t> choices, int64_t preferred) {
   return best;
 }
 
+/// Part counts of loop.split_k for a K of `depth`: those up to 16 that
+/// divide it into parts of at least `minPart`, whole multiples of `multiple`.
+SmallVector<int64_t> splitChoices(int64_t depth, int64_t minPart,
+                                  int64_t multiple) {
+  SmallVector<int64_t> found;
+  for (int64_t p = 1; p <= 16; p *= 2)
+    if (depth % p == 0 && depth / p >= minPart && (depth / p) % multiple == 0)
+      found.push_back(p);
+  return found;
+}
+
+/// The fewest parts of `choices` that give `tiles` tiles at least `wanted`
+/// parallel ones, each part keeping at least `minDepth` of K.
+int64_t defaultParts(ArrayRef<int64_t> choices, int64_t tiles, int64_t wanted,
+                     int64_t depth, int64_t minDepth) {
+  for (int64_t p : choices)
+    if (tiles * p >= wanted || depth / (2 * p) < minDepth)
+      return p;
+  return choices.back();
+}
+
 /// The block size of a loop of `n` points, at most `limit`: a divisor of
 /// `n` when one is at least half the limit (every block full), else the
 /// limit itself, the last block's surplus threads idle (gpu-map-kernels
@@ -107,6 +132,49 @@ int64_t blockSizeFor(int64_t n, int64_t limit) {
       return d;
   return limit;
 }
+
+} // namespace
+
+std::optional<PointwiseTiling>
+tessel::gpuPointwiseTiling(MLIRContext *ctx, ArrayRef<int64_t> extents,
+                           ArrayRef<utils::IteratorType> iterators,
+                           bool rowwise) {
+  // Unit loops (kept reduced dims) are skipped unless nothing else is left
+  // to distribute.
+  SmallVector<int64_t> parallel, unit;
+  for (int64_t d = extents.size() - 1; d >= 0; --d) {
+    if (iterators[d] != utils::IteratorType::parallel ||
+        (rowwise && d == static_cast<int64_t>(extents.size()) - 1))
+      continue;
+    (extents[d] == 1 ? unit : parallel).push_back(d);
+  }
+  if (parallel.empty() && !unit.empty())
+    parallel.push_back(unit.front());
+  if (parallel.empty())
+    return std::nullopt;
+  // Blocks: the innermost distributed loop in chunks of one block's
+  // threads, outer ones one index per block (at most 3 grid dims, so
+  // further outer loops stay whole within a block's thread).
+  int64_t perBlock = rowwise ? kRowsPerBlock : kThreadsPerBlock;
+  PointwiseTiling tiling;
+  tiling.blockSizes.assign(extents.size(), 0);
+  tiling.threadSizes.assign(extents.size(), 0);
+  for (auto [i, d] : llvm::enumerate(parallel)) {
+    if (i == 3)
+      break;
+    tiling.blockSizes[d] = i == 0 ? blockSizeFor(extents[d], perBlock) : 1;
+    tiling.blockMapping.push_back(
+        gpu::GPUBlockMappingAttr::get(ctx, kBlockIds[i]));
+  }
+  tiling.threadSizes[parallel.front()] = 1;
+  tiling.threadMapping.push_back(
+      gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX));
+  // Mapping entries follow the order of the tiled loops (outer first).
+  std::reverse(tiling.blockMapping.begin(), tiling.blockMapping.end());
+  return tiling;
+}
+
+namespace {
 
 struct LoopDefaultSchedulePass
     : tessel::impl::LoopDefaultScheduleBase<LoopDefaultSchedulePass> {
@@ -200,6 +268,19 @@ struct LoopDefaultSchedulePass
       SmallVector<int64_t> rnChoices = {1, 2, 4, 8, 16, 24, 32, 48, 64};
       SmallVector<int64_t> rkChoices = {1, 2, 4, 8, 16};
       createSchedule(sb, func, result);
+      // Parts of K computed in parallel when the blocks of the result are
+      // too few for the cores (a long K of a small result).
+      int64_t depth = matmul.getStaticLoopRanges()[batch + 2];
+      SmallVector<int64_t> parts = splitChoices(depth, 16, 1);
+      int64_t tiles = llvm::divideCeil(extents[batch], bm) *
+                      llvm::divideCeil(extents[batch + 1], bn);
+      for (int64_t b = 0; b < batch; ++b)
+        tiles *= extents[b];
+      Value vparts;
+      if (parts.size() > 1)
+        vparts = knob(sb, loc, "split_k",
+                      defaultParts(parts, tiles, kCpuMinTiles, depth, 512),
+                      parts);
       Value vbm = knob(sb, loc, "block_m", bm, bmChoices);
       Value vbn = knob(sb, loc, "block_n", bn, bnChoices);
       Value vbk = knob(sb, loc, "block_k", bk, bkChoices);
@@ -209,6 +290,9 @@ struct LoopDefaultSchedulePass
                        pick(rnChoices, std::min<int64_t>(16, bn)), rnChoices);
       Value vrk = knob(sb, loc, "reg_k",
                        pick(rkChoices, std::min<int64_t>(4, bk)), rkChoices);
+      if (vparts)
+        loop::SplitKOp::create(sb, loc, ValueRange{vparts},
+                               sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
       std::fill_n(sizes.begin(), batch, 1);
       sizes[batch] = sizes[batch + 1] = ShapedType::kDynamic;
       loop::TileOp::create(sb, loc, ValueRange{vbm, vbn},
@@ -344,6 +428,19 @@ struct LoopDefaultSchedulePass
     Value stages = mmaKnob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
     int64_t copy = best->copyElements();
     Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, copy, 2 * copy});
+    // K in parts on grid z when even the smallest tiles leave SMs idle and
+    // K is long (each part keeps at least 32 steps of 32). Batched
+    // contractions have grid z already.
+    SmallVector<int64_t> parts =
+        batch ? SmallVector<int64_t>{} : splitChoices(best->k, 16, copy);
+    if (parts.size() > 1) {
+      Value vparts = knob(sb, loc, "split_k",
+                          defaultParts(parts, best->blocks(),
+                                       multiprocessors(target), best->k, 1024),
+                          parts);
+      loop::SplitKOp::create(sb, loc, ValueRange{vparts},
+                             sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+    }
     SmallVector<int64_t> blockSizes(root.getLoopIteratorTypes().size(), 0);
     blockSizes[batch] = blockSizes[batch + 1] = ShapedType::kDynamic;
     SmallVector<Attribute> mapping;
@@ -434,54 +531,28 @@ struct LoopDefaultSchedulePass
     // The loops to distribute: parallel ones, innermost first. A reduction
     // kernel whose root is elementwise keeps its innermost loop whole
     // (the reduced rows of a softmax or layer_norm), so that the fused
-    // reductions are not recomputed per point. Unit loops (kept reduced
-    // dims) are skipped unless nothing else is left to distribute.
+    // reductions are not recomputed per point.
     bool rowwise = kind && kind.getValue() == "reduction" &&
                    llvm::all_of(iterators, [](utils::IteratorType it) {
                      return it == utils::IteratorType::parallel;
                    });
     if (rowwise && addWarpReduceSchedule(func, root, extents, result))
       return success();
-    SmallVector<int64_t> parallel, unit;
-    for (int64_t d = extents.size() - 1; d >= 0; --d) {
-      if (iterators[d] != utils::IteratorType::parallel ||
-          (rowwise && d == static_cast<int64_t>(extents.size()) - 1))
-        continue;
-      (extents[d] == 1 ? unit : parallel).push_back(d);
-    }
-    if (parallel.empty() && !unit.empty())
-      parallel.push_back(unit.front());
+    std::optional<PointwiseTiling> tiling =
+        gpuPointwiseTiling(ctx, extents, iterators, rowwise);
     // Nothing to distribute (a reduction to a scalar, a softmax over a
     // 1-D tensor): no schedule; gpu-map-kernels runs the kernel in one
     // thread.
-    if (parallel.empty())
+    if (!tiling)
       return success();
-    // Blocks: the innermost distributed loop in chunks of one block's
-    // threads, outer ones one index per block (at most 3 grid dims, so
-    // further outer loops stay whole within a block's thread).
-    int64_t perBlock = rowwise ? kRowsPerBlock : kThreadsPerBlock;
-    SmallVector<int64_t> blockSizes(extents.size(), 0),
-        threadSizes(extents.size(), 0);
-    SmallVector<Attribute> blockMapping;
-    for (auto [i, d] : llvm::enumerate(parallel)) {
-      if (i == 3)
-        break;
-      blockSizes[d] = i == 0 ? blockSizeFor(extents[d], perBlock) : 1;
-      blockMapping.push_back(gpu::GPUBlockMappingAttr::get(ctx, kBlockIds[i]));
-    }
-    threadSizes[parallel.front()] = 1;
-    // Mapping entries follow the order of the tiled loops (outer first).
-    std::reverse(blockMapping.begin(), blockMapping.end());
-
     OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
     createSchedule(sb, func, result);
     loop::TileOp::create(sb, func.getLoc(), ValueRange{},
-                         sb.getDenseI64ArrayAttr(blockSizes),
-                         sb.getArrayAttr(blockMapping));
-    loop::TileOp::create(
-        sb, func.getLoc(), ValueRange{}, sb.getDenseI64ArrayAttr(threadSizes),
-        sb.getArrayAttr({gpu::GPUThreadMappingAttr::get(
-            ctx, gpu::MappingId::DimX)}));
+                         sb.getDenseI64ArrayAttr(tiling->blockSizes),
+                         sb.getArrayAttr(tiling->blockMapping));
+    loop::TileOp::create(sb, func.getLoc(), ValueRange{},
+                         sb.getDenseI64ArrayAttr(tiling->threadSizes),
+                         sb.getArrayAttr(tiling->threadMapping));
     return success();
   }
 };

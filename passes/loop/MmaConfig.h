@@ -56,7 +56,8 @@ struct MmaConfig {
 /// Leading batch loops of a contraction loop.mma can compute (tensors or
 /// buffers): a linalg.matmul (0), or a generic over (batch..., m, n, k)
 /// reading A at (batch..., m, k) and B at (batch..., k, n) into C at
-/// (batch..., m, n); f16, bf16 or f32 (as tf32) inputs, f32 accumulator.
+/// (batch..., m, n), batch dims maybe after A's or B's row
+/// (matmulBatchLoops); f16, bf16 or f32 (as tf32) inputs, f32 accumulator.
 /// Nothing otherwise.
 std::optional<unsigned> mmaBatchLoops(mlir::linalg::LinalgOp op);
 

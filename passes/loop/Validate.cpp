@@ -72,7 +72,8 @@ LogicalResult checkOnlyBlockTile(loop::ScheduleOp schedule, Operation *primitive
 /// which are the contraction's batch, M and N loops (the root is the
 /// contraction or reads it at the identity).
 LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
-                          TilingInterface root, loop::TileOp blockTile) {
+                          TilingInterface root, loop::TileOp blockTile,
+                          int64_t parts) {
   auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
   if (failed(checkOnlyBlockTile(schedule, mma, blockTile)))
     return failure();
@@ -105,7 +106,7 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
   auto pipelines = schedule.getBody().getOps<loop::PipelineOp>();
   if (!pipelines.empty())
     stages = (*pipelines.begin()).getResolvedStages();
-  MmaConfig c{extents[batch],     extents[batch + 1], extents[batch + 2],
+  MmaConfig c{extents[batch],     extents[batch + 1], extents[batch + 2] / parts,
               block[batch],       block[batch + 1],   sizes[0],
               sizes[1],           sizes[2],           stages,
               promote.getResolvedPad(), elementBytes};
@@ -166,7 +167,7 @@ LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
 /// not divide are padded, but a block larger than its tile only computes
 /// padding).
 LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
-                                TilingInterface root) {
+                                TilingInterface root, int64_t parts) {
   auto vectorize = *schedule.getBody().getOps<loop::VectorizeOp>().begin();
   std::string why;
   linalg::LinalgOp matmul = findVectorizableMatmul(func, root, why);
@@ -195,7 +196,7 @@ LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
       if (sizes[batch + i] != 0)
         tile[i] = std::min(tile[i], sizes[batch + i]);
   }
-  tile[2] = std::min(tile[2], vectorize.getResolvedDepth());
+  tile[2] = std::min(tile[2] / parts, vectorize.getResolvedDepth());
   for (auto [i, size] : llvm::enumerate(vectorize.getResolvedSizes()))
     if (size > tile[i])
       return vectorize.emitError(valueName(vectorize.getDynamicSizes(),
@@ -235,6 +236,50 @@ LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
              << "' has no reduction over an innermost loop to split";
   }
   return success();
+}
+
+/// Checks loop.split_k: a (batched) matmul kernel whose K the part count
+/// divides; on GPUs, grid z free for the parts. Returns the part count.
+FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
+                                  TilingInterface root,
+                                  loop::TileOp blockTile) {
+  auto splits = schedule.getBody().getOps<loop::SplitKOp>();
+  if (splits.empty())
+    return 1;
+  if (std::next(splits.begin()) != splits.end())
+    return (*std::next(splits.begin())).emitError("splits K a second time");
+  loop::SplitKOp split = *splits.begin();
+  int64_t parts = split.getResolvedParts();
+  std::string name =
+      valueName(split.getDynamicParts(), split.getStaticParts(), 0, "parts");
+  std::string why;
+  linalg::LinalgOp contraction = findRootContraction(func, root, why);
+  if (!contraction)
+    return split.emitError("cannot apply to kernel '")
+           << schedule.getKernel() << "': " << why;
+  std::optional<unsigned> batch =
+      matmulBatchLoops(contraction, /*broadcast=*/true);
+  if (!batch || ShapedType::isDynamicShape(contraction.getStaticLoopRanges()))
+    return split.emitError("cannot apply to kernel '")
+           << schedule.getKernel() << "': its contraction is not a (batched) "
+           << "matmul of static shape, A (m, k) and B (k, n)";
+  int64_t depth = contraction.getStaticLoopRanges()[*batch + 2];
+  if (depth % parts != 0)
+    return split.emitError(name) << " = " << parts
+                                 << " does not divide the contraction's K = "
+                                 << depth;
+  if (schedule.getTarget() == "cpu" || parts == 1)
+    return parts;
+  if (parts > kMaxGridYZ)
+    return split.emitError(name) << " = " << parts << " parts go on grid z, "
+                                 << "whose limit is " << kMaxGridYZ;
+  if (blockTile)
+    for (Attribute id : *blockTile.getMapping())
+      if (cast<gpu::GPUBlockMappingAttr>(id).getBlock() ==
+          gpu::MappingId::DimZ)
+        return split.emitError("puts the parts on grid z, which the block "
+                               "tile already maps a loop to");
+  return parts;
 }
 
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
@@ -317,10 +362,13 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   }
   if (failed(validateSplitReduction(schedule, func)))
     return failure();
+  FailureOr<int64_t> parts = validateSplitK(schedule, func, root, blockTile);
+  if (failed(parts))
+    return failure();
   if (!schedule.getBody().getOps<loop::VectorizeOp>().empty())
-    return validateVectorize(schedule, func, root);
+    return validateVectorize(schedule, func, root, *parts);
   if (!schedule.getBody().getOps<loop::MmaOp>().empty())
-    return validateMma(schedule, func, root, blockTile);
+    return validateMma(schedule, func, root, blockTile, *parts);
   if (!schedule.getBody().getOps<loop::WarpReduceOp>().empty())
     return validateWarpReduce(schedule, func, root, blockTile, *maybeExtents);
   if (gpu && !blocks)

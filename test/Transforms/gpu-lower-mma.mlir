@@ -111,6 +111,41 @@ func.func private @batched(%p: memref<2x4x64x64xf16>, %v: memref<2x4x64x64xf16>,
 
 // -----
 
+// A part of a loop.split_k: A is read at (m, part, k) (its K expanded into
+// [parts, K / parts]); a transposed view puts the part first, so copies
+// index it like any batched operand.
+// CHECK-LABEL: func.func private @split
+// CHECK: %[[A:.*]] = memref.transpose %{{.*}} (d0, d1, d2) -> (d1, d0, d2)
+// CHECK: scf.forall (%{{.*}}) in (128) {
+// CHECK: nvgpu.device_async_copy %[[A]][%c0, %{{.*}}, %{{.*}}]
+// CHECK: nvgpu.mma.sync
+#a = affine_map<(p, m, n, k) -> (m, p, k)>
+#b = affine_map<(p, m, n, k) -> (p, k, n)>
+#c = affine_map<(p, m, n, k) -> (p, m, n)>
+func.func private @split(%a: memref<64x4x128xf16>, %b: memref<4x128x64xf16>, %ws: memref<4x64x64xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%p) in (4) {
+    %sa = memref.subview %a[0, %p, 0] [64, 1, 128] [1, 1, 1] : memref<64x4x128xf16> to memref<64x1x128xf16, strided<[512, 128, 1], offset: ?>>
+    %sb = memref.subview %b[%p, 0, 0] [1, 128, 64] [1, 1, 1] : memref<4x128x64xf16> to memref<1x128x64xf16, strided<[8192, 64, 1], offset: ?>>
+    %so = memref.subview %ws[%p, 0, 0] [1, 64, 64] [1, 1, 1] : memref<4x64x64xf32> to memref<1x64x64xf32, strided<[4096, 64, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<1x64x64xf32, strided<[4096, 64, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"],
+                    tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = "sm_90", warp = array<i64: 32, 32>}}
+        ins(%sa, %sb : memref<64x1x128xf16, strided<[512, 128, 1], offset: ?>>, memref<1x128x64xf16, strided<[8192, 64, 1], offset: ?>>)
+        outs(%so : memref<1x64x64xf32, strided<[4096, 64, 1], offset: ?>>) {
+    ^bb0(%x: f16, %y: f16, %acc: f32):
+      %xf = arith.extf %x : f16 to f32
+      %yf = arith.extf %y : f16 to f32
+      %prod = arith.mulf %xf, %yf : f32
+      %sum = arith.addf %acc, %prod : f32
+      linalg.yield %sum : f32
+    }
+  } {mapping = [#gpu.block<z>]}
+  return
+}
+
+// -----
+
 // An epilogue chain: bias + residual is a result, and its f32 cast (for a
 // following layer_norm) another; the cast reads the first in registers.
 // CHECK-LABEL: func.func private @chain

@@ -141,3 +141,44 @@ loop.schedule @batched target "cpu" {
   loop.tile [2, 4, 16, 0] parallel
   loop.vectorize [4, 16, 4] depth [16]
 }
+
+// -----
+
+// loop.split_k: K = 256 in 4 parts of 64. A and B read K as (part, k)
+// through expand_shapes; the parallel tiles of the partial products take
+// one part each (a third forall dim) and are vectorized with K = 64 (two
+// blocks of 32); the sum of the parts (the part loop outermost) and the
+// bias follow in a second forall of the same 16x16 tiles.
+// CHECK-LABEL: func.func private @split
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [20, 4, 64] : tensor<20x256xf32> into tensor<20x4x64xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [4, 64, 24] : tensor<256x24xf32> into tensor<4x64x24xf32>
+// CHECK: %[[WS:.*]] = tensor.empty() : tensor<4x20x24xf32>
+// CHECK: %[[PARTS:.*]] = scf.forall (%[[P:.*]], %[[I:.*]], %[[J:.*]]) = (0, 0, 0) to (4, 20, 24) step (1, 16, 16) shared_outs(%{{.*}} = %[[WS]])
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[P]], %[[I]], %[[J]]]
+// CHECK: scf.forall (%[[I2:.*]], %[[J2:.*]]) = (0, 0) to (20, 24) step (16, 16)
+// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[PARTS]][0, %[[I2]], %[[J2]]] [4, %{{.*}}, %{{.*}}] [1, 1, 1] : tensor<4x20x24xf32> to tensor<4x?x?xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[TILE]] : tensor<4x?x?xf32>)
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.addf
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func private @split(%a: tensor<20x256xf32>, %b: tensor<256x24xf32>, %bias: tensor<24xf32>) -> tensor<20x24xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<20x24xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<20x24xf32>) -> tensor<20x24xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<20x256xf32>, tensor<256x24xf32>) outs(%f : tensor<20x24xf32>) -> tensor<20x24xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #col, #id2], iterator_types = ["parallel", "parallel"]} ins(%mm, %bias : tensor<20x24xf32>, tensor<24xf32>) outs(%e : tensor<20x24xf32>) {
+  ^bb0(%in: f32, %y: f32, %out: f32):
+    %0 = arith.addf %in, %y : f32
+    linalg.yield %0 : f32
+  } -> tensor<20x24xf32>
+  return %r : tensor<20x24xf32>
+}
+loop.schedule @split target "cpu" {
+  loop.split_k parts [4]
+  loop.tile [16, 16] parallel
+  loop.vectorize [4, 16, 4] depth [32]
+}

@@ -133,3 +133,45 @@ loop.schedule @mma target "sm_80" {
   loop.pipeline stages [%st]
   loop.mma [64, 32, 32] shape [16, 8, 16]
 }
+
+// -----
+
+// loop.split_k on tensor cores: the partial products' block tiles take one
+// part each on grid z and carry the tessel.mma marking (A read as
+// (m, part, k)); the sum of the parts and the epilogue get the pointwise
+// tiling (a row of 96 columns per block, a point per thread).
+// CHECK-LABEL: func.func private @split
+// CHECK: %[[PARTS:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (4, 64, 96) step (1, 32, 32)
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<32x1x512xf16>, tensor<1x512x32xf16>) outs(%{{.*}} : tensor<1x32x32xf32>) attrs = {tessel.mma = {block = array<i64: 32, 32>, k = 32 : i64
+// CHECK: } {mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (1, 96)
+// CHECK: scf.forall (%{{.*}}) in (96)
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]} ins(%{{.*}} : tensor<4x1x1xf32>)
+// CHECK: arith.truncf
+// CHECK: } {mapping = [#gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func private @split(%a: tensor<64x2048xf16>, %b: tensor<2048x96xf16>, %bias: tensor<96xf32>) -> tensor<64x96xf16> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x96xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x2048xf16>, tensor<2048x96xf16>) outs(%acc : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %e16 = tensor.empty() : tensor<64x96xf16>
+  %0 = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %bias : tensor<64x96xf32>, tensor<96xf32>) outs(%e16 : tensor<64x96xf16>) {
+  ^bb0(%x: f32, %y: f32, %o: f16):
+    %s = arith.addf %x, %y : f32
+    %t = arith.truncf %s : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<64x96xf16>
+  return %0 : tensor<64x96xf16>
+}
+loop.schedule @split target "sm_90" {
+  loop.split_k parts [4]
+  loop.tile [32, 32] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  loop.pipeline stages [3]
+  loop.mma [16, 16, 32] shape [16, 8, 16]
+}

@@ -66,18 +66,21 @@ func.func private @softmax_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> 
 
 // -----
 
-// A matmul kernel with an epilogue: knobs for the result blocks (powers of
+// A matmul kernel with an epilogue: knobs for the parts of K (parts of at
+// least 16; too short a K to split by default), the result blocks (powers of
 // two and divisors of M and N), the K block and the register block; the
 // matmul and its fill are fused into each parallel tile and vectorized, the
 // epilogue follows in the tile.
 // CHECK-LABEL: func.func private @matmul_relu
 // CHECK: loop.schedule @matmul_relu target "cpu" {
+// CHECK-NEXT: %[[SK:.*]] = loop.knob "split_k" = 1 choices [1, 2]
 // CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [8, 16, 32, 64, 128]
 // CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 128 choices [8, 16, 32, 64, 128, 256]
 // CHECK-NEXT: %[[BK:.*]] = loop.knob "block_k" = 32 choices [16, 32]
 // CHECK-NEXT: %[[RM:.*]] = loop.knob "reg_m" = 4 choices [1, 2, 4, 6, 8, 12, 16]
 // CHECK-NEXT: %[[RN:.*]] = loop.knob "reg_n" = 16 choices [1, 2, 4, 8, 16, 24, 32, 48, 64]
 // CHECK-NEXT: %[[RK:.*]] = loop.knob "reg_k" = 4 choices [1, 2, 4, 8, 16]
+// CHECK-NEXT: loop.split_k parts [%[[SK]]]
 // CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] parallel
 // CHECK-NEXT: loop.vectorize [%[[RM]], %[[RN]], %[[RK]]] depth [%[[BK]]]
 // APPLY-LABEL: func.func private @matmul_relu

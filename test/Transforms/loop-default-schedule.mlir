@@ -185,7 +185,8 @@ func.func private @siblings(%a: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 
 // An f16 matmul with an elementwise epilogue gets a tensor-core schedule:
 // the largest tile (four 2x2 warps, four stages) that gives every SM a
-// block; at 1024x2048 that is 128x64 (8 x 32 = 256 blocks).
+// block; at 1024x2048 that is 128x64 (8 x 32 = 256 blocks), so K is not
+// split (one part), though it may be.
 // CHECK-LABEL: func.func private @mma
 // CHECK: loop.schedule @mma target "sm_90" {
 // CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [32, 64, 128, 256]
@@ -195,6 +196,8 @@ func.func private @siblings(%a: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: %[[WN:.*]] = loop.knob "warp_n" = 32 choices [16, 32, 64, 128]
 // CHECK-NEXT: %[[ST:.*]] = loop.knob "stages" = 4 choices [1, 2, 3, 4, 5]
 // CHECK-NEXT: %[[PAD:.*]] = loop.knob "pad" = 8 choices [0, 8, 16]
+// CHECK-NEXT: %[[SK:.*]] = loop.knob "split_k" = 1 choices [1, 2, 4, 8, 16]
+// CHECK-NEXT: loop.split_k parts [%[[SK]]]
 // CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] mapping [#gpu.block<y>, #gpu.block<x>]
 // CHECK-NEXT: loop.promote inputs [0, 1] pad [%[[PAD]]]
 // CHECK-NEXT: loop.pipeline stages [%[[ST]]]

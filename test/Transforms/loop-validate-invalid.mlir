@@ -488,3 +488,66 @@ loop.schedule @no_reduction target "cpu" {
   // expected-error @below {{kernel 'no_reduction' has no reduction over an innermost loop to split}}
   loop.split_reduction lanes [8]
 }
+
+// -----
+
+// loop.split_k: the parts must divide K.
+func.func private @split(%a: tensor<16x100xf32>, %b: tensor<100x16xf32>) -> tensor<16x16xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<16x100xf32>, tensor<100x16xf32>) outs(%f : tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %mm : tensor<16x16xf32>
+}
+loop.schedule @split target "cpu" {
+  %parts = loop.knob "split_k" = 8 choices [1, 2, 4, 8]
+  // expected-error @below {{knob 'split_k' = 8 does not divide the contraction's K = 100}}
+  loop.split_k parts [%parts]
+  loop.tile [8, 8, 0] parallel
+}
+
+// -----
+
+// A kernel without a contraction has no K to split.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @k(%a: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+loop.schedule @k target "cpu" {
+  // expected-error @below {{cannot apply to kernel 'k': the kernel has 0 contractions, not exactly one}}
+  loop.split_k parts [2]
+  loop.tile [8, 0] parallel
+}
+
+// -----
+
+// On GPUs the parts take grid z, which a batched block tile may use.
+#a = affine_map<(b, m, n, k) -> (b, m, k)>
+#b = affine_map<(b, m, n, k) -> (b, k, n)>
+#c = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func private @batched(%a: tensor<4x64x256xf32>, %b: tensor<4x256x64xf32>) -> tensor<4x64x64xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x64x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x64x64xf32>) -> tensor<4x64x64xf32>
+  %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x64x256xf32>, tensor<4x256x64xf32>) outs(%f : tensor<4x64x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x64x64xf32>
+  return %mm : tensor<4x64x64xf32>
+}
+loop.schedule @batched target "sm_90" {
+  // expected-error @below {{puts the parts on grid z, which the block tile already maps a loop to}}
+  loop.split_k parts [2]
+  loop.tile [1, 1, 64, 0] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
+  loop.tile [0, 0, 1, 0] mapping [#gpu.thread<x>]
+}

@@ -13,6 +13,7 @@ import pytest
 import tessel
 from tessel import ops, schedules
 from tessel.backends.cpu import compile_cpu
+from tessel.runtime.artifact import read as read_artifact
 
 F16 = np.dtype(np.float16)
 RNG = np.random.default_rng(0)
@@ -62,7 +63,9 @@ def _scheduled(case):
 def test_knobs_list_the_default_tensor_core_schedule_with_domains():
     scheduled, _, _ = _scheduled("gemm_bias_gelu")
     found = {k.name: k for k in schedules.knobs(scheduled)}
-    assert set(found) == {"block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "pad"}
+    assert set(found) == {"block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "pad", "split_k"}
+    # K = 64 splits into parts of at least 16; too short to split by default.
+    assert found["split_k"].domain == (1, 2, 4) and found["split_k"].value == 1
     assert found["stages"].domain == (1, 2, 3, 4, 5) and found["block_m"].value in found["block_m"].domain
     assert all(k.kernel == "gemm_bias_gelu_kernel0" and k.result is None for k in found.values())
 
@@ -145,7 +148,9 @@ def test_cpu_default_schedules_have_knobs_with_legal_defaults():
     fn, args, _ = CPU_CASES["matmul_epilogue"]()
     scheduled = schedules.default_schedules(tessel.trace(fn, *args), "cpu")
     found = {k.name: k for k in schedules.knobs(scheduled)}
-    assert set(found) == {"block_m", "block_n", "block_k", "reg_m", "reg_n", "reg_k"}
+    assert set(found) == {"block_m", "block_n", "block_k", "reg_m", "reg_n", "reg_k", "split_k"}
+    # K = 80 in parts of at least 16.
+    assert found["split_k"].domain == (1, 2, 4)
     # Blocks are powers of two or divisors of the matmul (96 x 120, K 80):
     # loop.vectorize pads the tiles of those that do not divide it.
     assert found["block_m"].domain == (8, 12, 16, 24, 32, 48, 64, 96)
@@ -184,3 +189,56 @@ def test_sampled_cpu_schedules_match_numpy(case):
     _check_samples(scheduled, random.Random(case),
                    lambda point: np.testing.assert_allclose(tessel.compile(point)(*args), want,
                                                             rtol=2e-3, atol=2e-3))
+
+
+# loop.split_k: K in parts computed in parallel into a workspace, then a
+# second loop nest sums the parts and runs the epilogue.
+def _parts(scheduled, parts):
+    [knob] = [k for k in schedules.knobs(scheduled) if k.name == "split_k"]
+    return schedules.with_knobs(scheduled, {knob.key: parts})
+
+
+@pytest.mark.parametrize("parts", [1, 2, 4, 8])
+def test_cpu_split_k_matches_numpy(parts):
+    # Edge tiles in M and N; an epilogue after the sum.
+    fn, args, reference = _f32(_gemm_bias_gelu(37, 256, 29))
+    scheduled = _parts(schedules.default_schedules(tessel.trace(fn, *args), "cpu"), parts)
+    assert ("loop.split_k" in str(scheduled)) and f'"split_k" = {parts}' in str(scheduled)
+    np.testing.assert_allclose(tessel.compile(scheduled)(*args), reference(*args), rtol=2e-3, atol=2e-3)
+
+
+def test_cpu_split_k_of_a_batched_matmul_with_a_broadcast_operand():
+    a, b = RNG.standard_normal((3, 20, 96)).astype(np.float32), RNG.standard_normal((96, 24)).astype(np.float32)
+    scheduled = _parts(schedules.default_schedules(tessel.trace(lambda a, b: a @ b, a, b), "cpu"), 4)
+    np.testing.assert_allclose(tessel.compile(scheduled)(a, b), a @ b, rtol=2e-3, atol=2e-3)
+
+
+def test_cpu_default_splits_the_long_k_of_a_small_result():
+    a, b = RNG.standard_normal((16, 8192)).astype(np.float32), RNG.standard_normal((8192, 16)).astype(np.float32)
+    scheduled = schedules.default_schedules(tessel.trace(lambda a, b: a @ b, a, b), "cpu")
+    # One 16x16 tile: K splits until there are four tiles to run in parallel.
+    assert {k.name: k.value for k in schedules.knobs(scheduled)}["split_k"] == 4
+    np.testing.assert_allclose(tessel.compile(scheduled)(a, b), a @ b, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("parts", [2, 8])
+def test_tensor_core_split_k_tiles_match_numpy_on_cpu_and_assemble(parts, tmp_path):
+    # 64x96 results over K = 2048: the default already splits K (few tiles).
+    fn, args, reference = _gemm_bias_gelu(64, 2048, 96)
+    args[1] *= np.float16(0.2)
+    scheduled = schedules.default_schedules(tessel.trace(fn, *args, name="gemm"), "sm_90")
+    assert {k.name: k.value for k in schedules.knobs(scheduled)}["split_k"] > 1
+    point = _parts(scheduled, parts)
+    got = compile_cpu(point, schedules="sm_90")(*args)
+    np.testing.assert_allclose(np.asarray(got, np.float32), reference(*args), rtol=2e-2, atol=2e-2)
+    artifact = tessel.compile(point, target="cuda:sm_90")
+    kernels = artifact.kernels
+    # The partial products on tensor cores, one part per block along grid z;
+    # the sum and the epilogue in a second kernel.
+    [partials] = [k for k in kernels if "mma.sync.aligned.m16n8k16" in k.ptx]
+    assert partials.grid[2] == parts and partials.ptxas["spill_stores"] == 0
+    assert len(kernels) == 2 and all(k.ptxas["registers"] > 0 for k in kernels)
+    # Both launches' functions have one name; the artifact keeps them apart.
+    assert kernels[0].name == kernels[1].name
+    saved = read_artifact(artifact.save(tmp_path / "gemm"))
+    assert [k.ptx for k in saved.kernels] == [k.ptx for k in kernels]

@@ -75,10 +75,10 @@ class CudaArtifact:
                 for b in self.buffers
             ],
             "kernels": [
-                {"name": k.name, "file": f"kernels/{k.name}.ptx", "grid": list(k.grid),
+                {"name": k.name, "file": _kernel_file(i, k), "grid": list(k.grid),
                  "block": list(k.block), "dynamic_shared_bytes": k.dynamic_shared_bytes,
                  "ptxas": k.ptxas}
-                for k in self.kernels
+                for i, k in enumerate(self.kernels)
             ],
             "steps": list(self.steps),
         }
@@ -89,13 +89,20 @@ class CudaArtifact:
         root = Path(path)
         (root / "kernels").mkdir(parents=True, exist_ok=True)
         (root / "constants").mkdir(exist_ok=True)
-        for k in self.kernels:
-            (root / "kernels" / f"{k.name}.ptx").write_text(k.ptx)
+        for i, k in enumerate(self.kernels):
+            (root / _kernel_file(i, k)).write_text(k.ptx)
         for b in self.buffers:
             if b.kind == "constant":
                 np.save(root / b.file, self.constants[b.id])
         (root / "manifest.json").write_text(json.dumps(self.manifest(), indent=1) + "\n")
         return root
+
+
+def _kernel_file(index: int, kernel: KernelInfo) -> str:
+    """Where the artifact keeps a kernel's PTX. Names repeat: the launches
+    of one kernel function (a split K's partial products and their sum) are
+    outlined into functions of the same name in different GPU modules."""
+    return f"kernels/{index}-{kernel.name}.ptx"
 
 
 _PTXAS_FIELDS = {

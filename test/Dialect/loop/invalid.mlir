@@ -235,3 +235,11 @@ loop.schedule @k target "cpu" {
   // expected-error @+1 {{needs at least one lane}}
   loop.split_reduction lanes [0]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  // expected-error @+1 {{needs at least one part}}
+  loop.split_k parts [0]
+}
