@@ -170,7 +170,14 @@ def LinalgIm2Col : Pass<"linalg-im2col", "mlir::func::FuncOp"> {
     convolution as the matmul it is: tiling fuses the gather into each
     tile, so patches are never materialized whole, and the CPU vectorizes
     it as any matmul. Grouped convolutions (generics) are left as they are.
+    With `fold-padding`, a convolution of a constant spatial tensor.pad
+    gathers from the unpadded tensor, testing bounds (GPUs: no padded copy).
   }];
+  let options = [
+    Option<"foldPadding", "fold-padding", "bool", /*default=*/"false",
+           "Read a constant spatial padding through bounds tests instead of "
+           "a padded copy">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
     "mlir::linalg::LinalgDialect",

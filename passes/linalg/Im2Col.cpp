@@ -6,7 +6,8 @@
 // none.
 //
 // The patches are a generic that reads the input by tensor.extract at
-// indices computed from linalg.index, not through an indexing map: the
+// indices computed from linalg.index (through a constant padding in front
+// of the convolution by bounds tests), not through an indexing map: the
 // patch index decomposes with floordiv and mod, and tiling slices an
 // operand read through such a map wrongly (it takes the map's values at a
 // tile's corners as the slice's bounds, which mod does not respect).
@@ -41,24 +42,59 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value index,
   return indices;
 }
 
-/// `out * stride + tap * dilation`: the input row or column a tap reads.
+/// `out * stride + tap * dilation - pad`: the input row or column a tap
+/// reads (negative, or past the end, in the padding).
 Value inputIndex(OpBuilder &b, Location loc, Value out, Value tap,
-                 int64_t stride, int64_t dilation) {
+                 int64_t stride, int64_t dilation, int64_t pad) {
   auto scaled = [&](Value v, int64_t factor) -> Value {
     return arith::MulIOp::create(
         b, loc, v, arith::ConstantIndexOp::create(b, loc, factor));
   };
-  return arith::AddIOp::create(b, loc, scaled(out, stride),
-                               scaled(tap, dilation));
+  Value index = arith::AddIOp::create(b, loc, scaled(out, stride),
+                                      scaled(tap, dilation));
+  if (pad == 0)
+    return index;
+  return arith::SubIOp::create(b, loc, index,
+                               arith::ConstantIndexOp::create(b, loc, pad));
+}
+
+/// What the patches read: the convolution's input or, when that is a
+/// constant spatial padding of another tensor, that tensor, whose bounds
+/// the gather then tests (padding no longer copies the input).
+struct PatchSource {
+  Value tensor;
+  int64_t padTop = 0, padLeft = 0;
+  Value padding; // the padding value, or null: no padding
+};
+
+PatchSource patchSource(Value input, int64_t hDim, int64_t wDim) {
+  auto pad = input.getDefiningOp<tensor::PadOp>();
+  if (!pad)
+    return {input};
+  Value value = pad.getConstantPaddingValue();
+  ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+  for (int64_t d = 0; d < static_cast<int64_t>(low.size()); ++d)
+    if (ShapedType::isDynamic(low[d]) || ShapedType::isDynamic(high[d]) ||
+        (d != hDim && d != wDim && (low[d] != 0 || high[d] != 0)))
+      return {input};
+  if (!value)
+    return {input};
+  return {pad.getSource(), low[hDim], low[wDim], value};
 }
 
 /// Rewrites `conv` (NCHW/FCHW or NHWC/HWCF, static shapes) as a generic
 /// gathering its patches and a batched-matmul generic, reshaped back.
 void rewriteAsMatmul(RewriterBase &rewriter, linalg::LinalgOp conv,
-                     bool nchw) {
+                     bool nchw, bool foldPadding) {
   Location loc = conv.getLoc();
   MLIRContext *ctx = rewriter.getContext();
   Value input = conv.getDpsInputs()[0], filter = conv.getDpsInputs()[1];
+  PatchSource source = foldPadding
+                           ? patchSource(input, nchw ? 2 : 1, nchw ? 3 : 2)
+                           : PatchSource{input};
+  ArrayRef<int64_t> sourceShape =
+      cast<RankedTensorType>(source.tensor.getType()).getShape();
+  int64_t height = sourceShape[nchw ? 2 : 1], width = sourceShape[nchw ? 3 : 2];
   Value init = conv.getDpsInits()[0];
   auto inType = cast<RankedTensorType>(input.getType());
   auto filterType = cast<RankedTensorType>(filter.getType());
@@ -106,15 +142,36 @@ void rewriteAsMatmul(RewriterBase &rewriter, linalg::LinalgOp conv,
                  : delinearize(b, l, tap, {kh, kw, c});
         Value channel = nchw ? t[0] : t[2];
         Value row = inputIndex(b, l, p[0], nchw ? t[1] : t[0], strides[0],
-                               dilations[0]);
+                               dilations[0], source.padTop);
         Value col = inputIndex(b, l, p[1], nchw ? t[2] : t[1], strides[1],
-                               dilations[1]);
+                               dilations[1], source.padLeft);
+        // In the padding: the padding value, read from a clamped (valid)
+        // address.
+        Value inside;
+        if (source.padding) {
+          auto within = [&](Value i, int64_t extent) {
+            Value zero = arith::ConstantIndexOp::create(b, l, 0);
+            Value bound = arith::ConstantIndexOp::create(b, l, extent);
+            Value above = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::sge, i, zero);
+            Value below = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::slt, i, bound);
+            return arith::AndIOp::create(b, l, above, below).getResult();
+          };
+          inside = arith::AndIOp::create(b, l, within(row, height),
+                                         within(col, width));
+          Value zero = arith::ConstantIndexOp::create(b, l, 0);
+          row = arith::SelectOp::create(b, l, inside, row, zero);
+          col = arith::SelectOp::create(b, l, inside, col, zero);
+        }
         SmallVector<Value> at =
             nchw ? SmallVector<Value>{batch, channel, row, col}
                  : SmallVector<Value>{batch, row, col, channel};
-        linalg::YieldOp::create(b, l,
-                                tensor::ExtractOp::create(b, l, input, at)
-                                    .getResult());
+        Value element = tensor::ExtractOp::create(b, l, source.tensor, at);
+        if (inside)
+          element =
+              arith::SelectOp::create(b, l, inside, element, source.padding);
+        linalg::YieldOp::create(b, l, element);
       });
 
   // The filter as a matrix: NHWC [KH*KW*C, F], NCHW [F, C*KH*KW]; the
@@ -154,6 +211,8 @@ void rewriteAsMatmul(RewriterBase &rewriter, linalg::LinalgOp conv,
 }
 
 struct LinalgIm2ColPass : tessel::impl::LinalgIm2ColBase<LinalgIm2ColPass> {
+  using LinalgIm2ColBase::LinalgIm2ColBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (!func->hasAttr("tessel.kernel") || func.isExternal())
@@ -169,7 +228,11 @@ struct LinalgIm2ColPass : tessel::impl::LinalgIm2ColBase<LinalgIm2ColPass> {
     IRRewriter rewriter(&getContext());
     for (auto [conv, nchw] : convs) {
       rewriter.setInsertionPoint(conv);
-      rewriteAsMatmul(rewriter, conv, nchw);
+      auto pad = conv.getDpsInputs()[0].getDefiningOp<tensor::PadOp>();
+      rewriteAsMatmul(rewriter, conv, nchw, foldPadding);
+      // A padding the patches read through is dead unless used elsewhere.
+      if (pad && pad->use_empty())
+        rewriter.eraseOp(pad);
     }
   }
 };

@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence, Union
 from mlir import ir
 
 from . import ir as tir
-from .backends.pipelines import GPU_TARGETS, GRAPH, LINALG, default_schedule_pass, run_stages
+from .backends.pipelines import GPU_TARGETS, GRAPH, default_schedule_pass, linalg_stage, run_stages
 from .errors import CompileError, UnsupportedError
 
 __all__ = ["Knob", "default_schedules", "knobs", "sample", "with_knobs"]
@@ -50,7 +50,7 @@ def default_schedules(module: ir.Module, target: str = "sm_90", *, allow_tf32: b
     if target != "cpu" and target not in GPU_TARGETS:
         raise UnsupportedError(f"unknown target {target!r}; available: cpu, {', '.join(GPU_TARGETS)}")
     work = _copy(module)
-    run_stages(work, (GRAPH, LINALG))
+    run_stages(work, (GRAPH, linalg_stage(target)))
     tir.run_passes(work, f"builtin.module({default_schedule_pass(target, allow_tf32=allow_tf32)})")
     return work
 

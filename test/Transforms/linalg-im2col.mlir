@@ -1,4 +1,5 @@
 // RUN: tessel-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linalg-im2col),canonicalize)' | FileCheck %s
+// RUN: tessel-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linalg-im2col{fold-padding}),canonicalize)' | FileCheck %s --check-prefix=FOLD
 
 // An NHWC convolution becomes the gather of its input's 3x3x8 patches into
 // [N, OH*OW, KH*KW*C] (by tensor.extract, which tiling slices soundly) and
@@ -68,4 +69,32 @@ func.func private @dynamic(%x: tensor<?x8x8x4xf32>, %w: tensor<3x3x4x4xf32>, %o:
   %c = linalg.conv_2d_nhwc_hwcf
       ins(%x, %w : tensor<?x8x8x4xf32>, tensor<3x3x4x4xf32>) outs(%o : tensor<?x6x6x4xf32>) -> tensor<?x6x6x4xf32>
   return %c : tensor<?x6x6x4xf32>
+}
+
+// -----
+
+// A convolution of a zero-padded input (as graph-to-linalg pads): without
+// fold-padding the patches read the padded copy; with it (GPU targets)
+// they read the unpadded input at clamped indices and select the padding
+// value outside it, and the copy is gone.
+// CHECK-LABEL: func.func private @padded
+// CHECK: tensor.pad
+// CHECK: tensor.extract %{{.*}} : tensor<1x4x10x10xf32>
+// FOLD-LABEL: func.func private @padded
+// FOLD-NOT: tensor.pad
+// FOLD: arith.cmpi sge
+// FOLD: arith.cmpi slt
+// FOLD: %[[X:.*]] = tensor.extract %{{.*}} : tensor<1x4x8x8xf32>
+// FOLD: arith.select %{{.*}}, %[[X]], %{{.*}} : f32
+func.func private @padded(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x8x8x8xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x4x8x8xf32> to tensor<1x4x10x10xf32>
+  %e = tensor.empty() : tensor<1x8x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw
+      ins(%p, %w : tensor<1x4x10x10xf32>, tensor<8x4x3x3xf32>) outs(%f : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  return %c : tensor<1x8x8x8xf32>
 }

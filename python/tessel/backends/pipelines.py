@@ -30,12 +30,20 @@ GRAPH = (
     "func.func(graph-form-fusion-groups),graph-outline-kernels)",
 )
 
-LINALG = (
-    "graph-to-linalg",
-    "builtin.module(graph-to-linalg,canonicalize,cse,"
-    "func.func(cpu-fuse-elementwise,linalg-im2col,linalg-sink-reshapes),canonicalize,"
-    "host-dedupe-kernel-results)",
-)
+
+def linalg_stage(target: str) -> tuple[str, str]:
+    """Kernels in linalg for ``target`` (``"cpu"`` or a GPU chip). On GPUs
+    convolutions read their padding through bounds tests: a padded copy of
+    the input would run in one thread. The CPU copies, which is faster than
+    testing each element of the patches."""
+    fold = "" if target == "cpu" else "{fold-padding}"
+    return (
+        "graph-to-linalg",
+        "builtin.module(graph-to-linalg,canonicalize,cse,"
+        f"func.func(cpu-fuse-elementwise,linalg-im2col{fold},linalg-sink-reshapes),canonicalize,"
+        "host-dedupe-kernel-results)",
+    )
+
 
 BUFFERIZE = (
     "bufferize",
@@ -111,14 +119,14 @@ def cpu_stages(schedules: str = "cpu", *, scheduled: bool = False) -> Stages:
     the CPU's own (``schedules="cpu"``), or a GPU target's, whose semantics
     this checks on the CPU. A ``scheduled`` module skips the stages that
     made its schedules."""
-    front = () if scheduled else (GRAPH, LINALG)
+    front = () if scheduled else (GRAPH, linalg_stage(schedules))
     return front + (schedule(schedules), BUFFERIZE, CPU_LOWER)
 
 
 def cuda_stages(target: str, *, scheduled: bool = False, allow_tf32: bool = False) -> Stages:
     """The pipeline of a GPU target in ``GPU_TARGETS``; a ``scheduled``
     module skips the stages that made its schedules."""
-    front = () if scheduled else (GRAPH, LINALG)
+    front = () if scheduled else (GRAPH, linalg_stage(target))
     return front + (schedule(target, allow_tf32=allow_tf32), BUFFERIZE, gpu_lower(target))
 
 
