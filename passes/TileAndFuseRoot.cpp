@@ -1,6 +1,7 @@
 //===- TileAndFuseRoot.cpp - tiling a kernel's root with its producers ----===//
 
 #include "passes/TileAndFuseRoot.h"
+#include "passes/linalg/Contractions.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -8,22 +9,12 @@
 
 using namespace mlir;
 
-/// The linalg op computing a returned value, looking through reshapes (a
-/// batched x @ W is a 2-D matmul between two).
-static Operation *returnedLinalgOp(Value v) {
-  while (isa_and_present<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
-      v.getDefiningOp()))
-    v = v.getDefiningOp()->getOperand(0);
-  return isa_and_present<linalg::LinalgOp>(v.getDefiningOp()) ? v.getDefiningOp()
-                                                              : nullptr;
-}
-
 void tessel::collectReturnedLinalgOps(
     func::FuncOp func, llvm::SmallPtrSetImpl<Operation *> &returned) {
   auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   for (Value v : ret.getOperands())
-    if (Operation *op = returnedLinalgOp(v))
-      returned.insert(op);
+    if (linalg::LinalgOp op = tessel::computingOp(v))
+      returned.insert(op.getOperation());
 }
 
 TilingInterface
@@ -42,8 +33,8 @@ tessel::findKernelRoots(func::FuncOp func) {
   auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   llvm::DenseMap<Operation *, unsigned> firstResult;
   for (auto [i, v] : llvm::enumerate(ret.getOperands()))
-    if (Operation *op = returnedLinalgOp(v))
-      firstResult.try_emplace(op, i);
+    if (linalg::LinalgOp op = tessel::computingOp(v))
+      firstResult.try_emplace(op.getOperation(), i);
   SmallVector<std::pair<unsigned, TilingInterface>> roots;
   llvm::SmallPtrSet<Operation *, 16> covered;
   for (Operation &op : llvm::reverse(func.getBody().front())) {

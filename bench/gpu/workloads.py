@@ -78,6 +78,18 @@ def _chain(n: int) -> Workload:
         lambda torch, x: torch.relu(torch.tanh(x * 1.5 + 0.25)) * x, bytes=4.0 * n)
 
 
+def _conv(batch: int, channels: int, side: int, filters: int) -> Workload:
+    """A 3x3 convolution, padding 1 (NCHW, f16): im2col patches on tensor
+    cores against cuDNN."""
+    return Workload(
+        f"conv3x3_f16_{batch}x{channels}x{side}x{side}_to_{filters}",
+        (((batch, channels, side, side), F16), ((filters, channels, 3, 3), F16)),
+        lambda x, w: _ops().conv2d(x, w, padding=1),
+        lambda torch, x, w: torch.nn.functional.conv2d(x, w, padding=1),
+        flops=2.0 * batch * filters * side * side * channels * 9,
+        bytes=2.0 * (batch * (channels + filters) * side * side + filters * channels * 9))
+
+
 def _encoder_layer(batch: int, seq: int, d_model: int, heads: int, d_ff: int) -> Workload:
     """A pre-LayerNorm encoder layer (causal attention, tanh-GELU MLP) with
     its weights as arguments, so that the artifact stays small."""
@@ -138,8 +150,11 @@ def workloads(small: bool = False) -> list[Workload]:
     if small:
         return [_gemm(128, 128, 64), _gemm(256, 96, 64, "_t"), _gemm(128, 96, 64, dtype=BF16),
                 _gemm_bias_gelu(128, 96, 64), _softmax(64, 300), _layer_norm(64, 256), _chain(1 << 12),
-                _encoder_layer(2, 16, 64, 4, 128)]
+                _encoder_layer(2, 16, 64, 4, 128), _gemm(64, 64, 4096, "_splitk"), _conv(2, 16, 16, 32)]
     gemms = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 3072, 768), (8192, 768, 3072))
     return [*(_gemm(*shape, dtype=dtype) for dtype in (F16, BF16) for shape in gemms),
             _gemm_bias_gelu(8192, 3072, 768), _softmax(8192, 8192), _layer_norm(8192, 8192),
-            _chain(1 << 26), _encoder_layer(8, 1024, 768, 12, 3072)]
+            _chain(1 << 26), _encoder_layer(8, 1024, 768, 12, 3072),
+            # Beyond the issue's set: a long K over a small result (split K),
+            # and a ResNet-50 stage-1 convolution.
+            _gemm(256, 256, 65536, "_splitk"), _conv(32, 64, 56, 64)]

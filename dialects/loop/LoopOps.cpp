@@ -278,6 +278,16 @@ LogicalResult SplitReductionOp::verify() {
   return success();
 }
 
+LogicalResult MaterializeOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("materializes no input");
+  for (int64_t operand : getInputs())
+    if (operand < 0 || operand > 1)
+      return emitOpError("input ")
+             << operand << " is not a contraction input (0 is A, 1 is B)";
+  return success();
+}
+
 LogicalResult SplitKOp::verify() {
   if (failed(verifyList(*this, "part count", "part count", getDynamicParts(),
                         getStaticParts(), 1)))

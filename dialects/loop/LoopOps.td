@@ -154,6 +154,25 @@ def Loop_PromoteOp : Loop_ValuesOp<"promote"> {
   }];
 }
 
+def Loop_MaterializeOp : Loop_ValuesOp<"materialize"> {
+  let summary = "Computes contraction inputs into global memory first";
+  let description = [{
+    The inputs (by position: 0 is A, 1 is B) of the kernel's contraction
+    that the kernel computes (the patches of a convolution) are computed
+    whole, with their producers, by a loop nest of their own before the
+    contraction, tiled like a pointwise kernel of the target, into buffers
+    that the contraction then reads as it reads the kernel's arguments:
+    `loop.mma` copies its tiles from memory with cp.async, and cannot
+    compute them on the way.
+
+    ```mlir
+    loop.materialize inputs [1]
+    ```
+  }];
+  let arguments = (ins DenseI64ArrayAttr:$inputs);
+  let assemblyFormat = "`inputs` $inputs attr-dict";
+}
+
 def Loop_PipelineOp : Loop_ValuesOp<"pipeline"> {
   let summary = "Multi-buffers promoted tiles and overlaps their copies";
   let description = [{

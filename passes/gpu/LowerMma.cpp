@@ -50,7 +50,24 @@ struct MmaMatch {
   SmallVector<linalg::GenericOp> epilogue;
   memref::AllocOp accumulator; // the f32 tile when the epilogue consumes it
   Value lhs, rhs;              // A and B as [batch..., rows, cols] views
+  // The batch loops A and B read (a broadcast operand reads fewer).
+  SmallVector<unsigned> lhsBatch, rhsBatch;
 };
+
+/// The batch loops (of `batch`) that input `i` of `contraction` reads, in
+/// order.
+SmallVector<unsigned> batchLoopsRead(linalg::LinalgOp contraction,
+                                     unsigned batch, unsigned i) {
+  SmallVector<unsigned> loops;
+  for (AffineExpr e : contraction
+                          .getMatchingIndexingMap(
+                              contraction.getDpsInputOperands()[i])
+                          .getResults())
+    if (unsigned d = cast<AffineDimExpr>(e).getPosition(); d < batch)
+      loops.push_back(d);
+  llvm::sort(loops);
+  return loops;
+}
 
 /// Input `i` of `contraction` (with `batch` batch loops) as a view whose
 /// batch dims come first (batch..., row, col): A split along K (read at
@@ -180,10 +197,11 @@ public:
     // A block tile at the edge of M or N has fewer rows or columns than
     // the schedule's (dynamic sizes); the last K step may be partial.
     Value a = m.lhs, bMat = m.rhs;
-    validRows = memref::DimOp::create(b, loc, a, m.batch);
-    validCols = memref::DimOp::create(b, loc, bMat, m.batch + 1);
-    partialRows = cast<MemRefType>(a.getType()).isDynamicDim(m.batch);
-    partialCols = cast<MemRefType>(bMat.getType()).isDynamicDim(m.batch + 1);
+    unsigned rowDim = m.lhsBatch.size(), colDim = m.rhsBatch.size() + 1;
+    validRows = memref::DimOp::create(b, loc, a, rowDim);
+    validCols = memref::DimOp::create(b, loc, bMat, colDim);
+    partialRows = cast<MemRefType>(a.getType()).isDynamicDim(rowDim);
+    partialCols = cast<MemRefType>(bMat.getType()).isDynamicDim(colDim);
     partialK = c.k % c.bk != 0;
     emitBatches(0);
   }
@@ -245,9 +263,16 @@ private:
     epilogue(loop.getResults());
   }
 
-  /// `indices` of a block-tile operand, after the batch indices.
-  SmallVector<Value> at(ValueRange indices) {
-    SmallVector<Value> all(batchIndices);
+  /// `indices` of a block-tile operand, after the indices of the batch
+  /// loops it reads (`loops`; all of them for the result).
+  SmallVector<Value> at(ValueRange indices,
+                        std::optional<ArrayRef<unsigned>> loops = std::nullopt) {
+    SmallVector<Value> all;
+    if (loops)
+      for (unsigned loop : *loops)
+        all.push_back(batchIndices[loop]);
+    else
+      all.assign(batchIndices);
     llvm::append_range(all, indices);
     return all;
   }
@@ -316,8 +341,8 @@ private:
                                            index(c.copyElements()), index(0));
       count = count ? arith::MinUIOp::create(b, loc, count, fill) : fill;
     };
-    auto copy = [&](Value src, Value dst, int64_t rows, int64_t cols,
-                    bool kRows) {
+    auto copy = [&](Value src, ArrayRef<unsigned> loops, Value dst,
+                    int64_t rows, int64_t cols, bool kRows) {
       int64_t perRow = cols / c.copyElements();
       for (int64_t r = 0; r < rows * perRow / c.threads(); ++r) {
         Value chunk = apply(d0 + r * c.threads(), tid);
@@ -333,12 +358,12 @@ private:
           mask(srcCol, kRows ? validCols : index(c.k), c.copyElements(), count);
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-            ValueRange{stage, row, col}, src, at({srcRow, srcCol}),
+            ValueRange{stage, row, col}, src, at({srcRow, srcCol}, loops),
             b.getIndexAttr(c.copyElements()), count, b.getUnitAttr()));
       }
     };
-    copy(m.lhs, smA, c.bm, c.bk, /*kRows=*/false);
-    copy(m.rhs, smB, c.bk, c.bn, /*kRows=*/true);
+    copy(m.lhs, m.lhsBatch, smA, c.bm, c.bk, /*kRows=*/false);
+    copy(m.rhs, m.rhsBatch, smB, c.bk, c.bn, /*kRows=*/true);
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   }
@@ -547,9 +572,12 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   OpBuilder views(contraction);
   m.lhs = batchLeading(views, contraction, m.batch, 0);
   m.rhs = batchLeading(views, contraction, m.batch, 1);
+  m.lhsBatch = batchLoopsRead(contraction, m.batch, 0);
+  m.rhsBatch = batchLoopsRead(contraction, m.batch, 1);
   auto aType = cast<MemRefType>(m.lhs.getType());
   auto accType = cast<MemRefType>(contraction.getDpsInits()[0].getType());
-  if (aType.isDynamicDim(m.batch + 1) ||
+  unsigned kDim = m.lhsBatch.size() + 1;
+  if (aType.isDynamicDim(kDim) ||
       llvm::any_of(accType.getShape().take_front(m.batch), ShapedType::isDynamic))
     return contraction.emitError("loop.mma: K and the batch tile must be static");
   auto pair = dyn_cast_if_present<DenseI64ArrayAttr>(attrs.get("warp"));
@@ -564,7 +592,7 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
     return contraction.emitError("loop.mma: malformed ")
            << loop::kMmaAttrName << " attribute " << attrs;
   // The tile's own extents, for the checks that need whole tiles.
-  MmaConfig c{block[0], block[1], aType.getDimSize(m.batch + 1),
+  MmaConfig c{block[0], block[1], aType.getDimSize(kDim),
               block[0], block[1], pair[0],
               pair[1],  integer("k"), integer("stages"),
               integer("pad"), mmaElementBytes(contraction)};

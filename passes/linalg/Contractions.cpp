@@ -77,11 +77,19 @@ Value tessel::multiplyAccumulate(OpBuilder &b, Location loc, Value lhs,
                                arith::MulIOp::create(b, loc, x, y));
 }
 
-bool tessel::isKernelArgument(Value v) {
+Value tessel::reshapeSource(Value v) {
   while (isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
       v.getDefiningOp()))
     v = v.getDefiningOp()->getOperand(0);
-  return isa<BlockArgument>(v);
+  return v;
+}
+
+bool tessel::isKernelArgument(Value v) {
+  return isa<BlockArgument>(reshapeSource(v));
+}
+
+linalg::LinalgOp tessel::computingOp(Value v) {
+  return reshapeSource(v).getDefiningOp<linalg::LinalgOp>();
 }
 
 linalg::LinalgOp tessel::findRootContraction(func::FuncOp func,

@@ -3,8 +3,10 @@
 // Each loop.tile of a schedule tiles the kernel's current root (the tiled
 // root of the previous level) and fuses its producers, so the levels nest:
 // blocks, then warps or threads, then sequential loops (on the CPU: parallel
-// tiles). loop.split_k first splits the root's contraction into partial
-// products, which the levels then tile, and their sum, tiled on its own.
+// tiles). loop.materialize first computes contraction inputs that the kernel
+// computes in nests of their own; loop.split_k splits the root's contraction
+// into partial products, which the levels then tile, and their sum, tiled
+// on its own.
 // loop.vectorize then vectorizes the tile's matmul and
 // loop.split_reduction its reductions; loop.mma and
 // loop.warp_reduce become attributes for the GPU passes after bufferization.
@@ -179,6 +181,47 @@ FailureOr<SplitSum> splitContraction(RewriterBase &rewriter,
   return sum;
 }
 
+/// Carries out loop.materialize: the producers of the named inputs of the
+/// contraction `root` computes a tile of are tiled on their own, with the
+/// target's pointwise tiling, so that the contraction reads their results
+/// from memory (tiling the root fuses linalg producers only).
+LogicalResult materializeInputs(RewriterBase &rewriter,
+                                loop::ScheduleOp schedule,
+                                loop::MaterializeOp materialize,
+                                TilingInterface root,
+                                llvm::SmallPtrSetImpl<Operation *> &roots) {
+  auto func = root->getParentOfType<func::FuncOp>();
+  std::string why;
+  linalg::LinalgOp contraction = findRootContraction(func, root, why);
+  if (!contraction)
+    return materialize.emitError("cannot apply to kernel '")
+           << schedule.getKernel() << "': " << why;
+  for (int64_t input : materialize.getInputs()) {
+    linalg::LinalgOp producer =
+        computingOp(contraction.getDpsInputs()[input]);
+    std::optional<SmallVector<int64_t>> extents =
+        producer ? staticLoopExtents(cast<TilingInterface>(producer.getOperation()))
+                 : std::nullopt;
+    std::optional<PointwiseTiling> tiling;
+    if (extents)
+      tiling = gpuPointwiseTiling(rewriter.getContext(), *extents,
+                                  producer.getIteratorTypesArray(),
+                                  /*rowwise=*/false);
+    if (!tiling)
+      return materialize.emitError("input ")
+             << input << " of the contraction is not computed by a linalg "
+             << "op of static shape with parallel loops";
+    llvm::SmallPtrSet<Operation *, 4> returned;
+    SmallVector<Level> levels = {
+        {materialize, tiling->blockSizes, tiling->blockMapping, false},
+        {materialize, tiling->threadSizes, tiling->threadMapping, false}};
+    if (failed(tileLevels(rewriter, cast<TilingInterface>(producer.getOperation()), levels,
+                          returned, roots)))
+      return failure();
+  }
+  return success();
+}
+
 /// Tensor-core primitives apply after bufferization (gpu-lower-mma): the
 /// contraction carries them as a `tessel.mma` attribute until then.
 /// `levels` tile the contraction's loops (or the root's, which begin with
@@ -276,6 +319,11 @@ struct LoopApplySchedulesPass
         levels.push_back({tile, sizes, mapping,
                           mapping.empty() && !tile.getParallel()});
       }
+      for (auto materialize :
+           schedule.getBody().getOps<loop::MaterializeOp>())
+        if (failed(materializeInputs(rewriter, schedule, materialize, root,
+                                     roots)))
+          return signalPassFailure();
       std::optional<SplitSum> sum;
       for (auto split : schedule.getBody().getOps<loop::SplitKOp>()) {
         if (split.getResolvedParts() == 1)

@@ -380,7 +380,9 @@ struct LoopDefaultSchedulePass
   bool addMmaSchedule(func::FuncOp func, TilingInterface root,
                       std::optional<unsigned> result) {
     std::string why;
-    linalg::LinalgOp contraction = findMmaContraction(func, root, why);
+    SmallVector<int64_t> computed;
+    linalg::LinalgOp contraction =
+        findMmaContraction(func, root, why, &computed);
     // f32 operands multiply as tf32 (10-bit mantissas): only when allowed,
     // as torch's allow_tf32.
     if (!contraction || (mmaElementBytes(contraction) == 4 && !allowTf32))
@@ -441,6 +443,10 @@ struct LoopDefaultSchedulePass
       loop::SplitKOp::create(sb, loc, ValueRange{vparts},
                              sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
     }
+    // Inputs the kernel computes (a convolution's patches) go to memory
+    // first: the tensor cores' copies read memory.
+    if (!computed.empty())
+      loop::MaterializeOp::create(sb, loc, sb.getDenseI64ArrayAttr(computed));
     SmallVector<int64_t> blockSizes(root.getLoopIteratorTypes().size(), 0);
     blockSizes[batch] = blockSizes[batch + 1] = ShapedType::kDynamic;
     SmallVector<Attribute> mapping;

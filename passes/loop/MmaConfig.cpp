@@ -104,7 +104,7 @@ std::optional<unsigned> tessel::mmaBatchLoops(linalg::LinalgOp op) {
       elementType(op.getDpsInputs()[1]) != a ||
       elementType(op.getDpsInits()[0]) != b.getF32Type())
     return std::nullopt;
-  return matmulBatchLoops(op, /*broadcast=*/false);
+  return matmulBatchLoops(op, /*broadcast=*/true);
 }
 
 int64_t tessel::mmaElementBytes(linalg::LinalgOp op) {
@@ -115,15 +115,27 @@ int64_t tessel::mmaElementBytes(linalg::LinalgOp op) {
 
 linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
                                             TilingInterface root,
-                                            std::string &why) {
+                                            std::string &why,
+                                            SmallVectorImpl<int64_t> *computed) {
   linalg::LinalgOp contraction = findRootContraction(func, root, why);
   if (!contraction)
     return {};
-  if (!mmaBatchLoops(contraction) ||
-      !llvm::all_of(contraction.getDpsInputs(), isKernelArgument)) {
-    why = "loop.mma takes a (batched) matmul of f16, bf16 or f32 kernel "
-          "arguments into f32, A row-major (m, k) and B (k, n)";
+  if (!mmaBatchLoops(contraction)) {
+    why = "loop.mma takes a (batched) matmul of f16, bf16 or f32 into f32, "
+          "A row-major (m, k) and B (k, n)";
     return {};
+  }
+  for (auto [i, input] : llvm::enumerate(contraction.getDpsInputs())) {
+    if (isKernelArgument(input))
+      continue;
+    linalg::LinalgOp producer = computingOp(input);
+    if (!producer || ShapedType::isDynamicShape(producer.getStaticLoopRanges())) {
+      why = "input " + std::to_string(i) + " of the contraction is neither a "
+            "kernel argument nor computed by a linalg op of static shape";
+      return {};
+    }
+    if (computed)
+      computed->push_back(i);
   }
   auto fill = contraction.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
   if (!fill || !fill.value().getDefiningOp<arith::ConstantOp>()) {

@@ -56,8 +56,9 @@ struct MmaConfig {
 /// Leading batch loops of a contraction loop.mma can compute (tensors or
 /// buffers): a linalg.matmul (0), or a generic over (batch..., m, n, k)
 /// reading A at (batch..., m, k) and B at (batch..., k, n) into C at
-/// (batch..., m, n), batch dims maybe after A's or B's row
-/// (matmulBatchLoops); f16, bf16 or f32 (as tf32) inputs, f32 accumulator.
+/// (batch..., m, n), batch dims maybe after A's or B's row, A or B maybe
+/// broadcast (matmulBatchLoops); f16, bf16 or f32 (as tf32) inputs, f32
+/// accumulator.
 /// Nothing otherwise.
 std::optional<unsigned> mmaBatchLoops(mlir::linalg::LinalgOp op);
 
@@ -65,13 +66,16 @@ std::optional<unsigned> mmaBatchLoops(mlir::linalg::LinalgOp op);
 int64_t mmaElementBytes(mlir::linalg::LinalgOp op);
 
 /// The contraction of a kernel that loop.mma can take, on tensors: one
-/// whose inputs are kernel arguments and whose accumulator is an f32 fill,
-/// and which is the kernel's root or read at the identity by an elementwise
-/// root whose other inputs are arguments. Null, with the reason in `why`,
+/// whose accumulator is an f32 fill and which is the kernel's root or read
+/// at the identity by an elementwise root whose other inputs are
+/// arguments. Its inputs are kernel arguments or computed by linalg ops of
+/// the kernel (which loop.materialize must then compute first); `computed`
+/// receives the positions of the latter. Null, with the reason in `why`,
 /// otherwise.
-mlir::linalg::LinalgOp findMmaContraction(mlir::func::FuncOp func,
-                                          mlir::TilingInterface root,
-                                          std::string &why);
+mlir::linalg::LinalgOp
+findMmaContraction(mlir::func::FuncOp func, mlir::TilingInterface root,
+                   std::string &why,
+                   llvm::SmallVectorImpl<int64_t> *computed = nullptr);
 
 } // namespace tessel
 

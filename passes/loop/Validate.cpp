@@ -84,10 +84,20 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
     return mma.emitError("needs loop.promote inputs [0, 1]: ldmatrix reads "
                          "its fragments from shared memory");
   std::string why;
-  linalg::LinalgOp contraction = findMmaContraction(func, root, why);
+  SmallVector<int64_t> computed;
+  linalg::LinalgOp contraction =
+      findMmaContraction(func, root, why, &computed);
   if (!contraction)
     return mma.emitError("cannot apply to kernel '")
            << schedule.getKernel() << "': " << why;
+  for (int64_t input : computed)
+    if (llvm::none_of(schedule.getBody().getOps<loop::MaterializeOp>(),
+                      [&](loop::MaterializeOp m) {
+                        return llvm::is_contained(m.getInputs(), input);
+                      }))
+      return mma.emitError("copies its tiles from memory, but input ")
+             << input << " of the contraction is computed in the kernel; "
+             << "add loop.materialize inputs [" << input << "]";
   int64_t elementBytes = mmaElementBytes(contraction);
   SmallVector<int64_t> shape = {16, 8, elementBytes == 4 ? 8 : 16};
   if (mma.getShape() != ArrayRef<int64_t>(shape))
@@ -238,6 +248,25 @@ LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
   return success();
 }
 
+/// Checks loop.materialize: a contraction kernel whose named inputs are
+/// computed in it, by linalg ops.
+LogicalResult validateMaterialize(loop::ScheduleOp schedule, func::FuncOp func,
+                                  TilingInterface root) {
+  for (auto materialize : schedule.getBody().getOps<loop::MaterializeOp>()) {
+    std::string why;
+    linalg::LinalgOp contraction = findRootContraction(func, root, why);
+    if (!contraction)
+      return materialize.emitError("cannot apply to kernel '")
+             << schedule.getKernel() << "': " << why;
+    for (int64_t input : materialize.getInputs())
+      if (!computingOp(contraction.getDpsInputs()[input]))
+        return materialize.emitError("input ")
+               << input << " of the contraction is not computed by a linalg "
+               << "op of the kernel; there is nothing to materialize";
+  }
+  return success();
+}
+
 /// Checks loop.split_k: a (batched) matmul kernel whose K the part count
 /// divides; on GPUs, grid z free for the parts. Returns the part count.
 FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
@@ -353,7 +382,7 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   }
   for (Operation &op : schedule.getBody().getOps()) {
     bool gpuOnly = isa<loop::MmaOp, loop::PromoteOp, loop::PipelineOp,
-                       loop::WarpReduceOp>(op);
+                       loop::WarpReduceOp, loop::MaterializeOp>(op);
     if (gpuOnly != gpu &&
         (gpuOnly || isa<loop::VectorizeOp, loop::SplitReductionOp>(op)))
       return op.emitError("is for ")
@@ -361,6 +390,8 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
              << schedule.getTarget() << "'";
   }
   if (failed(validateSplitReduction(schedule, func)))
+    return failure();
+  if (failed(validateMaterialize(schedule, func, root)))
     return failure();
   FailureOr<int64_t> parts = validateSplitK(schedule, func, root, blockTile);
   if (failed(parts))

@@ -146,6 +146,38 @@ func.func private @split(%a: memref<64x4x128xf16>, %b: memref<4x128x64xf16>, %ws
 
 // -----
 
+// A broadcast operand (a convolution's filter, shared by the batch): its
+// copies index it without the batch index, B's with it.
+// CHECK-LABEL: func.func private @broadcast
+// CHECK: nvgpu.device_async_copy %{{.*}}[%{{[^,]*}}, %{{[^,]*}}], %{{.*}} : memref<32x64xf16> to
+// CHECK: nvgpu.device_async_copy %{{.*}}[%c0, %{{[^,]*}}, %{{[^,]*}}], %{{.*}} : memref<1x64x32xf16, {{.*}}> to
+// CHECK: nvgpu.mma.sync
+#a = affine_map<(b, m, n, k) -> (m, k)>
+#b = affine_map<(b, m, n, k) -> (b, k, n)>
+#c = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func private @broadcast(%w: memref<32x64xf16>, %cols: memref<2x64x32xf16>, %out: memref<2x32x32xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (2) {
+    %sb = memref.subview %cols[%i, 0, 0] [1, 64, 32] [1, 1, 1] : memref<2x64x32xf16> to memref<1x64x32xf16, strided<[2048, 32, 1], offset: ?>>
+    %so = memref.subview %out[%i, 0, 0] [1, 32, 32] [1, 1, 1] : memref<2x32x32xf32> to memref<1x32x32xf32, strided<[1024, 32, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<1x32x32xf32, strided<[1024, 32, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"],
+                    tessel.mma = {block = array<i64: 32, 32>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = "sm_90", warp = array<i64: 16, 16>}}
+        ins(%w, %sb : memref<32x64xf16>, memref<1x64x32xf16, strided<[2048, 32, 1], offset: ?>>)
+        outs(%so : memref<1x32x32xf32, strided<[1024, 32, 1], offset: ?>>) {
+    ^bb0(%x: f16, %y: f16, %acc: f32):
+      %xf = arith.extf %x : f16 to f32
+      %yf = arith.extf %y : f16 to f32
+      %prod = arith.mulf %xf, %yf : f32
+      %sum = arith.addf %acc, %prod : f32
+      linalg.yield %sum : f32
+    }
+  } {mapping = [#gpu.block<z>]}
+  return
+}
+
+// -----
+
 // An epilogue chain: bias + residual is a result, and its f32 cast (for a
 // following layer_norm) another; the cast reads the first in registers.
 // CHECK-LABEL: func.func private @chain

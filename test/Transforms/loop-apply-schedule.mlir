@@ -175,3 +175,50 @@ loop.schedule @split target "sm_90" {
   loop.pipeline stages [3]
   loop.mma [16, 16, 32] shape [16, 8, 16]
 }
+
+// -----
+
+// loop.materialize: the computed B is a pointwise nest of its own (blocks
+// of 32 columns, a point per thread), whose result the tensor-core tiles
+// read by extract_slice; the filter A is read whole by every batch index.
+// CHECK-LABEL: func.func private @patches
+// CHECK: %[[COLS:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 72, 32) step (1, 1, 32)
+// CHECK: arith.negf
+// CHECK: } {mapping = [#gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
+// CHECK: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 32, 32) step (1, 32, 32)
+// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[COLS]][%[[B]], 0, 0] [1, 72, 32]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[TILE]] : tensor<32x72xf16>, tensor<1x72x32xf16>) {{.*}}tessel.mma
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#a = affine_map<(b, m, n, k) -> (m, k)>
+#b = affine_map<(b, m, n, k) -> (b, k, n)>
+#c = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func private @patches(%x: tensor<2x72x32xf16>, %w: tensor<32x72xf16>) -> tensor<2x32x32xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x72x32xf16>
+  %cols = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x72x32xf16>) outs(%e : tensor<2x72x32xf16>) {
+  ^bb0(%v: f16, %o: f16):
+    %n = arith.negf %v : f16
+    linalg.yield %n : f16
+  } -> tensor<2x72x32xf16>
+  %acc0 = tensor.empty() : tensor<2x32x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc0 : tensor<2x32x32xf32>) -> tensor<2x32x32xf32>
+  %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %cols : tensor<32x72xf16>, tensor<2x72x32xf16>) outs(%acc : tensor<2x32x32xf32>) {
+  ^bb0(%p: f16, %q: f16, %r: f32):
+    %pf = arith.extf %p : f16 to f32
+    %qf = arith.extf %q : f16 to f32
+    %m = arith.mulf %pf, %qf : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x32x32xf32>
+  return %mm : tensor<2x32x32xf32>
+}
+loop.schedule @patches target "sm_90" {
+  loop.materialize inputs [1]
+  loop.tile [1, 32, 32, 0] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  loop.pipeline stages [2]
+  loop.mma [16, 16, 32] shape [16, 8, 16]
+}

@@ -280,3 +280,41 @@ func.func private @attention_pv(%p: tensor<8x12x1024x1024xf16>, %v: tensor<8x12x
   } -> tensor<8x12x1024x64xf32>
   return %0 : tensor<8x12x1024x64xf32>
 }
+
+// -----
+
+// A contraction whose B the kernel computes (a convolution's patches): the
+// tensor-core schedule materializes it first (cp.async copies read memory);
+// A, the filter, is shared by the batch.
+// CHECK-LABEL: func.func private @patches
+// CHECK: loop.schedule @patches target "sm_90" {
+// CHECK: %[[PAD:.*]] = loop.knob "pad"
+// CHECK-NEXT: loop.materialize inputs [1]
+// CHECK-NEXT: loop.tile [1, %{{.*}}, %{{.*}}, 0] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
+// CHECK: loop.mma
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#a = affine_map<(b, m, n, k) -> (m, k)>
+#b = affine_map<(b, m, n, k) -> (b, k, n)>
+#c = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func private @patches(%x: tensor<2x72x32xf16>, %w: tensor<32x72xf16>) -> tensor<2x32x32xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x72x32xf16>
+  %cols = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x72x32xf16>) outs(%e : tensor<2x72x32xf16>) {
+  ^bb0(%v: f16, %o: f16):
+    %n = arith.negf %v : f16
+    linalg.yield %n : f16
+  } -> tensor<2x72x32xf16>
+  %acc0 = tensor.empty() : tensor<2x32x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc0 : tensor<2x32x32xf32>) -> tensor<2x32x32xf32>
+  %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %cols : tensor<32x72xf16>, tensor<2x72x32xf16>) outs(%acc : tensor<2x32x32xf32>) {
+  ^bb0(%p: f16, %q: f16, %r: f32):
+    %pf = arith.extf %p : f16 to f32
+    %qf = arith.extf %q : f16 to f32
+    %m = arith.mulf %pf, %qf : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x32x32xf32>
+  return %mm : tensor<2x32x32xf32>
+}

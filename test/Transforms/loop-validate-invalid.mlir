@@ -311,7 +311,7 @@ func.func private @i32mm(%a: tensor<64x64xi32>, %b: tensor<64x64xi32>) -> tensor
 loop.schedule @i32mm target "sm_90" {
   loop.tile [64, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
   loop.promote inputs [0, 1] pad [8]
-  // expected-error @below {{cannot apply to kernel 'i32mm': loop.mma takes a (batched) matmul of f16, bf16 or f32 kernel arguments into f32, A row-major (m, k) and B (k, n)}}
+  // expected-error @below {{cannot apply to kernel 'i32mm': loop.mma takes a (batched) matmul of f16, bf16 or f32 into f32, A row-major (m, k) and B (k, n)}}
   loop.mma [32, 32, 32] shape [16, 8, 16]
 }
 
@@ -550,4 +550,78 @@ loop.schedule @batched target "sm_90" {
   loop.split_k parts [2]
   loop.tile [1, 1, 64, 0] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
   loop.tile [0, 0, 1, 0] mapping [#gpu.thread<x>]
+}
+
+// -----
+
+// Tensor cores copy their tiles from memory: a computed input must be
+// materialized.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#a = affine_map<(b, m, n, k) -> (m, k)>
+#b = affine_map<(b, m, n, k) -> (b, k, n)>
+#c = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func private @patches(%x: tensor<2x72x32xf16>, %w: tensor<32x72xf16>) -> tensor<2x32x32xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x72x32xf16>
+  %cols = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x72x32xf16>) outs(%e : tensor<2x72x32xf16>) {
+  ^bb0(%v: f16, %o: f16):
+    %n = arith.negf %v : f16
+    linalg.yield %n : f16
+  } -> tensor<2x72x32xf16>
+  %acc0 = tensor.empty() : tensor<2x32x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc0 : tensor<2x32x32xf32>) -> tensor<2x32x32xf32>
+  %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %cols : tensor<32x72xf16>, tensor<2x72x32xf16>) outs(%acc : tensor<2x32x32xf32>) {
+  ^bb0(%p: f16, %q: f16, %r: f32):
+    %pf = arith.extf %p : f16 to f32
+    %qf = arith.extf %q : f16 to f32
+    %m = arith.mulf %pf, %qf : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x32x32xf32>
+  return %mm : tensor<2x32x32xf32>
+}
+loop.schedule @patches target "sm_90" {
+  loop.tile [1, 32, 32, 0] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  // expected-error @below {{copies its tiles from memory, but input 1 of the contraction is computed in the kernel; add loop.materialize inputs [1]}}
+  loop.mma [16, 16, 32] shape [16, 8, 16]
+}
+
+// -----
+
+// The filter is an argument: nothing to materialize.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#a = affine_map<(b, m, n, k) -> (m, k)>
+#b = affine_map<(b, m, n, k) -> (b, k, n)>
+#c = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func private @patches(%x: tensor<2x72x32xf16>, %w: tensor<32x72xf16>) -> tensor<2x32x32xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x72x32xf16>
+  %cols = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x72x32xf16>) outs(%e : tensor<2x72x32xf16>) {
+  ^bb0(%v: f16, %o: f16):
+    %n = arith.negf %v : f16
+    linalg.yield %n : f16
+  } -> tensor<2x72x32xf16>
+  %acc0 = tensor.empty() : tensor<2x32x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%acc0 : tensor<2x32x32xf32>) -> tensor<2x32x32xf32>
+  %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %cols : tensor<32x72xf16>, tensor<2x72x32xf16>) outs(%acc : tensor<2x32x32xf32>) {
+  ^bb0(%p: f16, %q: f16, %r: f32):
+    %pf = arith.extf %p : f16 to f32
+    %qf = arith.extf %q : f16 to f32
+    %m = arith.mulf %pf, %qf : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x32x32xf32>
+  return %mm : tensor<2x32x32xf32>
+}
+loop.schedule @patches target "sm_90" {
+  // expected-error @below {{input 0 of the contraction is not computed by a linalg op of the kernel; there is nothing to materialize}}
+  loop.materialize inputs [0, 1]
+  loop.tile [1, 32, 32, 0] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  loop.mma [16, 16, 32] shape [16, 8, 16]
 }

@@ -189,6 +189,31 @@ def test_tensor_core_schedules_match_numpy_on_cpu(shape, dtype):
     assert any("mma.sync" in k.ptx for k in tessel.compile(module, target="cuda:sm_90").kernels)
 
 
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_padded_f16_convolutions_run_on_tensor_cores_over_materialized_patches(layout, stride):
+    # The patches (im2col) go to memory in a launch of their own, read
+    # through the zero padding by bounds tests; the filter is shared by the
+    # batch (a broadcast operand of the batched matmul).
+    x = _randn(2, 16, 16, 16, dtype=np.float16)
+    w = (_randn(32, 16, 3, 3) * 0.1).astype(np.float16)
+    if layout == "NHWC":
+        x, w = x.transpose(0, 2, 3, 1).copy(), w.transpose(2, 3, 1, 0).copy()
+    module = tessel.trace(lambda x, w: ops.relu(ops.conv2d(x, w, stride=stride, padding=1, layout=layout)),
+                          x, w, name="conv")
+    scheduled = schedules.default_schedules(module, "sm_90")
+    assert "loop.materialize inputs [%d]" % (1 if layout == "NCHW" else 0) in str(scheduled)
+    want = np.maximum(fuzz.conv2d_reference(x.astype(np.float64), w.astype(np.float64), stride=stride,
+                                            padding=1, dilation=1, groups=1, layout=layout), 0)
+    got = compile_cpu(scheduled, schedules="sm_90")(x, w)
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-2, atol=2e-2)
+    kernels = tessel.compile(module, target="cuda:sm_90").kernels
+    # No launch runs in one thread (a padded copy of the input once did).
+    assert all(np.prod(k.grid) * np.prod(k.block) > 1 for k in kernels)
+    [mma] = [k for k in kernels if "mma.sync.aligned.m16n8k16" in k.ptx]
+    assert "cp.async.cg.shared.global" in mma.ptx and mma.ptxas["spill_stores"] == 0
+
+
 def test_every_contraction_of_an_f16_transformer_layer_runs_on_tensor_cores():
     # bench/gpu's encoder layer at a small size whose contractions tiles
     # divide: q, k, v, q @ k^T, p @ v, out (with the residual and a cast for

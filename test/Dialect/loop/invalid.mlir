@@ -243,3 +243,11 @@ loop.schedule @k target "cpu" {
   // expected-error @+1 {{needs at least one part}}
   loop.split_k parts [0]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{input 2 is not a contraction input (0 is A, 1 is B)}}
+  loop.materialize inputs [2]
+}

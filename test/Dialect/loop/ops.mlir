@@ -89,11 +89,13 @@ loop.schedule @matmul_kernel result 4 target "cpu" {
 }
 
 // CHECK-LABEL: loop.schedule @matmul_kernel result 5 target "sm_90" {
+// CHECK: loop.materialize inputs [1]
 // CHECK: loop.split_k parts [%[[P:split_k]]]
 // CHECK: loop.schedule @matmul_kernel result 6 target "cpu" {
 // CHECK: loop.split_k parts [4]
 loop.schedule @matmul_kernel result 5 target "sm_90" {
   %parts = loop.knob "split_k" = 2 choices [1, 2, 4]
+  loop.materialize inputs [1]
   loop.split_k parts [%parts]
   loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
 }
