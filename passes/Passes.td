@@ -262,6 +262,22 @@ def LoopApplySchedules : Pass<"loop-apply-schedule", "mlir::ModuleOp"> {
   ];
 }
 
+def LoopUnroll : Pass<"loop-unroll", "mlir::func::FuncOp"> {
+  let summary = "Lower ops marked by loop.unroll to loops and unroll the innermost";
+  let description = [{
+    Runs on bufferized kernels: each linalg op carrying `tessel.unroll`
+    (set by loop-apply-schedule from loop.unroll) becomes scf.for loops,
+    and the innermost of them is unrolled by the factor, with a remainder
+    loop when the factor does not divide its trip count.
+  }];
+  let dependentDialects = [
+    "mlir::affine::AffineDialect",
+    "mlir::arith::ArithDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+  ];
+}
+
 def GpuLowerMma : Pass<"gpu-lower-mma", "mlir::func::FuncOp"> {
   let summary = "Lower contractions marked by loop.mma to tensor-core code";
   let description = [{

@@ -32,6 +32,9 @@ constexpr llvm::StringLiteral kMmaAttrName = "tessel.mma";
 /// The same for loop.warp_reduce, on the block tile's scf.forall: the
 /// number of threads that share its rows (gpu-distribute-rows).
 constexpr llvm::StringLiteral kWarpReduceAttrName = "tessel.warp_reduce";
+/// The same for loop.unroll, on each linalg op of the innermost tile: the
+/// factor its innermost loop is unrolled by (loop-unroll).
+constexpr llvm::StringLiteral kUnrollAttrName = "tessel.unroll";
 
 /// Threads in a warp on every target a schedule may name.
 constexpr int64_t kWarpSize = 32;

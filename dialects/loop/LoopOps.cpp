@@ -288,6 +288,15 @@ LogicalResult MaterializeOp::verify() {
   return success();
 }
 
+LogicalResult UnrollOp::verify() {
+  if (failed(verifyList(*this, "unroll factor", "unroll factor",
+                        getDynamicFactor(), getStaticFactor(), 1)))
+    return failure();
+  if (getResolvedFactor() < 1)
+    return emitOpError("needs a factor of at least one");
+  return success();
+}
+
 LogicalResult SplitKOp::verify() {
   if (failed(verifyList(*this, "part count", "part count", getDynamicParts(),
                         getStaticParts(), 1)))

@@ -347,4 +347,28 @@ def Loop_SplitKOp : Loop_ValuesOp<"split_k"> {
   }];
 }
 
+def Loop_UnrollOp : Loop_ValuesOp<"unroll"> {
+  let summary = "Unrolls the innermost loop of each op in the tile";
+  let description = [{
+    The linalg ops of the innermost tile (those no other primitive
+    rewrites) become loops after bufferization, and the innermost loop of
+    each is unrolled by `factor` (a remainder loop follows when the factor
+    does not divide it): a thread's K loop in a GPU fallback contraction, a
+    tile's window loop in a convolution. 1 leaves the loops as they are.
+    ```mlir
+    loop.unroll factor [%unroll]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_factor,
+                       DenseI64ArrayAttr:$static_factor);
+  let assemblyFormat = [{
+    `factor` custom<DynamicIndexList>($dynamic_factor, $static_factor) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedFactor() {
+      return resolveValues(getDynamicFactor(), getStaticFactor()).front();
+    }
+  }];
+}
+
 #endif // TESSEL_LOOP_OPS

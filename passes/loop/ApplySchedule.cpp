@@ -8,8 +8,8 @@
 // into partial products, which the levels then tile, and their sum, tiled
 // on its own.
 // loop.vectorize then vectorizes the tile's matmul and
-// loop.split_reduction its reductions; loop.mma and
-// loop.warp_reduce become attributes for the GPU passes after bufferization.
+// loop.split_reduction its reductions; loop.mma, loop.warp_reduce and
+// loop.unroll become attributes for the passes after bufferization.
 //
 //===----------------------------------------------------------------------===//
 
@@ -386,6 +386,12 @@ struct LoopApplySchedulesPass
       for (auto warpReduce : schedule.getBody().getOps<loop::WarpReduceOp>())
         root->setAttr(loop::kWarpReduceAttrName,
                       rewriter.getI64IntegerAttr(warpReduce.getResolvedThreads()));
+      // loop-unroll carries out loop.unroll on buffers.
+      for (auto unroll : schedule.getBody().getOps<loop::UnrollOp>())
+        for (Operation &op : *root->getBlock())
+          if (isa<linalg::LinalgOp>(op))
+            op.setAttr(loop::kUnrollAttrName,
+                       rewriter.getI64IntegerAttr(unroll.getResolvedFactor()));
       if (sum) {
         collectReturnedLinalgOps(sum->root->getParentOfType<func::FuncOp>(),
                                  returned);

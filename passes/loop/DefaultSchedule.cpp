@@ -9,12 +9,17 @@
 // root is elementwise over the reduced rows, one whole row). A kernel with
 // no loop to distribute gets no schedule and runs in a single thread. The
 // fallback is correct for every kernel class, and slow for contractions.
+// Inputs the kernel computes (a convolution's patches) are materialized
+// for tensor cores; a long K over too few tiles is split (loop.split_k).
 //
 // CPU: parallel tiles of about 16K points of the root (inner loops whole,
 // so a softmax tile holds whole rows and its reductions are fused), with
 // loop.split_reduction for the reductions over rows (32 lanes); (batched)
-// matmul kernels get blocks of the result plus loop.vectorize, other
-// contractions (convolutions) blocks of their last two parallel loops.
+// matmul kernels get blocks of the result plus loop.vectorize (and
+// loop.split_k for a long K over fewer than 4 tiles), other contractions
+// (grouped convolutions) blocks of their last two parallel loops.
+//
+// Threads or tiles that walk a loop get a loop.unroll knob, left at 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -231,6 +236,14 @@ struct LoopDefaultSchedulePass
                                 IntegerAttr(), IntegerAttr());
   }
 
+  /// loop.unroll of the tile's innermost loops, a knob left at 1 (LLVM
+  /// and ptxas unroll on their own; the tuner may find better).
+  void addUnrollKnob(OpBuilder &sb, Location loc) {
+    Value factor = knob(sb, loc, "unroll", 1, {1, 2, 4, 8});
+    loop::UnrollOp::create(sb, loc, ValueRange{factor},
+                           sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+  }
+
   /// The CPU schedule of `root`: parallel tiles, plus loop.vectorize for a
   /// matmul kernel. A root small enough to be one tile gets none (unless it
   /// is a matmul, which is vectorized whole).
@@ -320,6 +333,7 @@ struct LoopDefaultSchedulePass
       }
       loop::TileOp::create(sb, loc, blocks, sb.getDenseI64ArrayAttr(sizes),
                            ArrayAttr(), sb.getUnitAttr());
+      addUnrollKnob(sb, loc);
       return;
     }
     // Tiles of about kCpuTilePoints: inner loops whole, the first that
@@ -559,6 +573,13 @@ struct LoopDefaultSchedulePass
     loop::TileOp::create(sb, func.getLoc(), ValueRange{},
                          sb.getDenseI64ArrayAttr(tiling->threadSizes),
                          sb.getArrayAttr(tiling->threadMapping));
+    // A thread that walks a loop (a contraction's K, a row) may unroll it.
+    bool walks = func.walk([](linalg::LinalgOp op) {
+                       return op.getNumReductionLoops() ? WalkResult::interrupt()
+                                                        : WalkResult::advance();
+                     }).wasInterrupted();
+    if (walks)
+      addUnrollKnob(sb, func.getLoc());
     return success();
   }
 };

@@ -393,6 +393,14 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
     return failure();
   if (failed(validateMaterialize(schedule, func, root)))
     return failure();
+  // Primitives that write the tile's loops themselves unroll them by their
+  // own knobs (register blocks, K steps, columns per thread).
+  for (auto unroll : schedule.getBody().getOps<loop::UnrollOp>())
+    for (Operation &op : schedule.getBody().getOps())
+      if (isa<loop::VectorizeOp, loop::SplitReductionOp, loop::MmaOp,
+              loop::WarpReduceOp>(op))
+        return unroll.emitError("cannot be combined with ")
+               << op.getName() << ", which writes the tile's loops itself";
   FailureOr<int64_t> parts = validateSplitK(schedule, func, root, blockTile);
   if (failed(parts))
     return failure();

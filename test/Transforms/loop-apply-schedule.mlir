@@ -222,3 +222,26 @@ loop.schedule @patches target "sm_90" {
   loop.pipeline stages [2]
   loop.mma [16, 16, 32] shape [16, 8, 16]
 }
+
+// -----
+
+// loop.unroll marks the linalg ops of the innermost (thread) tile for
+// loop-unroll after bufferization: the fill and the thread's K loop.
+// CHECK-LABEL: func.func private @unrolled
+// CHECK: scf.forall
+// CHECK: scf.forall
+// CHECK: linalg.fill {{.*}}tessel.unroll = 4 : i64
+// CHECK: linalg.matmul {{.*}}tessel.unroll = 4 : i64
+// CHECK: } {mapping = [#gpu.thread<x>]}
+func.func private @unrolled(%a: tensor<64x128xf32>, %b: tensor<128x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x128xf32>, tensor<128x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %mm : tensor<64x64xf32>
+}
+loop.schedule @unrolled target "sm_90" {
+  loop.tile [1, 64, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [0, 1, 0] mapping [#gpu.thread<x>]
+  loop.unroll factor [4]
+}

@@ -90,11 +90,14 @@ func.func private @introws(%a: tensor<512x1000xi32>) -> tensor<512x1000xi32> att
 // -----
 
 // A root that reduces (a sum over rows): its parallel loop is distributed,
-// its reduction loop stays whole in each thread.
+// its reduction loop stays whole in each thread, which may unroll it (a
+// knob left at 1).
 // CHECK-LABEL: func.func private @sum
 // CHECK: loop.schedule @sum target "sm_90" {
 // CHECK-NEXT: loop.tile [256, 0, 0] mapping [#gpu.block<x>]
 // CHECK-NEXT: loop.tile [1, 0, 0] mapping [#gpu.thread<x>]
+// CHECK-NEXT: %[[U:.*]] = loop.knob "unroll" = 1 choices [1, 2, 4, 8]
+// CHECK-NEXT: loop.unroll factor [%[[U]]]
 #in = affine_map<(d0, d1, d2) -> (d0, d2)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
 func.func private @sum(%a: tensor<512x1000xf32>) -> tensor<512x1xf32> attributes {tessel.kernel = "reduction"} {

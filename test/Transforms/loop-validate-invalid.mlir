@@ -625,3 +625,20 @@ loop.schedule @patches target "sm_90" {
   loop.promote inputs [0, 1] pad [8]
   loop.mma [16, 16, 32] shape [16, 8, 16]
 }
+
+// -----
+
+// loop.vectorize writes its loops itself: loop.unroll does not combine.
+func.func private @mm(%a: tensor<16x64xf32>, %b: tensor<64x16xf32>) -> tensor<16x16xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<16x64xf32>, tensor<64x16xf32>) outs(%f : tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %mm : tensor<16x16xf32>
+}
+loop.schedule @mm target "cpu" {
+  loop.tile [8, 8, 0] parallel
+  loop.vectorize [4, 8, 4] depth [64]
+  // expected-error @below {{cannot be combined with loop.vectorize, which writes the tile's loops itself}}
+  loop.unroll factor [4]
+}

@@ -14,6 +14,7 @@ import tessel
 from tessel import ops, schedules
 from tessel.backends.cpu import compile_cpu
 from tessel.runtime.artifact import read as read_artifact
+from tessel.testing import fuzz
 
 F16 = np.dtype(np.float16)
 RNG = np.random.default_rng(0)
@@ -49,7 +50,15 @@ def _layer_norm(batch=8):
     return lambda x, w, b: ops.layer_norm(x, w, b, eps=1e-5), [x, w, b], reference
 
 
+def _f32_matmul(m=40, k=72, n=56):
+    # f32 without allow_tf32: the fallback, a point per thread walking K
+    # (its loop.unroll knob is sampled).
+    a, b = RNG.standard_normal((m, k)).astype(np.float32), RNG.standard_normal((k, n)).astype(np.float32)
+    return lambda a, b: ops.relu(a @ b), [a, b], lambda a, b: np.maximum(a @ b, 0)
+
+
 CASES = {"gemm_bias_gelu": _gemm_bias_gelu, "softmax": _softmax, "layer_norm": _layer_norm,
+         "f32_matmul": _f32_matmul,
          # Edge tiles in M, N and K for most sampled tile sizes.
          "gemm_edges": lambda: _gemm_bias_gelu(100, 72, 136)}
 
@@ -133,6 +142,11 @@ CPU_CASES = {
     # No lane count divides 509 columns: a remainder follows the vectors.
     "softmax_prime": lambda: _f32(_softmax(rows=96, cols=509)),
     "layer_norm": lambda: _layer_norm(batch=40),
+    # Grouped: a generic contraction whose tiles walk the window (unroll).
+    "grouped_conv": lambda: (lambda x, w: ops.conv2d(x, w, padding=1, groups=4),
+                             [RNG.standard_normal(s).astype(np.float32) for s in ((2, 8, 10, 10), (8, 2, 3, 3))],
+                             lambda x, w: fuzz.conv2d_reference(x, w, stride=1, padding=1, dilation=1, groups=4,
+                                                                layout="NCHW")),
     "batched_matmul": lambda: (lambda a, b: a @ b,
                                [RNG.standard_normal(s).astype(np.float32) for s in ((4, 24, 16), (4, 16, 40))],
                                np.matmul),

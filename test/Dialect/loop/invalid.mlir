@@ -251,3 +251,11 @@ loop.schedule @k target "sm_90" {
   // expected-error @+1 {{input 2 is not a contraction input (0 is A, 1 is B)}}
   loop.materialize inputs [2]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  // expected-error @+1 {{needs a factor of at least one}}
+  loop.unroll factor [0]
+}

@@ -93,6 +93,7 @@ loop.schedule @matmul_kernel result 4 target "cpu" {
 // CHECK: loop.split_k parts [%[[P:split_k]]]
 // CHECK: loop.schedule @matmul_kernel result 6 target "cpu" {
 // CHECK: loop.split_k parts [4]
+// CHECK: loop.unroll factor [%{{.*}}]
 loop.schedule @matmul_kernel result 5 target "sm_90" {
   %parts = loop.knob "split_k" = 2 choices [1, 2, 4]
   loop.materialize inputs [1]
@@ -100,5 +101,7 @@ loop.schedule @matmul_kernel result 5 target "sm_90" {
   loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
 }
 loop.schedule @matmul_kernel result 6 target "cpu" {
+  %unroll = loop.knob "unroll" = 4 choices [1, 2, 4, 8]
   loop.split_k parts [4]
+  loop.unroll factor [%unroll]
 }
