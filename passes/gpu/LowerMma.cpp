@@ -265,8 +265,9 @@ private:
 
   /// `indices` of a block-tile operand, after the indices of the batch
   /// loops it reads (`loops`; all of them for the result).
-  SmallVector<Value> at(ValueRange indices,
-                        std::optional<ArrayRef<unsigned>> loops = std::nullopt) {
+  SmallVector<Value>
+  at(ValueRange indices,
+     std::optional<ArrayRef<unsigned>> loops = std::nullopt) {
     SmallVector<Value> all;
     if (loops)
       for (unsigned loop : *loops)

@@ -197,15 +197,14 @@ LogicalResult materializeInputs(RewriterBase &rewriter,
     return materialize.emitError("cannot apply to kernel '")
            << schedule.getKernel() << "': " << why;
   for (int64_t input : materialize.getInputs()) {
-    linalg::LinalgOp producer =
-        computingOp(contraction.getDpsInputs()[input]);
+    auto producer = dyn_cast_if_present<TilingInterface>(
+        computingOp(contraction.getDpsInputs()[input]).getOperation());
     std::optional<SmallVector<int64_t>> extents =
-        producer ? staticLoopExtents(cast<TilingInterface>(producer.getOperation()))
-                 : std::nullopt;
+        producer ? staticLoopExtents(producer) : std::nullopt;
     std::optional<PointwiseTiling> tiling;
     if (extents)
       tiling = gpuPointwiseTiling(rewriter.getContext(), *extents,
-                                  producer.getIteratorTypesArray(),
+                                  producer.getLoopIteratorTypes(),
                                   /*rowwise=*/false);
     if (!tiling)
       return materialize.emitError("input ")
@@ -215,8 +214,7 @@ LogicalResult materializeInputs(RewriterBase &rewriter,
     SmallVector<Level> levels = {
         {materialize, tiling->blockSizes, tiling->blockMapping, false},
         {materialize, tiling->threadSizes, tiling->threadMapping, false}};
-    if (failed(tileLevels(rewriter, cast<TilingInterface>(producer.getOperation()), levels,
-                          returned, roots)))
+    if (failed(tileLevels(rewriter, producer, levels, returned, roots)))
       return failure();
   }
   return success();

@@ -575,8 +575,9 @@ struct LoopDefaultSchedulePass
                          sb.getArrayAttr(tiling->threadMapping));
     // A thread that walks a loop (a contraction's K, a row) may unroll it.
     bool walks = func.walk([](linalg::LinalgOp op) {
-                       return op.getNumReductionLoops() ? WalkResult::interrupt()
-                                                        : WalkResult::advance();
+                       return op.getNumReductionLoops()
+                                  ? WalkResult::interrupt()
+                                  : WalkResult::advance();
                      }).wasInterrupted();
     if (walks)
       addUnrollKnob(sb, func.getLoc());

@@ -1,4 +1,4 @@
-//===- DefaultSchedule.h - default tilings shared with other passes -*- C++ -*-===//
+//===- DefaultSchedule.h - default tilings for other passes -*- C++ -*-===//
 //
 // loop-default-schedule's tiling of kernels that neither tensor cores nor
 // warp reductions take; loop-apply-schedule reuses it for the sum of a

@@ -113,10 +113,10 @@ int64_t tessel::mmaElementBytes(linalg::LinalgOp op) {
          8;
 }
 
-linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
-                                            TilingInterface root,
-                                            std::string &why,
-                                            SmallVectorImpl<int64_t> *computed) {
+linalg::LinalgOp
+tessel::findMmaContraction(func::FuncOp func, TilingInterface root,
+                           std::string &why,
+                           SmallVectorImpl<int64_t> *computed) {
   linalg::LinalgOp contraction = findRootContraction(func, root, why);
   if (!contraction)
     return {};
@@ -129,7 +129,8 @@ linalg::LinalgOp tessel::findMmaContraction(func::FuncOp func,
     if (isKernelArgument(input))
       continue;
     linalg::LinalgOp producer = computingOp(input);
-    if (!producer || ShapedType::isDynamicShape(producer.getStaticLoopRanges())) {
+    if (!producer ||
+        ShapedType::isDynamicShape(producer.getStaticLoopRanges())) {
       why = "input " + std::to_string(i) + " of the contraction is neither a "
             "kernel argument nor computed by a linalg op of static shape";
       return {};

@@ -30,14 +30,16 @@ struct LoopUnrollPass : tessel::impl::LoopUnrollBase<LoopUnrollPass> {
     });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : marked) {
-      auto factor = op->getAttrOfType<IntegerAttr>(tessel::loop::kUnrollAttrName);
+      auto factor =
+          op->getAttrOfType<IntegerAttr>(tessel::loop::kUnrollAttrName);
       if (!factor || factor.getInt() < 1 || !op.hasPureBufferSemantics()) {
         op.emitError("loop.unroll: expected a bufferized op with a positive ")
             << tessel::loop::kUnrollAttrName << " factor";
         return signalPassFailure();
       }
       rewriter.setInsertionPoint(op);
-      FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToLoops(rewriter, op);
+      FailureOr<linalg::LinalgLoops> loops =
+          linalg::linalgOpToLoops(rewriter, op);
       if (failed(loops)) {
         op.emitError("loop.unroll could not lower this op to loops");
         return signalPassFailure();

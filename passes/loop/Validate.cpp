@@ -116,9 +116,9 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
   auto pipelines = schedule.getBody().getOps<loop::PipelineOp>();
   if (!pipelines.empty())
     stages = (*pipelines.begin()).getResolvedStages();
-  MmaConfig c{extents[batch],     extents[batch + 1], extents[batch + 2] / parts,
-              block[batch],       block[batch + 1],   sizes[0],
-              sizes[1],           sizes[2],           stages,
+  MmaConfig c{extents[batch], extents[batch + 1], extents[batch + 2] / parts,
+              block[batch],   block[batch + 1],   sizes[0],
+              sizes[1],       sizes[2],           stages,
               promote.getResolvedPad(), elementBytes};
   std::string error = c.check(schedule.getTarget(), [&](MmaConfig::Field f) {
     switch (f) {
