@@ -190,21 +190,24 @@ def test_tensor_core_schedules_match_numpy_on_cpu(shape, dtype):
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-@pytest.mark.parametrize("stride", [1, 2])
-def test_padded_f16_convolutions_run_on_tensor_cores_over_materialized_patches(layout, stride):
+@pytest.mark.parametrize("stride, dilation", [(1, 1), (2, 1), (1, 2)])
+def test_padded_f16_convolutions_run_on_tensor_cores_over_materialized_patches(layout, stride, dilation):
     # The patches (im2col) go to memory in a launch of their own, read
     # through the zero padding by bounds tests; the filter is shared by the
-    # batch (a broadcast operand of the batched matmul).
+    # batch (a broadcast operand of the batched matmul). A padding of the
+    # dilation keeps the output pixels a multiple of 8 (whole 16-byte rows).
     x = _randn(2, 16, 16, 16, dtype=np.float16)
     w = (_randn(32, 16, 3, 3) * 0.1).astype(np.float16)
     if layout == "NHWC":
         x, w = x.transpose(0, 2, 3, 1).copy(), w.transpose(2, 3, 1, 0).copy()
-    module = tessel.trace(lambda x, w: ops.relu(ops.conv2d(x, w, stride=stride, padding=1, layout=layout)),
+    module = tessel.trace(lambda x, w: ops.relu(ops.conv2d(x, w, stride=stride, padding=dilation,
+                                                          dilation=dilation, layout=layout)),
                           x, w, name="conv")
     scheduled = schedules.default_schedules(module, "sm_90")
     assert "loop.materialize inputs [%d]" % (1 if layout == "NCHW" else 0) in str(scheduled)
     want = np.maximum(fuzz.conv2d_reference(x.astype(np.float64), w.astype(np.float64), stride=stride,
-                                            padding=1, dilation=1, groups=1, layout=layout), 0)
+                                            padding=dilation, dilation=dilation, groups=1,
+                                            layout=layout), 0)
     got = compile_cpu(scheduled, schedules="sm_90")(x, w)
     np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-2, atol=2e-2)
     kernels = tessel.compile(module, target="cuda:sm_90").kernels
