@@ -214,26 +214,42 @@ static LogicalResult verifyList(Operation *op, StringRef countName,
   return verifyValues(op, valueName, dynamic, statics);
 }
 
-LogicalResult PromoteOp::verify() {
-  if (failed(verifyList(*this, "pad value", "pad", getDynamicPad(),
-                        getStaticPad(), 1)))
+/// One tunable count (`countName`), at least one (`tooFew` otherwise).
+static LogicalResult verifyPositiveCount(Operation *op, StringRef countName,
+                                         ValueRange dynamic,
+                                         ArrayRef<int64_t> statics,
+                                         StringRef tooFew) {
+  if (failed(verifyList(op, countName, countName, dynamic, statics, 1)))
     return failure();
-  if (getInputs().empty())
-    return emitOpError("promotes no input");
-  for (int64_t operand : getInputs())
+  if (resolveValues(dynamic, statics).front() < 1)
+    return op->emitOpError(tooFew);
+  return success();
+}
+
+/// A non-empty list of contraction inputs (0 is A, 1 is B); `none` names
+/// the error of an empty one.
+static LogicalResult verifyContractionInputs(Operation *op,
+                                             ArrayRef<int64_t> inputs,
+                                             StringRef none) {
+  if (inputs.empty())
+    return op->emitOpError(none);
+  for (int64_t operand : inputs)
     if (operand < 0 || operand > 1)
-      return emitOpError("input ")
+      return op->emitOpError("input ")
              << operand << " is not a contraction input (0 is A, 1 is B)";
   return success();
 }
 
-LogicalResult PipelineOp::verify() {
-  if (failed(verifyList(*this, "stage count", "stage count",
-                        getDynamicStages(), getStaticStages(), 1)))
+LogicalResult PromoteOp::verify() {
+  if (failed(verifyList(*this, "pad value", "pad", getDynamicPad(),
+                        getStaticPad(), 1)))
     return failure();
-  if (getResolvedStages() < 1)
-    return emitOpError("needs at least one stage");
-  return success();
+  return verifyContractionInputs(*this, getInputs(), "promotes no input");
+}
+
+LogicalResult PipelineOp::verify() {
+  return verifyPositiveCount(*this, "stage count", getDynamicStages(),
+                             getStaticStages(), "needs at least one stage");
 }
 
 LogicalResult MmaOp::verify() {
@@ -270,40 +286,23 @@ LogicalResult VectorizeOp::verify() {
 }
 
 LogicalResult SplitReductionOp::verify() {
-  if (failed(verifyList(*this, "lane count", "lane count", getDynamicLanes(),
-                        getStaticLanes(), 1)))
-    return failure();
-  if (getResolvedLanes() < 1)
-    return emitOpError("needs at least one lane");
-  return success();
+  return verifyPositiveCount(*this, "lane count", getDynamicLanes(),
+                             getStaticLanes(), "needs at least one lane");
 }
 
 LogicalResult MaterializeOp::verify() {
-  if (getInputs().empty())
-    return emitOpError("materializes no input");
-  for (int64_t operand : getInputs())
-    if (operand < 0 || operand > 1)
-      return emitOpError("input ")
-             << operand << " is not a contraction input (0 is A, 1 is B)";
-  return success();
+  return verifyContractionInputs(*this, getInputs(), "materializes no input");
 }
 
 LogicalResult UnrollOp::verify() {
-  if (failed(verifyList(*this, "unroll factor", "unroll factor",
-                        getDynamicFactor(), getStaticFactor(), 1)))
-    return failure();
-  if (getResolvedFactor() < 1)
-    return emitOpError("needs a factor of at least one");
-  return success();
+  return verifyPositiveCount(*this, "unroll factor", getDynamicFactor(),
+                             getStaticFactor(),
+                             "needs a factor of at least one");
 }
 
 LogicalResult SplitKOp::verify() {
-  if (failed(verifyList(*this, "part count", "part count", getDynamicParts(),
-                        getStaticParts(), 1)))
-    return failure();
-  if (getResolvedParts() < 1)
-    return emitOpError("needs at least one part");
-  return success();
+  return verifyPositiveCount(*this, "part count", getDynamicParts(),
+                             getStaticParts(), "needs at least one part");
 }
 
 #define GET_OP_CLASSES

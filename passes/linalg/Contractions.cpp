@@ -77,7 +77,8 @@ Value tessel::multiplyAccumulate(OpBuilder &b, Location loc, Value lhs,
                                arith::MulIOp::create(b, loc, x, y));
 }
 
-Value tessel::reshapeSource(Value v) {
+/// `v` before any tensor.collapse_shape and tensor.expand_shape.
+static Value reshapeSource(Value v) {
   while (isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
       v.getDefiningOp()))
     v = v.getDefiningOp()->getOperand(0);

@@ -33,12 +33,9 @@ mlir::Value multiplyAccumulate(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value lhs, mlir::Value rhs,
                                mlir::Value acc);
 
-/// `v` before any tensor.collapse_shape and tensor.expand_shape (x @ W on
-/// a 3-D x reads x collapsed to 2-D).
-mlir::Value reshapeSource(mlir::Value v);
-
-/// Whether `v` is a kernel argument, maybe reshaped: a buffer of the host
-/// program, not computed in the kernel.
+/// Whether `v` is a kernel argument, maybe reshaped (x @ W on a 3-D x reads
+/// x collapsed to 2-D): a buffer of the host program, not computed in the
+/// kernel.
 bool isKernelArgument(mlir::Value v);
 
 /// The linalg op of the kernel that computes `v`, maybe reshaped; null for

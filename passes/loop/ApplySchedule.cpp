@@ -106,8 +106,8 @@ struct SplitSum {
   SmallVector<Level> levels;
 };
 
-/// Carries out loop.split_k on the contraction `root` computes a tile of
-/// (splitK): `root` becomes the partial products and `levels` their
+/// Carries out loop.split_k on `contraction`, which `root` computes a tile
+/// of (splitK): `root` becomes the partial products and `levels` their
 /// levels, the part loop one index per tile of the first parallel level
 /// (on grid z for GPUs). Returns the sum (with the epilogue up to the old
 /// root) and its levels: the target's pointwise tiling on GPUs, the first
@@ -115,14 +115,9 @@ struct SplitSum {
 FailureOr<SplitSum> splitContraction(RewriterBase &rewriter,
                                      loop::ScheduleOp schedule,
                                      loop::SplitKOp split,
+                                     linalg::LinalgOp contraction,
                                      TilingInterface &root,
                                      SmallVector<Level> &levels) {
-  auto func = root->getParentOfType<func::FuncOp>();
-  std::string why;
-  linalg::LinalgOp contraction = findRootContraction(func, root, why);
-  if (!contraction)
-    return split.emitError("cannot apply to kernel '")
-           << schedule.getKernel() << "': " << why;
   unsigned batch = *matmulBatchLoops(contraction, /*broadcast=*/true);
   bool rootIsContraction = root.getOperation() == contraction.getOperation();
   FailureOr<SplitK> parts =
@@ -181,21 +176,14 @@ FailureOr<SplitSum> splitContraction(RewriterBase &rewriter,
   return sum;
 }
 
-/// Carries out loop.materialize: the producers of the named inputs of the
-/// contraction `root` computes a tile of are tiled on their own, with the
-/// target's pointwise tiling, so that the contraction reads their results
-/// from memory (tiling the root fuses linalg producers only).
+/// Carries out loop.materialize: the producers of the named inputs of
+/// `contraction` are tiled on their own, with the target's pointwise
+/// tiling, so that the contraction reads their results from memory (tiling
+/// the root fuses linalg producers only).
 LogicalResult materializeInputs(RewriterBase &rewriter,
-                                loop::ScheduleOp schedule,
                                 loop::MaterializeOp materialize,
-                                TilingInterface root,
+                                linalg::LinalgOp contraction,
                                 llvm::SmallPtrSetImpl<Operation *> &roots) {
-  auto func = root->getParentOfType<func::FuncOp>();
-  std::string why;
-  linalg::LinalgOp contraction = findRootContraction(func, root, why);
-  if (!contraction)
-    return materialize.emitError("cannot apply to kernel '")
-           << schedule.getKernel() << "': " << why;
   for (int64_t input : materialize.getInputs()) {
     auto producer = dyn_cast_if_present<TilingInterface>(
         computingOp(contraction.getDpsInputs()[input]).getOperation());
@@ -317,9 +305,25 @@ struct LoopApplySchedulesPass
         levels.push_back({tile, sizes, mapping,
                           mapping.empty() && !tile.getParallel()});
       }
+      // loop.materialize and loop.split_k act on the contraction that the
+      // root computes a tile of.
+      linalg::LinalgOp contraction;
+      for (Operation &op : schedule.getBody().getOps()) {
+        if (!isa<loop::MaterializeOp, loop::SplitKOp>(op))
+          continue;
+        std::string why;
+        contraction = findRootContraction(
+            root->getParentOfType<func::FuncOp>(), root, why);
+        if (!contraction) {
+          op.emitError("cannot apply to kernel '")
+              << schedule.getKernel() << "': " << why;
+          return signalPassFailure();
+        }
+        break;
+      }
       for (auto materialize :
            schedule.getBody().getOps<loop::MaterializeOp>())
-        if (failed(materializeInputs(rewriter, schedule, materialize, root,
+        if (failed(materializeInputs(rewriter, materialize, contraction,
                                      roots)))
           return signalPassFailure();
       std::optional<SplitSum> sum;
@@ -328,7 +332,8 @@ struct LoopApplySchedulesPass
           continue;
         roots.erase(root.getOperation());
         FailureOr<SplitSum> splitSum =
-            splitContraction(rewriter, schedule, split, root, levels);
+            splitContraction(rewriter, schedule, split, contraction, root,
+                             levels);
         if (failed(splitSum))
           return signalPassFailure();
         sum = *splitSum;

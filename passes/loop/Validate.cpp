@@ -248,16 +248,28 @@ LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
   return success();
 }
 
+/// The contraction `root` computes a tile of, for `primitive`; null after
+/// an error at `primitive` saying why there is none.
+linalg::LinalgOp rootContraction(Operation *primitive,
+                                 loop::ScheduleOp schedule, func::FuncOp func,
+                                 TilingInterface root) {
+  std::string why;
+  linalg::LinalgOp contraction = findRootContraction(func, root, why);
+  if (!contraction)
+    primitive->emitError("cannot apply to kernel '")
+        << schedule.getKernel() << "': " << why;
+  return contraction;
+}
+
 /// Checks loop.materialize: a contraction kernel whose named inputs are
 /// computed in it, by linalg ops.
 LogicalResult validateMaterialize(loop::ScheduleOp schedule, func::FuncOp func,
                                   TilingInterface root) {
   for (auto materialize : schedule.getBody().getOps<loop::MaterializeOp>()) {
-    std::string why;
-    linalg::LinalgOp contraction = findRootContraction(func, root, why);
+    linalg::LinalgOp contraction =
+        rootContraction(materialize, schedule, func, root);
     if (!contraction)
-      return materialize.emitError("cannot apply to kernel '")
-             << schedule.getKernel() << "': " << why;
+      return failure();
     for (int64_t input : materialize.getInputs())
       if (!computingOp(contraction.getDpsInputs()[input]))
         return materialize.emitError("input ")
@@ -281,11 +293,9 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
   int64_t parts = split.getResolvedParts();
   std::string name =
       valueName(split.getDynamicParts(), split.getStaticParts(), 0, "parts");
-  std::string why;
-  linalg::LinalgOp contraction = findRootContraction(func, root, why);
+  linalg::LinalgOp contraction = rootContraction(split, schedule, func, root);
   if (!contraction)
-    return split.emitError("cannot apply to kernel '")
-           << schedule.getKernel() << "': " << why;
+    return failure();
   std::optional<unsigned> batch =
       matmulBatchLoops(contraction, /*broadcast=*/true);
   if (!batch || ShapedType::isDynamicShape(contraction.getStaticLoopRanges()))
