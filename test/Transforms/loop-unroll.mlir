@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(loop-unroll),canonicalize)' | FileCheck %s
+// RUN: tessel-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(loop-unroll),canonicalize)' | FileCheck %s
 
 // A marked op becomes loops whose innermost (K, 10 steps) is unrolled by 4:
 // a loop of 2 steps of 4 copies of the body, and the remaining 2 steps.
@@ -33,6 +33,19 @@ func.func @unmarked(%a: memref<4xf32>, %b: memref<4xf32>) {
   ^bb0(%p: f32, %o: f32):
     %n = arith.negf %p : f32
     linalg.yield %n : f32
+  }
+  return
+}
+
+// -----
+
+// A factor below one is an error, not a silent no-op.
+func.func @bad(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{loop.unroll: expected a bufferized op with a positive tessel.unroll factor}}
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"], tessel.unroll = 0 : i64}
+      ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    linalg.yield %p : f32
   }
   return
 }
