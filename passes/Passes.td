@@ -347,6 +347,29 @@ def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
   ];
 }
 
+def LoopVectorAccess : Pass<"loop-vector-access", "mlir::func::FuncOp"> {
+  let summary = "Move the points of loop.vector_access threads as vectors";
+  let description = [{
+    Runs on bufferized kernels: each elementwise linalg.generic carrying
+    `tessel.vector_access = W` (set by loop-apply-schedule from
+    loop.vector_access) whose loops are one point each but the innermost,
+    of at most W points, is computed point by point on registers: operands
+    whose innermost index is that loop are loaded as one vector of W
+    elements where their buffer and the tile's offsets make it aligned
+    (kernels get 16-byte aligned buffers), operands that do not read it
+    once, others per point; the output is stored the same way. A tile of
+    fewer than W points (the edge of a loop that W does not divide) keeps
+    the op, under an scf.if. GPU schedules mark ops; the CPU pipeline runs
+    the pass too, so that their semantics are checked on the CPU.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
+  ];
+}
+
 def GpuMapKernels : Pass<"gpu-map-kernels", "mlir::ModuleOp"> {
   let summary = "Turn each bufferized kernel's mapped scf.forall nests into gpu.launch ops";
   let description = [{

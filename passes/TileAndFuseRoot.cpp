@@ -119,6 +119,22 @@ tessel::tileAndFuseRoot(RewriterBase &rewriter, TilingInterface root,
     return failure();
   // Only uses after the loop take its results: the untiled ops before it
   // (the root, producers) and leftovers inside it keep theirs and die.
+  // Reshapes of a yielded value that sit before the loop (a returned
+  // intermediate) move after it first, or the untiled op would stay alive
+  // for them and run a second time.
+  if (!result->loops.empty()) {
+    Operation *loop = result->loops.front().getOperation();
+    auto afterLoop = [&](Operation *op) {
+      return op->getBlock() == loop->getBlock() && loop->isBeforeInBlock(op);
+    };
+    for (auto [original, replacement] : result->replacements)
+      for (Operation *user : llvm::to_vector(original.getUsers()))
+        if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user) &&
+            user->getBlock() == loop->getBlock() &&
+            user->isBeforeInBlock(loop) &&
+            llvm::all_of(user->getUsers(), afterLoop))
+          rewriter.moveOpAfter(user, loop);
+  }
   DominanceInfo dominance(root->getParentOfType<func::FuncOp>());
   for (auto [original, replacement] : result->replacements)
     rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {

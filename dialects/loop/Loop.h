@@ -35,9 +35,17 @@ constexpr llvm::StringLiteral kWarpReduceAttrName = "tessel.warp_reduce";
 /// The same for loop.unroll, on each linalg op of the innermost tile: the
 /// factor its innermost loop is unrolled by (loop-unroll).
 constexpr llvm::StringLiteral kUnrollAttrName = "tessel.unroll";
+/// The same for loop.vector_access, on each elementwise op of the innermost
+/// tile: the vector width of its loads and stores (loop-vector-access).
+constexpr llvm::StringLiteral kVectorAccessAttrName = "tessel.vector_access";
 
 /// Threads in a warp on every target a schedule may name.
 constexpr int64_t kWarpSize = 32;
+/// Threads in a block on every GPU target.
+constexpr int64_t kMaxThreadsPerBlock = 1024;
+/// Bytes of the widest vector a thread loads or stores: the runtime aligns
+/// every buffer it gives a kernel to this.
+constexpr int64_t kMaxVectorBytes = 16;
 
 /// Threads that one processor of a GPU mapping attribute stands for: a warp
 /// is 32 threads, a warpgroup 128, a block, thread or lane id one.

@@ -300,6 +300,17 @@ LogicalResult UnrollOp::verify() {
                              "needs a factor of at least one");
 }
 
+LogicalResult VectorAccessOp::verify() {
+  if (failed(verifyPositiveCount(*this, "vector width", getDynamicWidth(),
+                                 getStaticWidth(), "needs a width of at least "
+                                                   "one")))
+    return failure();
+  if (!llvm::isPowerOf2_64(getResolvedWidth()))
+    return emitOpError("width = ")
+           << getResolvedWidth() << " is not a power of two";
+  return success();
+}
+
 LogicalResult SplitKOp::verify() {
   return verifyPositiveCount(*this, "part count", getDynamicParts(),
                              getStaticParts(), "needs at least one part");

@@ -371,4 +371,33 @@ def Loop_UnrollOp : Loop_ValuesOp<"unroll"> {
   }];
 }
 
+def Loop_VectorAccessOp : Loop_ValuesOp<"vector_access"> {
+  let summary = "Moves each thread's points as vectors (GPU)";
+  let description = [{
+    For elementwise roots whose thread tile is `width` adjacent points of
+    the innermost loop (and one point of every other): each thread loads
+    and stores its points as vectors of `width` elements (16 bytes at
+    most) wherever the buffer's layout and the tile's offsets make the
+    vector aligned; other operands (broadcast, transposed) are read per
+    point, and a partial edge tile runs point by point. The thread tile
+    names the same knob:
+    ```mlir
+    %vector = loop.knob "vector" = 4 choices [1, 2, 4]
+    loop.tile [1, 1024] mapping [#gpu.block<y>, #gpu.block<x>]
+    loop.tile [0, %vector] mapping [#gpu.thread<x>]
+    loop.vector_access width [%vector]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_width,
+                       DenseI64ArrayAttr:$static_width);
+  let assemblyFormat = [{
+    `width` custom<DynamicIndexList>($dynamic_width, $static_width) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedWidth() {
+      return resolveValues(getDynamicWidth(), getStaticWidth()).front();
+    }
+  }];
+}
+
 #endif // TESSEL_LOOP_OPS

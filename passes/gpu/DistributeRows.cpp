@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/loop/Alignment.h"
 #include "passes/gpu/Buffers.h"
 #include "passes/gpu/PointwiseBody.h"
 
@@ -62,35 +63,6 @@ std::optional<int64_t> rowExtent(linalg::GenericOp op) {
 
 /// Most columns a thread keeps in registers (register mode).
 constexpr int64_t kMaxSlots = 32;
-
-/// Whether `buffer` (a row-major memref) starts every run of `width`
-/// elements of its innermost dim at a multiple of `width` elements from an
-/// aligned allocation: strides but the last, and offsets, are multiples of
-/// `width`, through subviews and reshapes down to a function argument or an
-/// allocation.
-bool isChunkAligned(Value buffer, int64_t width) {
-  auto type = dyn_cast<MemRefType>(buffer.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (!type || failed(type.getStridesAndOffset(strides, offset)) ||
-      strides.empty() || strides.back() != 1 ||
-      type.getShape().back() % width)
-    return false;
-  for (int64_t stride : ArrayRef(strides).drop_back())
-    if (ShapedType::isDynamic(stride) || stride % width)
-      return false;
-  Operation *def = buffer.getDefiningOp();
-  if (auto subview = dyn_cast_if_present<memref::SubViewOp>(def)) {
-    ArrayRef<int64_t> offsets = subview.getStaticOffsets();
-    return !ShapedType::isDynamic(offsets.back()) &&
-           offsets.back() % width == 0 &&
-           isChunkAligned(subview.getSource(), width);
-  }
-  if (isa_and_present<memref::CollapseShapeOp, memref::ExpandShapeOp>(def))
-    return isChunkAligned(def->getOperand(0), width);
-  return offset == 0 &&
-         (isa<BlockArgument>(buffer) || isa_and_present<memref::AllocOp>(def));
-}
 
 class RowEmitter {
 public:
@@ -252,8 +224,7 @@ private:
     Type element = getElementTypeOrSelf(buffer.getType());
     Value chunk = vector::LoadOp::create(
         b, loc, VectorType::get({width}, element), buffer, at,
-        /*nontemporal=*/false,
-        llvm::Align(width * element.getIntOrFloatBitWidth() / 8));
+        /*nontemporal=*/false, llvm::Align(chunkAlignment(element, width)));
     for (int64_t i = 0; i < width; ++i)
       kept[{buffer, first + i}] = vector::ExtractOp::create(
           b, loc, chunk, ArrayRef<int64_t>{i});
@@ -265,8 +236,7 @@ private:
     OpOperand &init = op.getDpsInitsMutable()[0];
     Value out = init.get();
     Type element = getElementTypeOrSelf(out.getType());
-    bool vectors = isChunkAligned(out, width) &&
-                   element.getIntOrFloatBitWidth() % 8 == 0;
+    bool vectors = isChunkAligned(out, width);
     for (int64_t first = 0; first < static_cast<int64_t>(slotColumns.size());
          first += width) {
       SmallVector<Value> values;
@@ -282,7 +252,7 @@ private:
             b, loc, VectorType::get({width}, element), values);
         vector::StoreOp::create(
             b, loc, chunk, out, indices, /*nontemporal=*/false,
-            llvm::Align(width * element.getIntOrFloatBitWidth() / 8));
+            llvm::Align(chunkAlignment(element, width)));
         continue;
       }
       for (auto [i, v] : llvm::enumerate(values))

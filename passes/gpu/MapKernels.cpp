@@ -12,11 +12,12 @@
 #include "passes/Passes.h"
 #include "passes/gpu/Buffers.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -99,6 +100,45 @@ void launchInOneThread(ArrayRef<Operation *> ops) {
   auto terminator = gpu::TerminatorOp::create(b, loc);
   for (Operation *op : ops)
     op->moveBefore(terminator);
+}
+
+/// Rewrites `forall` (on buffers, constant steps) to start at 0 and step by
+/// 1, its old indices recomputed in the body. Upstream's normalizeForallOp
+/// asserts on a loop whose bounds mix constants and values (a thread tile
+/// of several points in the last block of a loop).
+LogicalResult normalize(RewriterBase &rewriter, scf::ForallOp forall) {
+  SmallVector<OpFoldResult> lbs = forall.getMixedLowerBound(),
+                            ubs = forall.getMixedUpperBound(),
+                            steps = forall.getMixedStep();
+  if (forall.getNumResults() != 0 ||
+      !llvm::all_of(steps, [](OpFoldResult s) {
+        return getConstantIntValue(s).has_value();
+      }))
+    return failure();
+  Location loc = forall.getLoc();
+  rewriter.setInsertionPoint(forall);
+  AffineExpr d0, d1;
+  bindDims(rewriter.getContext(), d0, d1);
+  SmallVector<OpFoldResult> counts;
+  for (auto [l, u, s] : llvm::zip(lbs, ubs, steps))
+    counts.push_back(affine::makeComposedFoldedAffineApply(
+        rewriter, loc, (d1 - d0).ceilDiv(*getConstantIntValue(s)), {l, u}));
+  auto normalized = scf::ForallOp::create(rewriter, loc, counts, ValueRange{},
+                                          forall.getMapping());
+  Block *body = normalized.getBody();
+  rewriter.setInsertionPointToStart(body);
+  SmallVector<Value> indices;
+  for (auto [l, s, i] :
+       llvm::zip(lbs, steps, normalized.getInductionVars()))
+    indices.push_back(getValueOrCreateConstantIndexOp(
+        rewriter, loc,
+        affine::makeComposedFoldedAffineApply(
+            rewriter, loc, d0 + d1 * *getConstantIntValue(s),
+            {l, OpFoldResult(i)})));
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.mergeBlocks(forall.getBody(), body, indices);
+  rewriter.eraseOp(forall);
+  return success();
 }
 
 /// A thread-level forall whose trip count is dynamic (the last block of a
@@ -325,8 +365,7 @@ struct GpuMapKernelsPass
       SmallVector<scf::ForallOp> foralls;
       func.walk([&](scf::ForallOp forall) { foralls.push_back(forall); });
       for (scf::ForallOp forall : foralls)
-        if (!forall.isNormalized() &&
-            failed(normalizeForallOp(rewriter, forall))) {
+        if (!forall.isNormalized() && failed(normalize(rewriter, forall))) {
           forall.emitError("could not normalize this loop for GPU mapping");
           return signalPassFailure();
         }

@@ -8,8 +8,9 @@
 // into partial products, which the levels then tile, and their sum, tiled
 // on its own.
 // loop.vectorize then vectorizes the tile's matmul and
-// loop.split_reduction its reductions; loop.mma, loop.warp_reduce and
-// loop.unroll become attributes for the passes after bufferization.
+// loop.split_reduction its reductions; loop.mma, loop.warp_reduce,
+// loop.unroll and loop.vector_access become attributes for the passes after
+// bufferization.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,10 +101,35 @@ tileLevels(RewriterBase &rewriter, TilingInterface root, ArrayRef<Level> levels,
   return root;
 }
 
-/// The split of a loop.split_k: the sum's root and its own levels.
+/// The levels of `tiling`, for diagnostics at `origin`.
+SmallVector<Level> pointwiseLevels(Operation *origin,
+                                   const PointwiseTiling &tiling) {
+  SmallVector<Level> levels = {
+      {origin, tiling.blockSizes, tiling.blockMapping, false},
+      {origin, tiling.threadSizes, tiling.threadMapping, false}};
+  if (!tiling.pointSizes.empty())
+    levels.push_back({origin, tiling.pointSizes, {}, true});
+  return levels;
+}
+
+/// Marks the elementwise ops of the innermost tile of `root` for
+/// loop-vector-access (loop.vector_access of `width`).
+void markVectorAccess(TilingInterface root, int64_t width) {
+  if (width == 1)
+    return;
+  Builder b(root->getContext());
+  for (Operation &op : *root->getBlock())
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        linalgOp && linalgOp.getNumParallelLoops() == linalgOp.getNumLoops())
+      op.setAttr(loop::kVectorAccessAttrName, b.getI64IntegerAttr(width));
+}
+
+/// The split of a loop.split_k: the sum's root, its own levels and vector
+/// width.
 struct SplitSum {
   TilingInterface root;
   SmallVector<Level> levels;
+  int64_t vector = 1;
 };
 
 /// Carries out loop.split_k on `contraction`, which `root` computes a tile
@@ -135,14 +161,12 @@ FailureOr<SplitSum> splitContraction(RewriterBase &rewriter,
                          }) -
                          levels.begin();
   if (gpu) {
-    std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(
-        ctx, *staticLoopExtents(sum.root), sum.root.getLoopIteratorTypes(),
-        /*rowwise=*/false);
+    std::optional<PointwiseTiling> tiling =
+        gpuPointwiseTiling(sum.root, /*rowwise=*/false);
     if (!tiling)
       return split.emitError("found no parallel loop in the sum of the parts");
-    sum.levels = {
-        {split, tiling->blockSizes, tiling->blockMapping, false},
-        {split, tiling->threadSizes, tiling->threadMapping, false}};
+    sum.levels = pointwiseLevels(split, *tiling);
+    sum.vector = tiling->vector;
   } else if (firstParallel < levels.size()) {
     // The sum's loops: (part, batch..., m, n) when it is the root.
     SmallVector<int64_t> sizes(levels[firstParallel].sizes);
@@ -187,23 +211,20 @@ LogicalResult materializeInputs(RewriterBase &rewriter,
   for (int64_t input : materialize.getInputs()) {
     auto producer = dyn_cast_if_present<TilingInterface>(
         computingOp(contraction.getDpsInputs()[input]).getOperation());
-    std::optional<SmallVector<int64_t>> extents =
-        producer ? staticLoopExtents(producer) : std::nullopt;
     std::optional<PointwiseTiling> tiling;
-    if (extents)
-      tiling = gpuPointwiseTiling(rewriter.getContext(), *extents,
-                                  producer.getLoopIteratorTypes(),
-                                  /*rowwise=*/false);
+    if (producer)
+      tiling = gpuPointwiseTiling(producer, /*rowwise=*/false);
     if (!tiling)
       return materialize.emitError("input ")
              << input << " of the contraction is not computed by a linalg "
              << "op of static shape with parallel loops";
     llvm::SmallPtrSet<Operation *, 4> returned;
-    SmallVector<Level> levels = {
-        {materialize, tiling->blockSizes, tiling->blockMapping, false},
-        {materialize, tiling->threadSizes, tiling->threadMapping, false}};
-    if (failed(tileLevels(rewriter, producer, levels, returned, roots)))
+    FailureOr<TilingInterface> tiled =
+        tileLevels(rewriter, producer, pointwiseLevels(materialize, *tiling),
+                   returned, roots);
+    if (failed(tiled))
       return failure();
+    markVectorAccess(*tiled, tiling->vector);
   }
   return success();
 }
@@ -395,12 +416,17 @@ struct LoopApplySchedulesPass
           if (isa<linalg::LinalgOp>(op))
             op.setAttr(loop::kUnrollAttrName,
                        rewriter.getI64IntegerAttr(unroll.getResolvedFactor()));
+      // loop-vector-access carries out loop.vector_access on buffers.
+      for (auto access : schedule.getBody().getOps<loop::VectorAccessOp>())
+        markVectorAccess(root, access.getResolvedWidth());
       if (sum) {
         collectReturnedLinalgOps(sum->root->getParentOfType<func::FuncOp>(),
                                  returned);
-        if (failed(tileLevels(rewriter, sum->root, sum->levels, returned,
-                              roots)))
+        FailureOr<TilingInterface> tiledSum = tileLevels(
+            rewriter, sum->root, sum->levels, returned, roots);
+        if (failed(tiledSum))
           return signalPassFailure();
+        markVectorAccess(*tiledSum, sum->vector);
       }
       rewriter.eraseOp(schedule);
     }

@@ -140,10 +140,25 @@ int64_t blockSizeFor(int64_t n, int64_t limit) {
 
 } // namespace
 
+/// Bytes of the widest element that `op` reads or writes.
+static int64_t widestElementBytes(Operation *op) {
+  int64_t bytes = 1;
+  for (Value operand : op->getOperands()) {
+    Type element = getElementTypeOrSelf(operand.getType());
+    if (element.isIntOrFloat())
+      bytes = std::max<int64_t>(
+          bytes, llvm::divideCeil(element.getIntOrFloatBitWidth(), 8));
+  }
+  return bytes;
+}
+
 std::optional<PointwiseTiling>
-tessel::gpuPointwiseTiling(MLIRContext *ctx, ArrayRef<int64_t> extents,
-                           ArrayRef<utils::IteratorType> iterators,
-                           bool rowwise) {
+tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise) {
+  std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
+  if (!maybeExtents)
+    return std::nullopt;
+  ArrayRef<int64_t> extents = *maybeExtents;
+  SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
   // Unit loops (kept reduced dims) are skipped unless nothing else is left
   // to distribute.
   SmallVector<int64_t> parallel, unit;
@@ -157,25 +172,61 @@ tessel::gpuPointwiseTiling(MLIRContext *ctx, ArrayRef<int64_t> extents,
     parallel.push_back(unit.front());
   if (parallel.empty())
     return std::nullopt;
-  // Blocks: the innermost distributed loop in chunks of one block's
-  // threads, outer ones one index per block (at most 3 grid dims, so
-  // further outer loops stay whole within a block's thread).
-  int64_t perBlock = rowwise ? kRowsPerBlock : kThreadsPerBlock;
   PointwiseTiling tiling;
+  // An elementwise root's threads take vectors along its innermost loop:
+  // the most points that divide it, up to 16 bytes of the widest element.
+  int64_t innermost = parallel.front();
+  bool elementwise = llvm::all_of(iterators, [](utils::IteratorType it) {
+    return it == utils::IteratorType::parallel;
+  });
+  if (elementwise && innermost == static_cast<int64_t>(extents.size()) - 1)
+    tiling.vector = std::min(loop::kMaxVectorBytes / widestElementBytes(root),
+                             extents[innermost] & -extents[innermost]);
+  // Blocks: the innermost distributed loop in chunks of one block's
+  // threads (in whole vectors, so that every block starts aligned), outer
+  // ones one index per block (at most 3 grid dims, so further outer loops
+  // stay whole within a block's thread). When the innermost loop is too
+  // short to fill a block, the block also takes points of the next loop,
+  // on threads along y.
+  int64_t perBlock = rowwise ? kRowsPerBlock : kThreadsPerBlock;
   tiling.blockSizes.assign(extents.size(), 0);
   tiling.threadSizes.assign(extents.size(), 0);
+  MLIRContext *ctx = root->getContext();
+  int64_t threadsX = blockSizeFor(extents[innermost] / tiling.vector, perBlock);
+  int64_t rows = 1;
   for (auto [i, d] : llvm::enumerate(parallel)) {
     if (i == 3)
       break;
-    tiling.blockSizes[d] = i == 0 ? blockSizeFor(extents[d], perBlock) : 1;
+    if (i == 0) {
+      tiling.blockSizes[d] = threadsX * tiling.vector;
+    } else if (i == 1 && !rowwise && 2 * threadsX <= kThreadsPerBlock) {
+      rows = blockSizeFor(extents[d], kThreadsPerBlock / threadsX);
+      tiling.blockSizes[d] = rows;
+      tiling.threadSizes[d] = 1;
+      tiling.threadMapping.push_back(
+          gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimY));
+    } else {
+      tiling.blockSizes[d] = 1;
+    }
     tiling.blockMapping.push_back(
         gpu::GPUBlockMappingAttr::get(ctx, kBlockIds[i]));
   }
-  tiling.threadSizes[parallel.front()] = 1;
+  tiling.threadSizes[innermost] = tiling.vector;
   tiling.threadMapping.push_back(
       gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX));
+  // Loops beyond the grid's dims stay in each thread; a vector thread
+  // walks them a point at a time.
+  if (tiling.vector > 1 && parallel.size() > 3) {
+    tiling.pointSizes.assign(extents.size(), 0);
+    for (int64_t d : ArrayRef(parallel).drop_front(3))
+      tiling.pointSizes[d] = 1;
+  }
   // Mapping entries follow the order of the tiled loops (outer first).
   std::reverse(tiling.blockMapping.begin(), tiling.blockMapping.end());
+  for (int64_t w = 1; w <= tiling.vector; w *= 2)
+    if (llvm::divideCeil(tiling.blockSizes[innermost], w) * rows <=
+        loop::kMaxThreadsPerBlock)
+      tiling.vectorChoices.push_back(w);
   return tiling;
 }
 
@@ -534,7 +585,6 @@ struct LoopDefaultSchedulePass
   LogicalResult addSchedule(func::FuncOp func, TilingInterface root,
                             StringAttr kind, std::optional<unsigned> result) {
     ModuleOp module = getOperation();
-    MLIRContext *ctx = &getContext();
     std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
     if (!maybeExtents)
       return root->emitError("schedules need static shapes; this "
@@ -558,8 +608,7 @@ struct LoopDefaultSchedulePass
                    });
     if (rowwise && addWarpReduceSchedule(func, root, extents, result))
       return success();
-    std::optional<PointwiseTiling> tiling =
-        gpuPointwiseTiling(ctx, extents, iterators, rowwise);
+    std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(root, rowwise);
     // Nothing to distribute (a reduction to a scalar, a softmax over a
     // 1-D tensor): no schedule; gpu-map-kernels runs the kernel in one
     // thread.
@@ -567,12 +616,31 @@ struct LoopDefaultSchedulePass
       return success();
     OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
     createSchedule(sb, func, result);
-    loop::TileOp::create(sb, func.getLoc(), ValueRange{},
+    Location loc = func.getLoc();
+    loop::TileOp::create(sb, loc, ValueRange{},
                          sb.getDenseI64ArrayAttr(tiling->blockSizes),
                          sb.getArrayAttr(tiling->blockMapping));
-    loop::TileOp::create(sb, func.getLoc(), ValueRange{},
-                         sb.getDenseI64ArrayAttr(tiling->threadSizes),
-                         sb.getArrayAttr(tiling->threadMapping));
+    if (tiling->vector > 1) {
+      // The thread tile and the vectors share one knob.
+      Value vector =
+          knob(sb, loc, "vector", tiling->vector, tiling->vectorChoices);
+      SmallVector<int64_t> sizes(tiling->threadSizes);
+      sizes.back() = ShapedType::kDynamic;
+      loop::TileOp::create(sb, loc, ValueRange{vector},
+                           sb.getDenseI64ArrayAttr(sizes),
+                           sb.getArrayAttr(tiling->threadMapping));
+      if (!tiling->pointSizes.empty())
+        loop::TileOp::create(sb, loc, ValueRange{},
+                             sb.getDenseI64ArrayAttr(tiling->pointSizes),
+                             ArrayAttr());
+      loop::VectorAccessOp::create(
+          sb, loc, ValueRange{vector},
+          sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+    } else {
+      loop::TileOp::create(sb, loc, ValueRange{},
+                           sb.getDenseI64ArrayAttr(tiling->threadSizes),
+                           sb.getArrayAttr(tiling->threadMapping));
+    }
     // A thread that walks a loop (a contraction's K, a row) may unroll it.
     bool walks = func.walk([](linalg::LinalgOp op) {
                        return op.getNumReductionLoops()
@@ -580,7 +648,7 @@ struct LoopDefaultSchedulePass
                                   : WalkResult::advance();
                      }).wasInterrupted();
     if (walks)
-      addUnrollKnob(sb, func.getLoc());
+      addUnrollKnob(sb, loc);
     return success();
   }
 };

@@ -71,7 +71,7 @@ std::string MmaConfig::check(StringRef target,
     return msg(BlockN, bn, "tiles N = " + Twine(n) +
                                ", which is not a multiple of " + Twine(copy) +
                                " (16-byte rows of B for cp.async)");
-  if (threads() > 1024)
+  if (threads() > loop::kMaxThreadsPerBlock)
     return msg(WarpM, wm, "gives " + Twine(threads()) +
                               " threads per block; the limit is 1024");
   if ((bm * bk / copy) % threads())

@@ -27,12 +27,12 @@ namespace {
 
 /// Limits of the GPU targets a schedule may name (sm_80 and sm_90 share
 /// these; shared memory and tensor-core limits join with their primitives).
-constexpr int64_t kMaxThreadsPerBlock = 1024;
+using loop::kMaxThreadsPerBlock;
 /// Blocks along grid y or z (x allows 2^31 - 1).
 constexpr int64_t kMaxGridYZ = 65535;
 
 /// A name for entry `index` of a list of tunable values in messages: its
-/// knob, else `what` and its position.
+/// knob, else `what` and (in a list of several) its position.
 std::string valueName(ValueRange dynamic, ArrayRef<int64_t> statics,
                       unsigned index, StringRef what) {
   unsigned next = 0;
@@ -45,6 +45,8 @@ std::string valueName(ValueRange dynamic, ArrayRef<int64_t> statics,
           .str();
     ++next;
   }
+  if (statics.size() == 1)
+    return what.str();
   return (what + " #" + Twine(index)).str();
 }
 
@@ -248,6 +250,54 @@ LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
   return success();
 }
 
+/// Checks loop.vector_access: an elementwise root whose innermost tile (of
+/// `tile` extents, mapped to threads) is `width` points of its innermost
+/// loop and one of every other, in vectors of at most 16 bytes.
+LogicalResult validateVectorAccess(loop::ScheduleOp schedule,
+                                   TilingInterface root, bool threadMapped,
+                                   ArrayRef<int64_t> tile) {
+  for (auto access : schedule.getBody().getOps<loop::VectorAccessOp>()) {
+    int64_t width = access.getResolvedWidth();
+    std::string name = valueName(access.getDynamicWidth(),
+                                 access.getStaticWidth(), 0, "width");
+    for (Operation &op : schedule.getBody().getOps())
+      if (isa<loop::MmaOp, loop::WarpReduceOp>(op))
+        return access.emitError("cannot be combined with ")
+               << op.getName() << ", which writes the block's accesses itself";
+    if (llvm::any_of(root.getLoopIteratorTypes(), [](utils::IteratorType it) {
+          return it != utils::IteratorType::parallel;
+        }))
+      return access.emitError("needs an elementwise root; the root of "
+                              "kernel '")
+             << schedule.getKernel() << "' has reduction loops";
+    if (!threadMapped)
+      return access.emitError("needs a loop.tile mapped to threads");
+    for (auto [i, extent] : llvm::enumerate(tile.drop_back()))
+      if (extent != 1)
+        return access.emitError("needs a thread tile of one point in every "
+                                "loop but the innermost; loop ")
+               << i << " keeps " << extent;
+    if (tile.back() != width)
+      return access.emitError(name)
+             << " = " << width << " differs from the thread tile's "
+             << tile.back() << " points of the innermost loop; tile it by "
+             << "the same knob";
+    for (Value operand : root->getOperands()) {
+      Type element = getElementTypeOrSelf(operand.getType());
+      if (!element.isIntOrFloat())
+        continue;
+      int64_t bytes =
+          width * llvm::divideCeil(element.getIntOrFloatBitWidth(), 8);
+      if (bytes > loop::kMaxVectorBytes)
+        return access.emitError(name)
+               << " = " << width << " moves " << bytes << " bytes of "
+               << element << " per vector; the limit is "
+               << loop::kMaxVectorBytes;
+    }
+  }
+  return success();
+}
+
 /// The contraction `root` computes a tile of, for `primitive`; null after
 /// an error at `primitive` saying why there is none.
 linalg::LinalgOp rootContraction(Operation *primitive,
@@ -335,6 +385,7 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   bool gpu = schedule.getTarget() != "cpu";
   bool blocks = false;
   loop::TileOp blockTile;
+  bool threadMapped = false;
   int64_t threads = 1;
   for (auto tile : schedule.getBody().getOps<loop::TileOp>()) {
     SmallVector<int64_t> sizes = tile.getResolvedSizes();
@@ -387,12 +438,14 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
       threads *= level;
     }
     blocks |= isBlock;
+    threadMapped |= mapping && !isBlock;
     if (isBlock)
       blockTile = tile;
   }
   for (Operation &op : schedule.getBody().getOps()) {
     bool gpuOnly = isa<loop::MmaOp, loop::PromoteOp, loop::PipelineOp,
-                       loop::WarpReduceOp, loop::MaterializeOp>(op);
+                       loop::WarpReduceOp, loop::MaterializeOp,
+                       loop::VectorAccessOp>(op);
     if (gpuOnly != gpu &&
         (gpuOnly || isa<loop::VectorizeOp, loop::SplitReductionOp>(op)))
       return op.emitError("is for ")
@@ -401,7 +454,8 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   }
   if (failed(validateSplitReduction(schedule, func)))
     return failure();
-  if (failed(validateMaterialize(schedule, func, root)))
+  if (failed(validateMaterialize(schedule, func, root)) ||
+      failed(validateVectorAccess(schedule, root, threadMapped, extents)))
     return failure();
   // Primitives that write the tile's loops themselves unroll them by their
   // own knobs (register blocks, K steps, columns per thread).

@@ -151,3 +151,36 @@ func.func private @unbounded(%a: memref<?xf32>, %n: index) attributes {tessel.ke
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// A thread forall that steps by 4 over columns and has a dynamic trip count
+// over rows (the last block of 51 rows in blocks of 42) is normalized
+// (upstream's normalization asserts on such mixed bounds), then runs its
+// constant bound of 42 x 6 threads, those past the rows idle.
+// CHECK-LABEL: func.func private @mixed
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c6, %{{.*}} = %c42, %{{.*}} = %c1)
+// CHECK: gpu.thread_id x
+// CHECK: %[[TY:.*]] = gpu.thread_id y
+// CHECK: arith.cmpi ult, %[[TY]]
+// CHECK: scf.if
+// CHECK: memref.subview %{{.*}} [1, 4]
+#rows = affine_map<(d0) -> (-d0 + 51, 42)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @mixed(%a: memref<51x24xf32>, %out: memref<51x24xf32>) attributes {tessel.kernel = "elementwise"} {
+  scf.forall (%i) = (0) to (51) step (42) {
+    %n = affine.min #rows(%i)
+    scf.forall (%r, %c) = (0, 0) to (%n, 24) step (1, 4) {
+      %row = arith.addi %i, %r : index
+      %at = memref.subview %a[%row, %c] [1, 4] [1, 1] : memref<51x24xf32> to memref<1x4xf32, strided<[24, 1], offset: ?>>
+      %ot = memref.subview %out[%row, %c] [1, 4] [1, 1] : memref<51x24xf32> to memref<1x4xf32, strided<[24, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+          ins(%at : memref<1x4xf32, strided<[24, 1], offset: ?>>) outs(%ot : memref<1x4xf32, strided<[24, 1], offset: ?>>) {
+      ^bb0(%x: f32, %o: f32):
+        %y = arith.negf %x : f32
+        linalg.yield %y : f32
+      }
+    } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -182,3 +182,40 @@ loop.schedule @split target "cpu" {
   loop.tile [16, 16] parallel
   loop.vectorize [4, 16, 4] depth [32]
 }
+
+// -----
+
+// A returned intermediate that the root also reads, reached through a
+// reshape placed before the root: the tile loop yields it and the reshape
+// moves after the loop, so nothing is left untiled (computed twice).
+// CHECK-LABEL: func.func private @reshaped_result
+// CHECK-NOT: linalg.generic
+// CHECK: %[[LOOP:.*]]:2 = scf.forall
+// CHECK: linalg.generic
+// CHECK: arith.negf
+// CHECK: linalg.generic
+// CHECK: math.exp
+// CHECK: %[[R:.*]] = tensor.expand_shape %[[LOOP]]#1
+// CHECK: return %[[R]], %[[LOOP]]#0
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @reshaped_result(%a: tensor<64x32xf32>) -> (tensor<4x16x32xf32>, tensor<64x32xf32>) attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    linalg.yield %n : f32
+  } -> tensor<64x32xf32>
+  %r = tensor.expand_shape %x [[0, 1], [2]] output_shape [4, 16, 32] : tensor<64x32xf32> into tensor<4x16x32xf32>
+  %e2 = tensor.empty() : tensor<64x32xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x32xf32>) outs(%e2 : tensor<64x32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %n = math.exp %v : f32
+    linalg.yield %n : f32
+  } -> tensor<64x32xf32>
+  return %r, %y : tensor<4x16x32xf32>, tensor<64x32xf32>
+}
+loop.schedule @reshaped_result target "cpu" {
+  loop.tile [16, 0] parallel
+}

@@ -139,17 +139,20 @@ loop.schedule @mma target "sm_80" {
 // loop.split_k on tensor cores: the partial products' block tiles take one
 // part each on grid z and carry the tessel.mma marking (A read as
 // (m, part, k)); the sum of the parts and the epilogue get the pointwise
-// tiling (a row of 96 columns per block, a point per thread).
+// tiling (4 adjacent columns per thread: 24 threads along x for the row of
+// 96 columns, 8 rows on threads along y), the elementwise epilogue marked
+// for vectors (loop.vector_access).
 // CHECK-LABEL: func.func private @split
 // CHECK: %[[PARTS:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (4, 64, 96) step (1, 32, 32)
 // CHECK: linalg.fill
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<32x1x512xf16>, tensor<1x512x32xf16>) outs(%{{.*}} : tensor<1x32x32xf32>) attrs = {tessel.mma = {block = array<i64: 32, 32>, k = 32 : i64
 // CHECK: } {mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
-// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (1, 96)
-// CHECK: scf.forall (%{{.*}}) in (96)
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]} ins(%{{.*}} : tensor<4x1x1xf32>)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (8, 96)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (8, 96) step (1, 4)
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]} ins(%{{.*}} : tensor<4x1x4xf32>)
+// CHECK: linalg.generic {{.*}} attrs = {tessel.vector_access = 4 : i64}
 // CHECK: arith.truncf
-// CHECK: } {mapping = [#gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
 // CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
@@ -179,12 +182,14 @@ loop.schedule @split target "sm_90" {
 // -----
 
 // loop.materialize: the computed B is a pointwise nest of its own (blocks
-// of 32 columns, a point per thread), whose result the tensor-core tiles
-// read by extract_slice; the filter A is read whole by every batch index.
+// of 36 rows of 32 columns, 8 adjacent columns per thread), whose result
+// the tensor-core tiles read by extract_slice; the filter A is read whole
+// by every batch index.
 // CHECK-LABEL: func.func private @patches
-// CHECK: %[[COLS:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 72, 32) step (1, 1, 32)
+// CHECK: %[[COLS:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 72, 32) step (1, 36, 32)
+// CHECK: tessel.vector_access = 8
 // CHECK: arith.negf
-// CHECK: } {mapping = [#gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
 // CHECK: } {mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
 // CHECK: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 32, 32) step (1, 32, 32)
 // CHECK: %[[TILE:.*]] = tensor.extract_slice %[[COLS]][%[[B]], 0, 0] [1, 72, 32]

@@ -1,12 +1,16 @@
 // RUN: tessel-opt %s --loop-default-schedule=target=sm_90 --split-input-file | FileCheck %s
 // RUN: tessel-opt %s --loop-default-schedule="target=sm_90 allow-tf32=true" --split-input-file | FileCheck %s --check-prefix=TF32
 
-// An elementwise kernel: the inner loop in blocks of 256 threads (a divisor
-// of 1000 here: 250), outer loops one index per block, one point per thread.
+// An elementwise kernel: outer loops one index per block; each thread takes
+// a vector of 16 bytes (4 f32) along the inner loop, which 4 divides, and
+// blocks hold 256 threads' worth of it (1000 <= 1024: the whole loop). The
+// width is a knob that the thread tile shares, up to 4 (16 bytes).
 // CHECK-LABEL: func.func private @ew
 // CHECK: loop.schedule @ew target "sm_90" {
-// CHECK-NEXT: loop.tile [1, 250] mapping [#gpu.block<y>, #gpu.block<x>]
-// CHECK-NEXT: loop.tile [0, 1] mapping [#gpu.thread<x>]
+// CHECK-NEXT: loop.tile [1, 1000] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: %[[V:.*]] = loop.knob "vector" = 4 choices [1, 2, 4]
+// CHECK-NEXT: loop.tile [0, %[[V]]] mapping [#gpu.thread<x>]
+// CHECK-NEXT: loop.vector_access width [%[[V]]]
 // CHECK-NEXT: }
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func private @ew(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attributes {tessel.kernel = "elementwise"} {
@@ -18,6 +22,92 @@ func.func private @ew(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attribut
     linalg.yield %y : f32
   } -> tensor<512x1000xf32>
   return %0 : tensor<512x1000xf32>
+}
+
+// -----
+
+// The widest element sets the width: a cast of f16 to f32 moves 4 points
+// (8 bytes of f16, 16 of f32). Blocks of 1024 points (a divisor of 8192),
+// so a width of 1 would still fit the 1024-thread limit.
+// CHECK-LABEL: func.func private @cast
+// CHECK: loop.tile [1, 1024] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: %[[V:.*]] = loop.knob "vector" = 4 choices [1, 2, 4]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @cast(%a: tensor<64x8192xf16>) -> tensor<64x8192xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x8192xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x8192xf16>) outs(%e : tensor<64x8192xf32>) {
+  ^bb0(%x: f16, %o: f32):
+    %y = arith.extf %x : f16 to f32
+    linalg.yield %y : f32
+  } -> tensor<64x8192xf32>
+  return %0 : tensor<64x8192xf32>
+}
+
+// -----
+
+// f16 alone takes 8 points; blocks of 2048 points, which a width below 2
+// would give more than 1024 threads.
+// CHECK-LABEL: func.func private @half
+// CHECK: loop.tile [2048] mapping [#gpu.block<x>]
+// CHECK-NEXT: %[[V:.*]] = loop.knob "vector" = 8 choices [2, 4, 8]
+// CHECK-NEXT: loop.tile [%[[V]]] mapping [#gpu.thread<x>]
+// CHECK-NEXT: loop.vector_access width [%[[V]]]
+#id1 = affine_map<(d0) -> (d0)>
+func.func private @half(%a: tensor<65536xf16>) -> tensor<65536xf16> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<65536xf16>
+  %0 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : tensor<65536xf16>) outs(%e : tensor<65536xf16>) {
+  ^bb0(%x: f16, %o: f16):
+    %y = arith.negf %x : f16
+    linalg.yield %y : f16
+  } -> tensor<65536xf16>
+  return %0 : tensor<65536xf16>
+}
+
+// -----
+
+// Four loops: the grid takes the inner three, and a vector thread walks the
+// outermost a point at a time (a sequential tile of 1), so that its tile is
+// one vector. The inner loop's 64 points are 8 threads' vectors, so blocks
+// take 16 points of the next loop too, on threads along y (128 threads).
+// CHECK-LABEL: func.func private @heads
+// CHECK: loop.tile [0, 1, 16, 64] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: %[[V:.*]] = loop.knob "vector" = 8 choices [1, 2, 4, 8]
+// CHECK-NEXT: loop.tile [0, 0, 1, %[[V]]] mapping [#gpu.thread<y>, #gpu.thread<x>]
+// CHECK-NEXT: loop.tile [1, 0, 0, 0]{{$}}
+// CHECK-NEXT: loop.vector_access width [%[[V]]]
+#in = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
+#out = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func private @heads(%a: tensor<8x16x12x64xf16>) -> tensor<8x12x16x64xf16> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<8x12x16x64xf16>
+  %0 = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%a : tensor<8x16x12x64xf16>) outs(%e : tensor<8x12x16x64xf16>) {
+  ^bb0(%x: f16, %o: f16):
+    linalg.yield %x : f16
+  } -> tensor<8x12x16x64xf16>
+  return %0 : tensor<8x12x16x64xf16>
+}
+
+// -----
+
+// An odd inner loop has no vector width that divides it: one point per
+// thread, blocks of 256 (999 has no divisor in [128, 256]).
+// CHECK-LABEL: func.func private @odd
+// CHECK: loop.schedule @odd target "sm_90" {
+// CHECK-NEXT: loop.tile [1, 256] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: loop.tile [0, 1] mapping [#gpu.thread<x>]
+// CHECK-NEXT: }
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @odd(%a: tensor<512x999xf32>) -> tensor<512x999xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<512x999xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<512x999xf32>) outs(%e : tensor<512x999xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<512x999xf32>
+  return %0 : tensor<512x999xf32>
 }
 
 // -----

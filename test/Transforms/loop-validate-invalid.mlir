@@ -642,3 +642,112 @@ loop.schedule @mm target "cpu" {
   // expected-error @below {{cannot be combined with loop.vectorize, which writes the tile's loops itself}}
   loop.unroll factor [4]
 }
+
+// -----
+
+// loop.vector_access needs the thread tile to be its width of points of
+// the innermost loop.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @ew(%a: tensor<64x1024xf32>) -> tensor<64x1024xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x1024xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x1024xf32>) outs(%e : tensor<64x1024xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x1024xf32>
+  return %0 : tensor<64x1024xf32>
+}
+loop.schedule @ew target "sm_90" {
+  %vector = loop.knob "vector" = 4 choices [1, 2, 4]
+  loop.tile [1, 1024] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [0, 2] mapping [#gpu.thread<x>]
+  // expected-error @below {{knob 'vector' = 4 differs from the thread tile's 2 points of the innermost loop; tile it by the same knob}}
+  loop.vector_access width [%vector]
+}
+
+// -----
+
+// Vectors of at most 16 bytes: 8 f32 is 32.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @ew(%a: tensor<64x1024xf32>) -> tensor<64x1024xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x1024xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x1024xf32>) outs(%e : tensor<64x1024xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x1024xf32>
+  return %0 : tensor<64x1024xf32>
+}
+loop.schedule @ew target "sm_90" {
+  loop.tile [1, 1024] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [0, 8] mapping [#gpu.thread<x>]
+  // expected-error @below {{width = 8 moves 32 bytes of 'f32' per vector; the limit is 16}}
+  loop.vector_access width [8]
+}
+
+// -----
+
+// A thread tile with more than one point of an outer loop.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @ew(%a: tensor<64x1024xf32>) -> tensor<64x1024xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x1024xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x1024xf32>) outs(%e : tensor<64x1024xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x1024xf32>
+  return %0 : tensor<64x1024xf32>
+}
+loop.schedule @ew target "sm_90" {
+  loop.tile [2, 1024] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [0, 4] mapping [#gpu.thread<x>]
+  // expected-error @below {{needs a thread tile of one point in every loop but the innermost; loop 0 keeps 2}}
+  loop.vector_access width [4]
+}
+
+// -----
+
+// A root that reduces.
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func private @sum(%a: tensor<64x1024xf32>) -> tensor<64xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %0 = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<64x1024xf32>) outs(%f : tensor<64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.addf %x, %o : f32
+    linalg.yield %y : f32
+  } -> tensor<64xf32>
+  return %0 : tensor<64xf32>
+}
+loop.schedule @sum target "sm_90" {
+  loop.tile [64, 0] mapping [#gpu.block<x>]
+  loop.tile [1, 0] mapping [#gpu.thread<x>]
+  // expected-error @below {{needs an elementwise root; the root of kernel 'sum' has reduction loops}}
+  loop.vector_access width [4]
+}
+
+// -----
+
+// A CPU schedule.
+#id = affine_map<(d0) -> (d0)>
+func.func private @ew(%a: tensor<1024xf32>) -> tensor<1024xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<1024xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<1024xf32>) outs(%e : tensor<1024xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<1024xf32>
+  return %0 : tensor<1024xf32>
+}
+loop.schedule @ew target "cpu" {
+  loop.tile [256] parallel
+  // expected-error @below {{is for GPU targets, not target 'cpu'}}
+  loop.vector_access width [4]
+}

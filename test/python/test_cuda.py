@@ -49,6 +49,9 @@ def test_transformer_block_compiles_to_an_sm90_artifact(tmp_path):
         assert all(0 < d for d in kernel.grid + kernel.block) and np.prod(kernel.block) <= 1024
         # ptxas -v figures are recorded for every kernel.
         assert kernel.ptxas["registers"] > 0 and kernel.ptxas["spill_stores"] == 0
+        # Nothing is left to a single thread (a returned intermediate that
+        # the tiling did not yield would be, computed a second time).
+        assert kernel.grid + kernel.block != (1,) * 6, kernel.name
 
     path = artifact.save(tmp_path / "block")
     manifest = json.loads((path / "manifest.json").read_text())
@@ -74,6 +77,11 @@ def test_transformer_block_compiles_to_an_sm90_artifact(tmp_path):
     constants = [b for b in manifest["buffers"] if b["kind"] == "constant"]
     stored = {np.load(path / b["file"]).tobytes() for b in constants}
     assert params["w_up"].tobytes() in stored or params["w_up"].T.tobytes() in stored
+    # Saving another artifact there replaces these files.
+    small = tessel.compile(tessel.trace(lambda v: -v, tessel.TensorSpec((8,), np.float32)), target="cuda:sm_90")
+    small.save(path)
+    assert sorted(p.name for p in (path / "kernels").iterdir()) == [Path(k["file"]).name for k in small.manifest()["kernels"]]
+    assert not list((path / "constants").iterdir())
 
 
 def test_transformer_block_gpu_schedules_match_numpy_on_cpu():
@@ -127,6 +135,31 @@ def test_a_prime_extent_gets_full_blocks_and_idle_threads_in_the_last():
     assert kernel.block == (256, 1, 1) and kernel.grid == (4, 5, 1)
     assert "setp." in kernel.ptx
     np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x), np.tanh(x) * 2 + x, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype,width", [(np.float32, 4), (np.float16, 8)], ids=["f32", "f16"])
+def test_elementwise_threads_load_and_store_16_byte_vectors(dtype, width):
+    # Each thread takes 16 bytes of adjacent points (loop.vector_access):
+    # the inputs and the row-broadcast bias load as one vector each, the
+    # result stores as one; no scalar access is left.
+    spec = tessel.TensorSpec((64, 4096), np.dtype(dtype))
+    module = tessel.trace(lambda x, y, b: ops.relu(x * y + b), spec, spec, tessel.TensorSpec((4096,), np.dtype(dtype)))
+    (kernel,) = tessel.compile(module, target="cuda:sm_90").kernels
+    assert kernel.block == (256, 1, 1) and kernel.grid == (4096 // (256 * width), 64, 1)
+    assert kernel.ptx.count("ld.global.v4.b32") == 3 and kernel.ptx.count("st.global.v4.b32") == 1
+    scalar = "ld.global.f32" if dtype == np.float32 else "ld.global.b16"
+    assert scalar not in kernel.ptx
+
+
+def test_vector_threads_match_numpy_on_cpu_with_broadcast_and_transposed_operands():
+    # Vectors where the layout allows (x, the bias), a transposed operand
+    # read per point, a per-row scalar read once.
+    x, t, b, s = _randn(6, 1000), _randn(1000, 6), _randn(1000), _randn(6, 1)
+    module = tessel.trace(lambda x, t, b, s: ops.tanh(x * t.T + b) * s, x, t, b, s, name="vectors")
+    scheduled = schedules.default_schedules(module, "sm_90")
+    assert {k.name: k.value for k in schedules.knobs(scheduled)} == {"vector": 4}
+    np.testing.assert_allclose(compile_cpu(scheduled, schedules="sm_90")(x, t, b, s), np.tanh(x * t.T + b) * s,
+                               rtol=1e-5, atol=1e-5)
 
 
 def _gemm_bias_gelu(a, w, b):

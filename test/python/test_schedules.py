@@ -57,8 +57,19 @@ def _f32_matmul(m=40, k=72, n=56):
     return lambda a, b: ops.relu(a @ b), [a, b], lambda a, b: np.maximum(a @ b, 0)
 
 
+def _elementwise(rows=6, cols=1000):
+    # f16 threads take vectors of up to 8 points (loop.vector_access, its
+    # width sampled); the transposed operand is read per point.
+    x, t, b = (RNG.standard_normal(s).astype(np.float16) for s in ((rows, cols), (cols, rows), (cols,)))
+
+    def reference(x, t, b):
+        return np.maximum(x.astype(np.float32) * t.T.astype(np.float32) + b.astype(np.float32), 0)
+
+    return lambda x, t, b: ops.relu(x * t.T + b), [x, t, b], reference
+
+
 CASES = {"gemm_bias_gelu": _gemm_bias_gelu, "softmax": _softmax, "layer_norm": _layer_norm,
-         "f32_matmul": _f32_matmul,
+         "f32_matmul": _f32_matmul, "elementwise": _elementwise,
          # Edge tiles in M, N and K for most sampled tile sizes.
          "gemm_edges": lambda: _gemm_bias_gelu(100, 72, 136)}
 

@@ -22,6 +22,7 @@ from .. import dlpack
 from .. import ir as tir
 from ..tools import mlir_runtime_library
 from ..errors import UnsupportedError
+from ..runtime.executor import ALIGNMENT
 from .pipelines import GPU_TARGETS, cpu_stages, run_stages, scheduled_for
 from .signature import TensorSpec, entry_function, signature
 
@@ -130,7 +131,8 @@ class CPUExecutable:
     def _check(self, index: int, value: Any) -> np.ndarray:
         """Argument ``index`` as a C-contiguous array. A contiguous numpy
         array or CPU ``__dlpack__`` object (a torch tensor) is used in place;
-        a strided one is copied."""
+        a strided one is copied, as is one at an address that is not a
+        multiple of ``ALIGNMENT`` (kernels move aligned vectors)."""
         spec = self.inputs[index]
         array = value
         if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
@@ -144,7 +146,10 @@ class CPUExecutable:
         got = TensorSpec(array.shape, array.dtype)
         if got != spec:
             raise ValueError(f"{self.name}: argument {index} must be {spec}, got {got}")
-        return np.ascontiguousarray(array)
+        array = np.ascontiguousarray(array)
+        if array.ctypes.data % ALIGNMENT:
+            array = array.copy()
+        return array
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         if len(args) != len(self.inputs):

@@ -85,10 +85,13 @@ class CudaArtifact:
 
     def save(self, path: str | Path) -> Path:
         """Writes ``manifest.json``, ``kernels/*.ptx`` and ``constants/*.npy``
-        under directory ``path`` (created if missing); returns the path."""
+        under directory ``path`` (created if missing), replacing those of an
+        artifact saved there before; returns the path."""
         root = Path(path)
         (root / "kernels").mkdir(parents=True, exist_ok=True)
         (root / "constants").mkdir(exist_ok=True)
+        for stale in [*(root / "kernels").glob("*.ptx"), *(root / "constants").glob("*.npy")]:
+            stale.unlink()
         for i, k in enumerate(self.kernels):
             (root / _kernel_file(i, k)).write_text(k.ptx)
         for b in self.buffers:

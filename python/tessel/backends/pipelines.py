@@ -56,7 +56,7 @@ BUFFERIZE = (
 
 CPU_LOWER = (
     "lower-to-llvm",
-    "builtin.module(cpu-serialize-inner-foralls,func.func(scf-forall-to-parallel),"
+    "builtin.module(func.func(loop-vector-access),cpu-serialize-inner-foralls,func.func(scf-forall-to-parallel),"
     "cpu-expand-strided-copies,func.func(loop-unroll),convert-linalg-to-loops,"
     "convert-vector-to-scf{full-unroll},"
     # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
@@ -89,7 +89,7 @@ def gpu_lower(target: str) -> tuple[str, str]:
     """Mapped loops to launches, outlined kernels, NVVM, PTX."""
     return (
         "gpu",
-        "builtin.module(func.func(gpu-lower-mma,gpu-distribute-rows,loop-unroll),gpu-map-kernels,canonicalize,"
+        "builtin.module(func.func(gpu-lower-mma,gpu-distribute-rows,loop-vector-access,loop-unroll),gpu-map-kernels,canonicalize,"
         "gpu-launch-sink-index-computations,"
         "gpu-kernel-outlining,canonicalize,"
         f"nvvm-attach-target{{chip={target} features={GPU_TARGETS[target]} O=3}},"

@@ -259,3 +259,19 @@ loop.schedule @k target "cpu" {
   // expected-error @+1 {{needs a factor of at least one}}
   loop.unroll factor [0]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{width = 3 is not a power of two}}
+  loop.vector_access width [3]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  // expected-error @+1 {{needs a width of at least one}}
+  loop.vector_access width [0]
+}

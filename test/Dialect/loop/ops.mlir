@@ -105,3 +105,13 @@ loop.schedule @matmul_kernel result 6 target "cpu" {
   loop.split_k parts [4]
   loop.unroll factor [%unroll]
 }
+
+// CHECK-LABEL: loop.schedule @matmul_kernel result 7 target "sm_90" {
+// CHECK: loop.tile [0, %[[V:vector]]] mapping [#gpu.thread<x>]
+// CHECK: loop.vector_access width [%[[V]]]
+loop.schedule @matmul_kernel result 7 target "sm_90" {
+  %vector = loop.knob "vector" = 4 choices [1, 2, 4]
+  loop.tile [1, 1024] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [0, %vector] mapping [#gpu.thread<x>]
+  loop.vector_access width [%vector]
+}
