@@ -163,3 +163,14 @@ linalg::LinalgOp tessel::findRootContraction(func::FuncOp func,
   }
   return contraction;
 }
+
+linalg::LinalgOp tessel::findRootContraction(Operation *primitive,
+                                             func::FuncOp func,
+                                             TilingInterface root) {
+  std::string why;
+  linalg::LinalgOp contraction = findRootContraction(func, root, why);
+  if (!contraction)
+    primitive->emitError("cannot apply to kernel '")
+        << func.getSymName() << "': " << why;
+  return contraction;
+}

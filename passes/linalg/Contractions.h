@@ -52,6 +52,11 @@ mlir::linalg::LinalgOp computingOp(mlir::Value v);
 mlir::linalg::LinalgOp findRootContraction(mlir::func::FuncOp func,
                                            mlir::TilingInterface root,
                                            std::string &why);
+/// The same for a schedule's `primitive` that needs it: null after an error
+/// at `primitive` saying why there is none.
+mlir::linalg::LinalgOp findRootContraction(mlir::Operation *primitive,
+                                           mlir::func::FuncOp func,
+                                           mlir::TilingInterface root);
 
 } // namespace tessel
 

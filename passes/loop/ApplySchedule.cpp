@@ -276,6 +276,42 @@ LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root,
   return success();
 }
 
+/// The last op at the top level of GPU kernel `func` that its schedules
+/// left untiled and something still reads, if any (but those in `done`).
+TilingInterface lastLeftover(func::FuncOp func,
+                             const llvm::SmallPtrSetImpl<Operation *> &done) {
+  for (Operation &op : llvm::reverse(func.getBody().front()))
+    if (isa<linalg::LinalgOp>(op) && !op.use_empty() && !done.contains(&op))
+      return cast<TilingInterface>(op);
+  return {};
+}
+
+/// Gives each linalg op that the schedules of GPU kernel `func` left
+/// untiled (a producer that tiling cannot fuse, read through a reshape) the
+/// pointwise tiling of its own, last first so that a consumer's nest fuses
+/// its leftover producers: gpu-map-kernels would run them in a single
+/// thread. (A leftover tensor.pad still does: tiled, it becomes branches
+/// of buffers that bufferization can only free with run-time ownership.)
+LogicalResult tileLeftovers(RewriterBase &rewriter, func::FuncOp func) {
+  llvm::SmallPtrSet<Operation *, 8> roots, returned, done;
+  while (TilingInterface leftover = lastLeftover(func, done)) {
+    done.insert(leftover);
+    // One with nothing to distribute (a reduction to a scalar) stays.
+    std::optional<PointwiseTiling> tiling =
+        gpuPointwiseTiling(leftover, /*rowwise=*/false);
+    if (!tiling)
+      continue;
+    collectReturnedLinalgOps(func, returned);
+    FailureOr<TilingInterface> tiled = tileLevels(
+        rewriter, leftover, pointwiseLevels(leftover, *tiling), returned,
+        roots);
+    if (failed(tiled))
+      return failure();
+    markVectorAccess(*tiled, tiling->vector);
+  }
+  return success();
+}
+
 struct LoopApplySchedulesPass
     : tessel::impl::LoopApplySchedulesBase<LoopApplySchedulesPass> {
   void getDependentDialects(DialectRegistry &registry) const override {
@@ -310,6 +346,7 @@ struct LoopApplySchedulesPass
     llvm::SmallPtrSet<Operation *, 8> roots;
     for (auto &item : work)
       roots.insert(std::get<1>(item).getOperation());
+    llvm::SetVector<func::FuncOp> gpuKernels;
     for (auto &[schedule, root, returned] : work) {
       SmallVector<Level> levels;
       for (auto tile : schedule.getBody().getOps<loop::TileOp>()) {
@@ -332,14 +369,10 @@ struct LoopApplySchedulesPass
       for (Operation &op : schedule.getBody().getOps()) {
         if (!isa<loop::MaterializeOp, loop::SplitKOp>(op))
           continue;
-        std::string why;
         contraction = findRootContraction(
-            root->getParentOfType<func::FuncOp>(), root, why);
-        if (!contraction) {
-          op.emitError("cannot apply to kernel '")
-              << schedule.getKernel() << "': " << why;
+            &op, root->getParentOfType<func::FuncOp>(), root);
+        if (!contraction)
           return signalPassFailure();
-        }
         break;
       }
       for (auto materialize :
@@ -428,8 +461,13 @@ struct LoopApplySchedulesPass
           return signalPassFailure();
         markVectorAccess(*tiledSum, sum->vector);
       }
+      if (schedule.getTarget() != "cpu")
+        gpuKernels.insert(root->getParentOfType<func::FuncOp>());
       rewriter.eraseOp(schedule);
     }
+    for (func::FuncOp func : gpuKernels)
+      if (failed(tileLeftovers(rewriter, func)))
+        return signalPassFailure();
   }
 };
 

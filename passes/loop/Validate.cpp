@@ -298,26 +298,13 @@ LogicalResult validateVectorAccess(loop::ScheduleOp schedule,
   return success();
 }
 
-/// The contraction `root` computes a tile of, for `primitive`; null after
-/// an error at `primitive` saying why there is none.
-linalg::LinalgOp rootContraction(Operation *primitive,
-                                 loop::ScheduleOp schedule, func::FuncOp func,
-                                 TilingInterface root) {
-  std::string why;
-  linalg::LinalgOp contraction = findRootContraction(func, root, why);
-  if (!contraction)
-    primitive->emitError("cannot apply to kernel '")
-        << schedule.getKernel() << "': " << why;
-  return contraction;
-}
-
 /// Checks loop.materialize: a contraction kernel whose named inputs are
 /// computed in it, by linalg ops.
 LogicalResult validateMaterialize(loop::ScheduleOp schedule, func::FuncOp func,
                                   TilingInterface root) {
   for (auto materialize : schedule.getBody().getOps<loop::MaterializeOp>()) {
     linalg::LinalgOp contraction =
-        rootContraction(materialize, schedule, func, root);
+        findRootContraction(materialize, func, root);
     if (!contraction)
       return failure();
     for (int64_t input : materialize.getInputs())
@@ -343,7 +330,7 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
   int64_t parts = split.getResolvedParts();
   std::string name =
       valueName(split.getDynamicParts(), split.getStaticParts(), 0, "parts");
-  linalg::LinalgOp contraction = rootContraction(split, schedule, func, root);
+  linalg::LinalgOp contraction = findRootContraction(split, func, root);
   if (!contraction)
     return failure();
   std::optional<unsigned> batch =

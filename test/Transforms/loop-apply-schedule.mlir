@@ -250,3 +250,50 @@ loop.schedule @unrolled target "sm_90" {
   loop.tile [0, 1, 0] mapping [#gpu.thread<x>]
   loop.unroll factor [4]
 }
+
+// -----
+
+// Linalg ops the schedule leaves untiled get pointwise nests of their own
+// (last first) rather than a single GPU thread: here the producer that the
+// root reads through a collapse_shape, which tiling cannot fuse through.
+// The tensor.pad before it stays (gpu-map-kernels gives it one thread).
+// CHECK-LABEL: func.func private @leftovers
+// CHECK: tensor.pad
+// CHECK: scf.forall
+// CHECK: math.exp
+// CHECK: mapping = [{{.*}}#gpu.thread<x>]
+// CHECK: tensor.collapse_shape
+// CHECK: scf.forall
+// CHECK: arith.negf
+// CHECK: mapping = [#gpu.thread<x>]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func private @leftovers(%a: tensor<8x1x30xf32>) -> tensor<8x32xf32> attributes {tessel.kernel = "elementwise"} {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %a low[0, 0, 1] high[0, 0, 1] {
+  ^bb0(%i: index, %j: index, %k: index):
+    tensor.yield %zero : f32
+  } : tensor<8x1x30xf32> to tensor<8x1x32xf32>
+  %e = tensor.empty() : tensor<8x1x32xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%p : tensor<8x1x32xf32>) outs(%e : tensor<8x1x32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %y = math.exp %v : f32
+    linalg.yield %y : f32
+  } -> tensor<8x1x32xf32>
+  %c = tensor.collapse_shape %x [[0, 1], [2]] : tensor<8x1x32xf32> into tensor<8x32xf32>
+  %e2 = tensor.empty() : tensor<8x32xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c : tensor<8x32xf32>) outs(%e2 : tensor<8x32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %y = arith.negf %v : f32
+    linalg.yield %y : f32
+  } -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+loop.schedule @leftovers target "sm_90" {
+  loop.tile [1, 32] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [0, 1] mapping [#gpu.thread<x>]
+}
