@@ -20,6 +20,7 @@
 #include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/linalg/Contractions.h"
+#include "passes/linalg/PadAsGather.h"
 #include "passes/linalg/SplitK.h"
 #include "passes/loop/DefaultSchedule.h"
 #include "passes/loop/MmaConfig.h"
@@ -278,24 +279,34 @@ LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root,
 
 /// The last op at the top level of GPU kernel `func` that its schedules
 /// left untiled and something still reads, if any (but those in `done`).
-TilingInterface lastLeftover(func::FuncOp func,
-                             const llvm::SmallPtrSetImpl<Operation *> &done) {
+Operation *lastLeftover(func::FuncOp func,
+                        const llvm::SmallPtrSetImpl<Operation *> &done) {
   for (Operation &op : llvm::reverse(func.getBody().front()))
-    if (isa<linalg::LinalgOp>(op) && !op.use_empty() && !done.contains(&op))
-      return cast<TilingInterface>(op);
-  return {};
+    if (isa<linalg::LinalgOp, tensor::PadOp>(op) && !op.use_empty() &&
+        !done.contains(&op))
+      return &op;
+  return nullptr;
 }
 
-/// Gives each linalg op that the schedules of GPU kernel `func` left
-/// untiled (a producer that tiling cannot fuse, read through a reshape) the
-/// pointwise tiling of its own, last first so that a consumer's nest fuses
-/// its leftover producers: gpu-map-kernels would run them in a single
-/// thread. (A leftover tensor.pad still does: tiled, it becomes branches
-/// of buffers that bufferization can only free with run-time ownership.)
+/// Gives each op that the schedules of GPU kernel `func` left untiled (a
+/// producer that tiling cannot fuse, read through a reshape; the padding
+/// of a convolution that is not a matmul) the pointwise tiling of its own,
+/// last first so that a consumer's nest fuses its leftover producers:
+/// gpu-map-kernels would run them in a single thread. A tensor.pad becomes
+/// a gather first (padAsGather).
 LogicalResult tileLeftovers(RewriterBase &rewriter, func::FuncOp func) {
   llvm::SmallPtrSet<Operation *, 8> roots, returned, done;
-  while (TilingInterface leftover = lastLeftover(func, done)) {
-    done.insert(leftover);
+  while (Operation *op = lastLeftover(func, done)) {
+    if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+      FailureOr<linalg::GenericOp> gather = padAsGather(rewriter, pad);
+      if (failed(gather)) {
+        done.insert(pad); // stays in one thread
+        continue;
+      }
+      op = *gather;
+    }
+    done.insert(op);
+    auto leftover = cast<TilingInterface>(op);
     // One with nothing to distribute (a reduction to a scalar) stays.
     std::optional<PointwiseTiling> tiling =
         gpuPointwiseTiling(leftover, /*rowwise=*/false);

@@ -253,12 +253,18 @@ loop.schedule @unrolled target "sm_90" {
 
 // -----
 
-// Linalg ops the schedule leaves untiled get pointwise nests of their own
-// (last first) rather than a single GPU thread: here the producer that the
-// root reads through a collapse_shape, which tiling cannot fuse through.
-// The tensor.pad before it stays (gpu-map-kernels gives it one thread).
+// Ops the schedule leaves untiled get pointwise nests of their own (last
+// first) rather than a single GPU thread: the producer that the root reads
+// through a collapse_shape, which tiling cannot fuse through, and the
+// tensor.pad before it, as a gather (a clamped read of the source, the
+// padding value outside it).
 // CHECK-LABEL: func.func private @leftovers
-// CHECK: tensor.pad
+// CHECK: scf.forall
+// CHECK: linalg.generic
+// CHECK: arith.cmpi ult
+// CHECK: tensor.extract
+// CHECK: arith.select
+// CHECK: mapping = [{{.*}}#gpu.thread<x>]
 // CHECK: scf.forall
 // CHECK: math.exp
 // CHECK: mapping = [{{.*}}#gpu.thread<x>]

@@ -162,6 +162,19 @@ def test_vector_threads_match_numpy_on_cpu_with_broadcast_and_transposed_operand
                                rtol=1e-5, atol=1e-5)
 
 
+def test_grouped_convolution_leaves_nothing_to_a_single_thread():
+    # A grouped convolution is no matmul: its padding and the convolution
+    # itself, which its epilogue reads through a reshape, are left untiled
+    # by the epilogue's schedule and get nests of their own (the padding as
+    # a gather) instead of one thread each.
+    x, w = _randn(2, 4, 9, 9), _randn(6, 2, 3, 3)
+    module = tessel.trace(lambda x, w: ops.relu(ops.conv2d(x, w, padding=1, groups=2)), x, w, name="grouped")
+    for kernel in tessel.compile(module, target="cuda:sm_90").kernels:
+        assert kernel.grid + kernel.block != (1,) * 6, kernel.name
+    want = np.maximum(fuzz.conv2d_reference(x, w, stride=1, padding=1, dilation=1, groups=2, layout="NCHW"), 0)
+    np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x, w), want, rtol=1e-4, atol=1e-4)
+
+
 def _gemm_bias_gelu(a, w, b):
     return ops.gelu(a @ w + b, approximate="tanh")
 
