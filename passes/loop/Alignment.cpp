@@ -115,5 +115,17 @@ bool tessel::isChunkAligned(Value buffer, int64_t width) {
 
 int64_t tessel::chunkAlignment(Type element, int64_t width) {
   return std::min(loop::kMaxVectorBytes,
-                  width * element.getIntOrFloatBitWidth() / 8);
+                  width * elementBytes(element));
+}
+
+Type tessel::widestElement(Operation *op) {
+  Type widest;
+  for (Value operand : op->getOperands()) {
+    Type element = getElementTypeOrSelf(operand.getType());
+    if (element.isIntOrFloat() &&
+        (!widest || element.getIntOrFloatBitWidth() >
+                        widest.getIntOrFloatBitWidth()))
+      widest = element;
+  }
+  return widest;
 }

@@ -26,6 +26,15 @@ int64_t knownDivisor(mlir::Value value);
 /// top-level alloc), and the elements are whole bytes.
 bool isChunkAligned(mlir::Value buffer, int64_t width);
 
+/// The widest int or float element type that `op` reads or writes (null
+/// when none): what bounds the points a thread can move in one vector.
+mlir::Type widestElement(mlir::Operation *op);
+
+/// Bytes that an element of `type` (an int or float) takes in memory.
+inline int64_t elementBytes(mlir::Type type) {
+  return (type.getIntOrFloatBitWidth() + 7) / 8;
+}
+
 /// The alignment in bytes of such a run of `width` elements of `element`:
 /// its size, up to loop::kMaxVectorBytes (the buffers' alignment).
 int64_t chunkAlignment(mlir::Type element, int64_t width);

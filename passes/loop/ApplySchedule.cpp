@@ -125,6 +125,21 @@ void markVectorAccess(TilingInterface root, int64_t width) {
       op.setAttr(loop::kVectorAccessAttrName, b.getI64IntegerAttr(width));
 }
 
+/// Tiles `op` with `tiling` in a nest of its own (its linalg producers
+/// fused), marking its tile for loop.vector_access; `origin` is the op
+/// that asks, for diagnostics. `returned` and `roots` as for tileLevels.
+LogicalResult tilePointwise(RewriterBase &rewriter, Operation *origin,
+                            TilingInterface op, const PointwiseTiling &tiling,
+                            llvm::SmallPtrSetImpl<Operation *> &returned,
+                            llvm::SmallPtrSetImpl<Operation *> &roots) {
+  FailureOr<TilingInterface> tiled = tileLevels(
+      rewriter, op, pointwiseLevels(origin, tiling), returned, roots);
+  if (failed(tiled))
+    return failure();
+  markVectorAccess(*tiled, tiling.vector);
+  return success();
+}
+
 /// The split of a loop.split_k: the sum's root, its own levels and vector
 /// width.
 struct SplitSum {
@@ -220,12 +235,9 @@ LogicalResult materializeInputs(RewriterBase &rewriter,
              << input << " of the contraction is not computed by a linalg "
              << "op of static shape with parallel loops";
     llvm::SmallPtrSet<Operation *, 4> returned;
-    FailureOr<TilingInterface> tiled =
-        tileLevels(rewriter, producer, pointwiseLevels(materialize, *tiling),
-                   returned, roots);
-    if (failed(tiled))
+    if (failed(tilePointwise(rewriter, materialize, producer, *tiling,
+                             returned, roots)))
       return failure();
-    markVectorAccess(*tiled, tiling->vector);
   }
   return success();
 }
@@ -313,12 +325,9 @@ LogicalResult tileLeftovers(RewriterBase &rewriter, func::FuncOp func) {
     if (!tiling)
       continue;
     collectReturnedLinalgOps(func, returned);
-    FailureOr<TilingInterface> tiled = tileLevels(
-        rewriter, leftover, pointwiseLevels(leftover, *tiling), returned,
-        roots);
-    if (failed(tiled))
+    if (failed(tilePointwise(rewriter, leftover, leftover, *tiling, returned,
+                             roots)))
       return failure();
-    markVectorAccess(*tiled, tiling->vector);
   }
   return success();
 }

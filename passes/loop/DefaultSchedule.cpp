@@ -29,6 +29,7 @@
 #include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/linalg/Contractions.h"
+#include "passes/loop/Alignment.h"
 #include "passes/loop/DefaultSchedule.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
@@ -140,18 +141,6 @@ int64_t blockSizeFor(int64_t n, int64_t limit) {
 
 } // namespace
 
-/// Bytes of the widest element that `op` reads or writes.
-static int64_t widestElementBytes(Operation *op) {
-  int64_t bytes = 1;
-  for (Value operand : op->getOperands()) {
-    Type element = getElementTypeOrSelf(operand.getType());
-    if (element.isIntOrFloat())
-      bytes = std::max<int64_t>(
-          bytes, llvm::divideCeil(element.getIntOrFloatBitWidth(), 8));
-  }
-  return bytes;
-}
-
 std::optional<PointwiseTiling>
 tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise) {
   std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
@@ -179,8 +168,10 @@ tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise) {
   bool elementwise = llvm::all_of(iterators, [](utils::IteratorType it) {
     return it == utils::IteratorType::parallel;
   });
-  if (elementwise && innermost == static_cast<int64_t>(extents.size()) - 1)
-    tiling.vector = std::min(loop::kMaxVectorBytes / widestElementBytes(root),
+  Type widest = widestElement(root);
+  if (elementwise && widest &&
+      innermost == static_cast<int64_t>(extents.size()) - 1)
+    tiling.vector = std::min(loop::kMaxVectorBytes / elementBytes(widest),
                              extents[innermost] & -extents[innermost]);
   // Blocks: the innermost distributed loop in chunks of one block's
   // threads (in whole vectors, so that every block starts aligned), outer

@@ -12,6 +12,7 @@
 #include "passes/cpu/SplitReduction.h"
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/linalg/Contractions.h"
+#include "passes/loop/Alignment.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
 
@@ -282,18 +283,13 @@ LogicalResult validateVectorAccess(loop::ScheduleOp schedule,
              << " = " << width << " differs from the thread tile's "
              << tile.back() << " points of the innermost loop; tile it by "
              << "the same knob";
-    for (Value operand : root->getOperands()) {
-      Type element = getElementTypeOrSelf(operand.getType());
-      if (!element.isIntOrFloat())
-        continue;
-      int64_t bytes =
-          width * llvm::divideCeil(element.getIntOrFloatBitWidth(), 8);
-      if (bytes > loop::kMaxVectorBytes)
-        return access.emitError(name)
-               << " = " << width << " moves " << bytes << " bytes of "
-               << element << " per vector; the limit is "
-               << loop::kMaxVectorBytes;
-    }
+    Type widest = widestElement(root);
+    int64_t bytes = widest ? width * elementBytes(widest) : 0;
+    if (bytes > loop::kMaxVectorBytes)
+      return access.emitError(name)
+             << " = " << width << " moves " << bytes << " bytes of "
+             << widest << " per vector; the limit is "
+             << loop::kMaxVectorBytes;
   }
   return success();
 }
