@@ -254,6 +254,7 @@ def LoopApplySchedules : Pass<"loop-apply-schedule", "mlir::ModuleOp"> {
     schedule op is erased once applied. Run loop-validate first.
   }];
   let dependentDialects = [
+    "mlir::bufferization::BufferizationDialect",
     "mlir::gpu::GPUDialect",
     "mlir::linalg::LinalgDialect",
     "mlir::scf::SCFDialect",

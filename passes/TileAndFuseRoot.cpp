@@ -56,14 +56,16 @@ tessel::findKernelRoots(func::FuncOp func) {
   return roots;
 }
 
-TilingInterface tessel::scheduledRoot(
+FailureOr<TilingInterface> tessel::scheduledRoot(
     Operation *schedule, func::FuncOp func,
     ArrayRef<std::pair<unsigned, TilingInterface>> roots,
     std::optional<uint64_t> result) {
   if (roots.empty()) {
+    if (!result && schedule->getRegion(0).front().empty())
+      return TilingInterface();
     schedule->emitError("kernel '")
         << func.getSymName() << "' has no linalg root to schedule";
-    return nullptr;
+    return failure();
   }
   if (!result)
     return roots.front().second;
@@ -75,7 +77,7 @@ TilingInterface tessel::scheduledRoot(
                             << "' is not a root; roots compute results";
   for (auto [index, root] : roots)
     diag << " " << index;
-  return nullptr;
+  return failure();
 }
 
 std::optional<SmallVector<int64_t>>

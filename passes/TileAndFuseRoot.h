@@ -34,9 +34,11 @@ llvm::SmallVector<std::pair<unsigned, mlir::TilingInterface>>
 findKernelRoots(mlir::func::FuncOp func);
 
 /// The root a schedule names: the first root (the last result's) when
-/// `result` is empty, else the root computing that result. Emits an error
-/// at `schedule` and returns null when there is none.
-mlir::TilingInterface scheduledRoot(
+/// `result` is empty, else the root computing that result. Null for an
+/// empty schedule of a kernel without roots (one that only concatenates
+/// its inputs): it has nothing to tile. Emits an error at `schedule` and
+/// fails when there is no such root.
+mlir::FailureOr<mlir::TilingInterface> scheduledRoot(
     mlir::Operation *schedule, mlir::func::FuncOp func,
     llvm::ArrayRef<std::pair<unsigned, mlir::TilingInterface>> roots,
     std::optional<uint64_t> result);

@@ -26,6 +26,7 @@
 #include "passes/loop/MmaConfig.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_LOOPAPPLYSCHEDULES
@@ -294,21 +295,100 @@ LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root,
 Operation *lastLeftover(func::FuncOp func,
                         const llvm::SmallPtrSetImpl<Operation *> &done) {
   for (Operation &op : llvm::reverse(func.getBody().front()))
-    if (isa<linalg::LinalgOp, tensor::PadOp>(op) && !op.use_empty() &&
-        !done.contains(&op))
+    if (isa<linalg::LinalgOp, tensor::PadOp, tensor::InsertSliceOp>(op) &&
+        !op.use_empty() && !done.contains(&op))
       return &op;
   return nullptr;
 }
 
+/// The linalg op that computes `value` for one consumer alone and only
+/// takes its shape from its init, if there is one.
+linalg::LinalgOp soleShapeOnlyProducer(Value value) {
+  auto producer = value.getDefiningOp<linalg::LinalgOp>();
+  if (!producer || !value.hasOneUse() || producer->getNumResults() != 1 ||
+      producer.payloadUsesValueFromOperand(producer.getDpsInitOperand(0)))
+    return {};
+  return producer;
+}
+
+/// `value`, or where it is a slice of a linalg op's result that nothing
+/// else reads (a part taken from a transposed tensor), that op computing
+/// just the slice.
+Value computeSliceAlone(RewriterBase &rewriter, Value value) {
+  auto part = value.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!part)
+    return value;
+  auto whole = dyn_cast<OpResult>(part.getSource());
+  if (!whole || !whole.hasOneUse() || !isa<linalg::LinalgOp>(whole.getOwner()))
+    return value;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(part);
+  FailureOr<TilingResult> tiled =
+      tensor::replaceExtractSliceWithTiledProducer(rewriter, part, whole);
+  // A rank-reducing slice keeps its copy.
+  if (failed(tiled) || tiled->tiledValues.size() != 1 ||
+      tiled->tiledValues[0].getType() != part.getType())
+    return value;
+  rewriter.replaceOp(part, tiled->tiledValues[0]);
+  return tiled->tiledValues[0];
+}
+
+/// Makes `insert` (a part of a concatenation) write its source into the
+/// slice of its destination in place: the linalg op that computes the
+/// source alone (computeSliceAlone), moved to the insert, takes the slice as its init; any
+/// other source is a linalg.copy into the slice. Bufferized as it stands,
+/// the insert is a memref.copy that gpu-map-kernels runs in one thread.
+/// A tensor.empty destination that other ops also use as their
+/// (shape-only) init is replaced by a buffer of its own, or bufferization
+/// copies the concatenation.
+/// Returns the op that computes the slice and the new insert.
+std::pair<linalg::LinalgOp, tensor::InsertSliceOp>
+insertSliceInPlace(RewriterBase &rewriter, tensor::InsertSliceOp insert) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(insert);
+  Location loc = insert.getLoc();
+  Value dest = insert.getDest();
+  // An allocation, as a second tensor.empty would be CSE'd into the first.
+  if (auto empty = dest.getDefiningOp<tensor::EmptyOp>();
+      empty && !dest.hasOneUse())
+    dest = bufferization::AllocTensorOp::create(rewriter, loc,
+                                                empty.getType(),
+                                                empty.getDynamicSizes());
+  Value slice = tensor::ExtractSliceOp::create(
+      rewriter, loc, insert.getSourceType(), dest, insert.getMixedOffsets(),
+      insert.getMixedSizes(), insert.getMixedStrides());
+  Value source = computeSliceAlone(rewriter, insert.getSource());
+  linalg::LinalgOp producer = soleShapeOnlyProducer(source);
+  if (producer) {
+    rewriter.moveOpBefore(producer, insert);
+    rewriter.modifyOpInPlace(producer, [&] {
+      producer.getDpsInitOperand(0)->set(slice);
+    });
+  } else {
+    producer = linalg::CopyOp::create(rewriter, loc, source, slice);
+  }
+  auto newInsert = rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+      insert, producer->getResult(0), dest, insert.getMixedOffsets(),
+      insert.getMixedSizes(), insert.getMixedStrides());
+  return {producer, newInsert};
+}
+
 /// Gives each op that the schedules of GPU kernel `func` left untiled (a
 /// producer that tiling cannot fuse, read through a reshape; the padding
-/// of a convolution that is not a matmul) the pointwise tiling of its own,
+/// of a convolution that is not a matmul; the parts of a concatenation)
+/// the pointwise tiling of its own,
 /// last first so that a consumer's nest fuses its leftover producers:
 /// gpu-map-kernels would run them in a single thread. A tensor.pad becomes
-/// a gather first (padAsGather).
+/// a gather first (padAsGather); a tensor.insert_slice is computed in
+/// place (insertSliceInPlace).
 LogicalResult tileLeftovers(RewriterBase &rewriter, func::FuncOp func) {
   llvm::SmallPtrSet<Operation *, 8> roots, returned, done;
   while (Operation *op = lastLeftover(func, done)) {
+    if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+      auto [producer, newInsert] = insertSliceInPlace(rewriter, insert);
+      done.insert(newInsert);
+      op = producer;
+    }
     if (auto pad = dyn_cast<tensor::PadOp>(op)) {
       FailureOr<linalg::GenericOp> gather = padAsGather(rewriter, pad);
       if (failed(gather)) {
@@ -343,30 +423,37 @@ struct LoopApplySchedulesPass
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     IRRewriter rewriter(&getContext());
+    llvm::SetVector<func::FuncOp> gpuKernels;
     // Roots are found before any tiling changes the kernels.
     SmallVector<std::tuple<loop::ScheduleOp, TilingInterface,
                            llvm::SmallPtrSet<Operation *, 4>>>
         work;
-    for (auto schedule : module.getOps<loop::ScheduleOp>()) {
+    for (auto schedule :
+         llvm::make_early_inc_range(module.getOps<loop::ScheduleOp>())) {
       auto func = symbols.lookup<func::FuncOp>(schedule.getKernel());
       if (!func) {
         schedule.emitError("schedules '")
             << schedule.getKernel() << "', which is not a func.func";
         return signalPassFailure();
       }
-      TilingInterface root =
-          scheduledRoot(schedule, func, findKernelRoots(func),
-                        schedule.getResult());
-      if (!root)
+      FailureOr<TilingInterface> root = scheduledRoot(
+          schedule, func, findKernelRoots(func), schedule.getResult());
+      if (failed(root))
         return signalPassFailure();
+      // A rootless kernel's ops are all leftovers.
+      if (!*root) {
+        if (schedule.getTarget() != "cpu")
+          gpuKernels.insert(func);
+        rewriter.eraseOp(schedule);
+        continue;
+      }
       llvm::SmallPtrSet<Operation *, 4> returned;
       collectReturnedLinalgOps(func, returned);
-      work.emplace_back(schedule, root, std::move(returned));
+      work.emplace_back(schedule, *root, std::move(returned));
     }
     llvm::SmallPtrSet<Operation *, 8> roots;
     for (auto &item : work)
       roots.insert(std::get<1>(item).getOperation());
-    llvm::SetVector<func::FuncOp> gpuKernels;
     for (auto &[schedule, root, returned] : work) {
       SmallVector<Level> levels;
       for (auto tile : schedule.getBody().getOps<loop::TileOp>()) {

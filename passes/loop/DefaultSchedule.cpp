@@ -245,7 +245,15 @@ struct LoopDefaultSchedulePass
       if (!func->hasAttr("tessel.kernel") || func.isExternal())
         continue;
       auto kind = func->getAttrOfType<StringAttr>("tessel.kernel");
-      for (auto [i, indexAndRoot] : llvm::enumerate(findKernelRoots(func))) {
+      auto roots = findKernelRoots(func);
+      // On GPUs, an empty schedule gives the ops of a kernel without roots
+      // (one that only concatenates its inputs) threads.
+      if (roots.empty() && target != "cpu" &&
+          !scheduled.contains(func.getSymName())) {
+        OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
+        createSchedule(sb, func, std::nullopt);
+      }
+      for (auto [i, indexAndRoot] : llvm::enumerate(roots)) {
         auto [index, root] = indexAndRoot;
         const auto &done = scheduled.lookup(func.getSymName());
         if (done.contains(index) || (i == 0 && done.contains(-1)))

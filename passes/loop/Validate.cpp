@@ -355,10 +355,13 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
 }
 
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
-  TilingInterface root = scheduledRoot(schedule, func, findKernelRoots(func),
-                                       schedule.getResult());
-  if (!root)
+  FailureOr<TilingInterface> maybeRoot = scheduledRoot(
+      schedule, func, findKernelRoots(func), schedule.getResult());
+  if (failed(maybeRoot))
     return failure();
+  if (!*maybeRoot)
+    return success(); // nothing to tile
+  TilingInterface root = *maybeRoot;
   std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
   if (!maybeExtents)
     return schedule.emitError("kernel '")

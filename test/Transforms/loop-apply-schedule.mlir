@@ -303,3 +303,73 @@ loop.schedule @leftovers target "sm_90" {
   loop.tile [1, 32] mapping [#gpu.block<y>, #gpu.block<x>]
   loop.tile [0, 1] mapping [#gpu.thread<x>]
 }
+
+// -----
+
+// The parts of a concatenation are written in place by nests of their own:
+// the relu that computes a part alone takes its slice of the result as its
+// init; an input is copied. The result gets a buffer of its own, as the
+// product also takes its shape from the same tensor.empty.
+// CHECK-LABEL: func.func private @concat
+// CHECK: %[[BUF:.*]] = bufferization.alloc_tensor() : tensor<8x48xf32>
+// CHECK: %[[FIRST:.*]] = tensor.extract_slice %[[BUF]][0, 0] [8, 32]
+// CHECK: scf.forall {{.*}} shared_outs(%{{.*}} = %[[FIRST]])
+// CHECK: linalg.copy
+// CHECK: mapping = [{{.*}}#gpu.thread<x>]
+// CHECK: %[[PART:.*]] = tensor.insert_slice %{{.*}} into %[[BUF]][0, 0] [8, 32]
+// CHECK: %[[SECOND:.*]] = tensor.extract_slice %[[PART]][0, 32] [8, 16]
+// CHECK: scf.forall {{.*}} shared_outs(%{{.*}} = %[[SECOND]])
+// CHECK: arith.maximumf
+// CHECK: mapping = [{{.*}}#gpu.thread<x>]
+// CHECK: %[[WHOLE:.*]] = tensor.insert_slice %{{.*}} into %[[PART]][0, 32] [8, 16]
+// CHECK: scf.forall
+// CHECK: tensor.extract_slice %[[WHOLE]]
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.copy
+// CHECK: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @concat(%a: tensor<8x32xf32>, %b: tensor<8x16xf32>) -> tensor<8x48xf32> attributes {tessel.kernel = "elementwise"} {
+  %zero = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : tensor<8x16xf32>) outs(%eb : tensor<8x16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %y = arith.maximumf %v, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<8x16xf32>
+  %e = tensor.empty() : tensor<8x48xf32>
+  %c0 = tensor.insert_slice %a into %e[0, 0] [8, 32] [1, 1] : tensor<8x32xf32> into tensor<8x48xf32>
+  %c1 = tensor.insert_slice %r into %c0[0, 32] [8, 16] [1, 1] : tensor<8x16xf32> into tensor<8x48xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c1 : tensor<8x48xf32>) outs(%e : tensor<8x48xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %y = arith.mulf %v, %v : f32
+    linalg.yield %y : f32
+  } -> tensor<8x48xf32>
+  return %m : tensor<8x48xf32>
+}
+loop.schedule @concat target "sm_90" {
+  loop.tile [1, 48] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.tile [0, 1] mapping [#gpu.thread<x>]
+}
+
+// -----
+
+// An empty schedule of a kernel without a root: on GPUs every copy of the
+// concatenation gets a nest of its own.
+// CHECK-LABEL: func.func private @inputs
+// CHECK: scf.forall
+// CHECK: linalg.copy
+// CHECK: mapping = [{{.*}}#gpu.thread<x>]
+// CHECK: scf.forall
+// CHECK: linalg.copy
+// CHECK: mapping = [{{.*}}#gpu.thread<x>]
+// CHECK-NOT: loop.schedule
+func.func private @inputs(%a: tensor<8x32xf32>, %b: tensor<8x16xf32>) -> tensor<8x48xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<8x48xf32>
+  %c0 = tensor.insert_slice %a into %e[0, 0] [8, 32] [1, 1] : tensor<8x32xf32> into tensor<8x48xf32>
+  %c1 = tensor.insert_slice %b into %c0[0, 32] [8, 16] [1, 1] : tensor<8x16xf32> into tensor<8x48xf32>
+  return %c1 : tensor<8x48xf32>
+}
+loop.schedule @inputs target "sm_90" {
+}

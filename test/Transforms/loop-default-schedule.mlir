@@ -411,3 +411,17 @@ func.func private @patches(%x: tensor<2x72x32xf16>, %w: tensor<32x72xf16>) -> te
   } -> tensor<2x32x32xf32>
   return %mm : tensor<2x32x32xf32>
 }
+
+// -----
+
+// A kernel without a root (it only concatenates its inputs) gets an empty
+// schedule: the target, so that loop-apply-schedule gives its copies
+// threads.
+// CHECK-LABEL: loop.schedule @concat target "sm_90" {
+// CHECK-NEXT: }
+func.func private @concat(%a: tensor<8x32xf32>, %b: tensor<8x16xf32>) -> tensor<8x48xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<8x48xf32>
+  %c0 = tensor.insert_slice %a into %e[0, 0] [8, 32] [1, 1] : tensor<8x32xf32> into tensor<8x48xf32>
+  %c1 = tensor.insert_slice %b into %c0[0, 32] [8, 16] [1, 1] : tensor<8x16xf32> into tensor<8x48xf32>
+  return %c1 : tensor<8x48xf32>
+}

@@ -751,3 +751,17 @@ loop.schedule @ew target "cpu" {
   // expected-error @below {{is for GPU targets, not target 'cpu'}}
   loop.vector_access width [4]
 }
+
+// -----
+
+// Only an empty schedule fits a kernel without a root.
+func.func private @k(%a: tensor<8x32xf32>) -> tensor<16x32xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<16x32xf32>
+  %c0 = tensor.insert_slice %a into %e[0, 0] [8, 32] [1, 1] : tensor<8x32xf32> into tensor<16x32xf32>
+  %c1 = tensor.insert_slice %a into %c0[8, 0] [8, 32] [1, 1] : tensor<8x32xf32> into tensor<16x32xf32>
+  return %c1 : tensor<16x32xf32>
+}
+// expected-error @below {{kernel 'k' has no linalg root to schedule}}
+loop.schedule @k target "sm_90" {
+  loop.tile [8, 32] mapping [#gpu.block<y>, #gpu.block<x>]
+}

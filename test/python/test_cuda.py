@@ -175,6 +175,34 @@ def test_grouped_convolution_leaves_nothing_to_a_single_thread():
     np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x, w), want, rtol=1e-4, atol=1e-4)
 
 
+def test_concatenation_parts_are_computed_in_place_by_threads():
+    # Each part of a concatenation is written into its slice of the result
+    # by a nest of its own: an input by a vectorized copy, the transpose
+    # for the 64 rows taken; none is a single-thread copy.
+    x, y, z = _randn(64, 96), _randn(64, 32), _randn(8, 96)
+    module = tessel.trace(lambda x, y, z: ops.concatenate([x, ops.relu(y), z.T[:64]], 1) * 2.0, x, y, z,
+                          name="concat")
+    kernels = tessel.compile(module, target="cuda:sm_90").kernels
+    # The concatenation's kernel: three parts, then the product.
+    assert [k.name for k in kernels].count(kernels[-1].name) == 4
+    for kernel in kernels:
+        assert kernel.grid + kernel.block != (1,) * 6, kernel.name
+    want = np.concatenate([x, np.maximum(y, 0), z.T[:64]], 1) * 2
+    np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x, y, z), want, rtol=1e-6)
+
+
+def test_a_kernel_that_only_concatenates_gets_threads():
+    # A key cache grown by one step: the kernel has no linalg root, so its
+    # empty default schedule only names the target; both copies get threads.
+    past, new = _randn(2, 4, 63, 16), _randn(2, 4, 1, 16)
+    module = tessel.trace(lambda past, new: ops.concatenate([past, new], 2), past, new, name="cache")
+    kernels = tessel.compile(module, target="cuda:sm_90").kernels
+    assert len(kernels) == 2
+    for kernel in kernels:
+        assert kernel.grid + kernel.block != (1,) * 6, kernel.name
+    np.testing.assert_array_equal(compile_cpu(module, schedules="sm_90")(past, new), np.concatenate([past, new], 2))
+
+
 def _gemm_bias_gelu(a, w, b):
     return ops.gelu(a @ w + b, approximate="tanh")
 
