@@ -221,6 +221,9 @@ def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
            "GPU: f32 matmuls on tensor cores as tf32 (inputs rounded to "
            "10-bit mantissas, f32 accumulation)">,
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
+           "CPU: bits of a vector register (256: AVX2, 16 registers; 512: "
+           "AVX-512, 32 registers), which size the register blocks">,
   ];
   let dependentDialects = ["tessel::loop::LoopDialect", "mlir::gpu::GPUDialect"];
 }

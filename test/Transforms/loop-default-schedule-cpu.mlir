@@ -1,5 +1,6 @@
 // RUN: tessel-opt %s --loop-default-schedule=target=cpu --split-input-file | FileCheck %s
 // RUN: tessel-opt %s --split-input-file -pass-pipeline='builtin.module(loop-default-schedule{target=cpu},loop-validate,loop-apply-schedule,canonicalize,cse)' | FileCheck %s --check-prefix=APPLY
+// RUN: tessel-opt %s --loop-default-schedule="target=cpu vector-bits=512" --split-input-file | FileCheck %s --check-prefix=AVX512
 
 // A row-wise reduction kernel (a softmax): parallel tiles of about 16K
 // points keep rows whole: 16 rows of 1024. The root (the division) is tiled
@@ -83,6 +84,12 @@ func.func private @softmax_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> 
 // CHECK-NEXT: loop.split_k parts [%[[SK]]]
 // CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] parallel
 // CHECK-NEXT: loop.vectorize [%[[RM]], %[[RN]], %[[RK]]] depth [%[[BK]]]
+// With AVX-512's 32 vector registers, register blocks of 8x32 (16 of them
+// accumulators) and result blocks 256 columns wide.
+// AVX512-LABEL: loop.schedule @matmul_relu target "cpu" {
+// AVX512: loop.knob "block_n" = 256
+// AVX512: loop.knob "reg_m" = 8
+// AVX512-NEXT: loop.knob "reg_n" = 32
 // APPLY-LABEL: func.func private @matmul_relu
 // APPLY: scf.forall (%{{.*}}) = (0) to (256) step (128)
 // APPLY: linalg.fill

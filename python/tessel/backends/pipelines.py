@@ -15,6 +15,7 @@ import time
 from mlir import ir
 
 from .. import ir as tir
+from . import host
 from ..errors import UnsupportedError
 
 __all__ = ["GPU_TARGETS", "cpu_stages", "cuda_stages", "default_schedule_pass", "run_stages", "scheduled_for"]
@@ -72,8 +73,10 @@ CPU_LOWER = (
 
 def default_schedule_pass(target: str, *, allow_tf32: bool = False) -> str:
     """The pass giving kernels without a schedule ``target``'s default one;
-    ``allow_tf32`` puts f32 matmuls on tensor cores as tf32."""
-    return f"loop-default-schedule{{target={target} allow-tf32={str(allow_tf32).lower()}}}"
+    ``allow_tf32`` puts f32 matmuls on tensor cores as tf32. CPU schedules
+    are for this machine's vector registers."""
+    return (f"loop-default-schedule{{target={target} allow-tf32={str(allow_tf32).lower()} "
+            f"vector-bits={host.vector_bits()}}}")
 
 
 def schedule(target: str, *, allow_tf32: bool = False) -> tuple[str, str]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 
 from mlir import ir
 
 from .. import ir as tir
+from ..backends.host import cpu_model
 from ..backends.pipelines import GPU_TARGETS
 from ..errors import CompileError, UnsupportedError
 from ..schedules import _copy, _schedules
@@ -35,22 +35,10 @@ def device_key(target: str, *, gpu_name: str | None = None) -> str:
     ``GPU_TARGETS`` gives ``cuda/<chip>/<gpu_name or 'any'>``
     (``gpu_name`` is ignored for the CPU)."""
     if target == "cpu":
-        return f"cpu/{_cpu_model()}/{os.cpu_count() or 'unknown'} cores"
+        return f"cpu/{cpu_model()}/{os.cpu_count() or 'unknown'} cores"
     if target in GPU_TARGETS:
         return f"cuda/{target}/{gpu_name or 'any'}"
     raise UnsupportedError(f"unknown tuning target {target!r}; available: cpu, {', '.join(GPU_TARGETS)}")
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                name, _, value = line.partition(":")
-                if name.strip() == "model name" and value.strip():
-                    return " ".join(value.split())
-    except OSError:  # not Linux
-        pass
-    return platform.processor() or "unknown"
 
 
 def kernel_keys(module: ir.Module) -> dict[ScheduleKey, str]:
