@@ -372,8 +372,7 @@ private:
 /// Distributes the block tile holding `root` over `threads` threads.
 LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
   auto block = root->getParentOfType<scf::ForallOp>();
-  std::optional<int64_t> columns = rowExtent(root);
-  if (!block || !columns)
+  if (!block || !rowExtent(root))
     return root.emitError("loop.warp_reduce: the root is not an op over rows "
                           "of a block tile");
   SmallVector<Operation *> ops;
@@ -382,6 +381,12 @@ LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
              memref::CollapseShapeOp, memref::ExpandShapeOp, arith::ConstantOp>(
             op))
       ops.push_back(&op);
+  // The row: the root's, or the reductions' where the root is an op on
+  // their per-row results.
+  int64_t columns = 1;
+  for (Operation *op : ops)
+    if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      columns = std::max(columns, rowExtent(generic).value_or(1));
 
   OpBuilder b(block.getBody()->getTerminator());
   Location loc = root.getLoc();
@@ -395,7 +400,7 @@ LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{},
       b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
   b.setInsertionPoint(forall.getBody()->getTerminator());
-  if (failed(RowEmitter(b, loc, threads, *columns, forall.getInductionVar(0),
+  if (failed(RowEmitter(b, loc, threads, columns, forall.getInductionVar(0),
                         partials)
                  .emit(ops)))
     return failure();

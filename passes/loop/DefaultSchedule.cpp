@@ -550,13 +550,18 @@ struct LoopDefaultSchedulePass
   bool addWarpReduceSchedule(func::FuncOp func, TilingInterface root,
                              ArrayRef<int64_t> extents,
                              std::optional<unsigned> result) {
-    if (extents.size() < 2 || extents.size() > 4 ||
-        extents.back() < loop::kWarpSize ||
+    std::optional<KernelRows> rows = kernelRows(func, root);
+    if (!rows || rows->columns < loop::kWarpSize ||
         !rowReductionUnfit(func, root).empty())
       return false;
-    int64_t columns = extents.back();
-    for (auto [i, extent] : llvm::enumerate(extents.drop_back()))
-      if (i + 2 < extents.size() && extent > 65535) // grid y and z
+    // One block per row: the root's loops but the row, at most three.
+    ArrayRef<int64_t> perRow =
+        rows->rootWalksRow ? extents.drop_back() : extents;
+    if (perRow.empty() || perRow.size() > 3)
+      return false;
+    int64_t columns = rows->columns;
+    for (int64_t extent : perRow.drop_back())
+      if (extent > 65535) // grid y and z
         return false;
     // Four or more columns per thread, at most 256 threads; more threads
     // (up to 1024) where a thread would get over 16 columns, which
@@ -574,12 +579,13 @@ struct LoopDefaultSchedulePass
     Value threadsKnob =
         knob(sb, loc, "threads", threads, {32, 64, 128, 256, 512, 1024});
     SmallVector<int64_t> blockSizes(extents.size(), 1);
-    blockSizes.back() = 0;
+    if (rows->rootWalksRow)
+      blockSizes.back() = 0;
     SmallVector<Attribute> mapping;
-    for (int64_t i = extents.size() - 2; i >= 0; --i)
+    for (int64_t i = perRow.size() - 1; i >= 0; --i)
       mapping.insert(mapping.begin(),
                      gpu::GPUBlockMappingAttr::get(
-                         ctx, kBlockIds[extents.size() - 2 - i]));
+                         ctx, kBlockIds[perRow.size() - 1 - i]));
     loop::TileOp::create(sb, loc, ValueRange{},
                          sb.getDenseI64ArrayAttr(blockSizes),
                          sb.getArrayAttr(mapping));
@@ -609,11 +615,17 @@ struct LoopDefaultSchedulePass
     // kernel whose root is elementwise keeps its innermost loop whole
     // (the reduced rows of a softmax or layer_norm), so that the fused
     // reductions are not recomputed per point.
-    bool rowwise = kind && kind.getValue() == "reduction" &&
-                   llvm::all_of(iterators, [](utils::IteratorType it) {
-                     return it == utils::IteratorType::parallel;
-                   });
-    if (rowwise && addWarpReduceSchedule(func, root, extents, result))
+    auto parallel = [](utils::IteratorType it) {
+      return it == utils::IteratorType::parallel;
+    };
+    bool reduction = kind && kind.getValue() == "reduction";
+    bool rowwise = reduction && llvm::all_of(iterators, parallel);
+    // Rows shared by a block's threads: those of an elementwise root and
+    // those a root reduces (a row sum), which one thread per row would
+    // read with strides.
+    if (reduction && !iterators.empty() &&
+        llvm::all_of(ArrayRef(iterators).drop_back(), parallel) &&
+        addWarpReduceSchedule(func, root, extents, result))
       return success();
     std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(root, rowwise);
     // Nothing to distribute (a reduction to a scalar, a softmax over a

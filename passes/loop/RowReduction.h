@@ -9,16 +9,34 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
+#include <optional>
 #include <string>
 
 namespace tessel {
 
+/// The rows of a row-reduction kernel: their length, and whether the
+/// root's last loop walks them (an elementwise root over rows, a root that
+/// reduces them) or the root has none (it computes per-row values from the
+/// reductions, such as the f16 cast of an f32 row sum).
+struct KernelRows {
+  int64_t columns;
+  bool rootWalksRow;
+};
+
+/// The rows of `func`'s kernel with root `root`: when the root is
+/// elementwise, those of a reduction whose other loops are the root's if
+/// there is one, else the root's last loop. Nothing when the root has dynamic or no
+/// loops.
+std::optional<KernelRows> kernelRows(mlir::func::FuncOp func,
+                                     mlir::TilingInterface root);
+
 /// Why loop.warp_reduce cannot share the rows of `func`'s kernel among a
 /// block's threads, or "" when it can: every linalg op is a fill or a
 /// generic whose loops but the last are parallel, whose last loop is the
-/// row (of the root's last extent) or has extent 1, which reads and writes
-/// the row only at the last loop's index, and whose reductions (over the
-/// row) combine f32 values with an op that has a neutral element.
+/// row (kernelRows) or has extent 1, or that has no row loop when the root
+/// has none, which reads and writes the row only at the last loop's index,
+/// and whose reductions (over the row) combine f32 values with an op that
+/// has a neutral element.
 std::string rowReductionUnfit(mlir::func::FuncOp func,
                               mlir::TilingInterface root);
 

@@ -159,8 +159,10 @@ LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
   auto warpReduce = *schedule.getBody().getOps<loop::WarpReduceOp>().begin();
   if (failed(checkOnlyBlockTile(schedule, warpReduce, blockTile)))
     return failure();
+  // A root without the row loop (over per-row values) cannot split it.
+  std::optional<KernelRows> rows = kernelRows(func, root);
   int64_t last = blockTile.getResolvedSizes().back();
-  if (last != 0 && last != extents.back())
+  if (rows && rows->rootWalksRow && last != 0 && last != extents.back())
     return blockTile.emitError(sizeName(blockTile, extents.size() - 1))
            << " = " << last << " splits the rows that loop.warp_reduce "
            << "shares among threads; leave it 0";

@@ -179,15 +179,14 @@ func.func private @introws(%a: tensor<512x1000xi32>) -> tensor<512x1000xi32> att
 
 // -----
 
-// A root that reduces (a sum over rows): its parallel loop is distributed,
-// its reduction loop stays whole in each thread, which may unroll it (a
-// knob left at 1).
+// A root that reduces rows (a sum over the last axis, keeping it): one
+// block per row, whose threads share it (loop.warp_reduce) rather than one
+// thread per row reading it with strides.
 // CHECK-LABEL: func.func private @sum
 // CHECK: loop.schedule @sum target "sm_90" {
-// CHECK-NEXT: loop.tile [256, 0, 0] mapping [#gpu.block<x>]
-// CHECK-NEXT: loop.tile [1, 0, 0] mapping [#gpu.thread<x>]
-// CHECK-NEXT: %[[U:.*]] = loop.knob "unroll" = 1 choices [1, 2, 4, 8]
-// CHECK-NEXT: loop.unroll factor [%[[U]]]
+// CHECK-NEXT: %[[T:.*]] = loop.knob "threads" = 128
+// CHECK-NEXT: loop.tile [1, 1, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: loop.warp_reduce threads [%[[T]]]
 #in = affine_map<(d0, d1, d2) -> (d0, d2)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
 func.func private @sum(%a: tensor<512x1000xf32>) -> tensor<512x1xf32> attributes {tessel.kernel = "reduction"} {
@@ -201,6 +200,32 @@ func.func private @sum(%a: tensor<512x1000xf32>) -> tensor<512x1xf32> attributes
     linalg.yield %y : f32
   } -> tensor<512x1xf32>
   return %s : tensor<512x1xf32>
+}
+
+// -----
+
+// A root that reduces columns: a thread per column, which walks it (the
+// threads of a warp read adjacent columns) and may unroll the walk (a knob
+// left at 1).
+// CHECK-LABEL: func.func private @column_sum
+// CHECK: loop.schedule @column_sum target "sm_90" {
+// CHECK-NEXT: loop.tile [256, 0] mapping [#gpu.block<x>]
+// CHECK-NEXT: loop.tile [1, 0] mapping [#gpu.thread<x>]
+// CHECK-NEXT: %[[U:.*]] = loop.knob "unroll" = 1 choices [1, 2, 4, 8]
+// CHECK-NEXT: loop.unroll factor [%[[U]]]
+#in = affine_map<(d0, d1) -> (d1, d0)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func private @column_sum(%a: tensor<1000x512xf32>) -> tensor<512xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<512xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<512xf32>) -> tensor<512xf32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<1000x512xf32>) outs(%f : tensor<512xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<512xf32>
+  return %s : tensor<512xf32>
 }
 
 // -----

@@ -336,6 +336,26 @@ def test_row_reductions_share_rows_through_warp_shuffles(op):
     assert "ld.global.b16" not in kernel.ptx and "st.global.b16" not in kernel.ptx
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("op", ["sum", "mean_exp", "max_keepdims"])
+def test_reductions_of_rows_share_each_row_among_a_blocks_threads(op, dtype):
+    # A root that reduces rows, or an op on its per-row results (the f16
+    # cast of an f32 sum): one block per row, partials combined by warp
+    # shuffles, instead of one thread per row reading it with strides (or,
+    # for the cast, a single thread for everything).
+    fn, reference = {"sum": (lambda x: ops.sum(x * 2.0, axis=-1), lambda x: (x * 2).sum(-1)),
+                     "mean_exp": (lambda x: ops.mean(ops.exp(x), axis=-1), lambda x: np.exp(x).mean(-1)),
+                     "max_keepdims": (lambda x: ops.max(ops.cast(x, np.float32), axis=-1, keepdims=True) + 1.0,
+                                      lambda x: x.max(-1, keepdims=True) + 1)}[op]
+    x = np.random.default_rng(0).random((4, 64, 300)).astype(dtype)
+    module = tessel.trace(fn, x, name="rows")
+    [kernel] = tessel.compile(module, target="cuda:sm_90").kernels
+    assert sorted(kernel.grid) == [1, 4, 64] and "shfl.sync.bfly.b32" in kernel.ptx
+    want = reference(x.astype(np.float64))
+    got = compile_cpu(module, schedules="sm_90")(x).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == np.float16 else 1e-5)
+
+
 FUZZ_GRAPHS = int(os.environ.get("TESSEL_CUDA_FUZZ_GRAPHS", "40"))
 
 
