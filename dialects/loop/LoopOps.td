@@ -38,7 +38,10 @@ def Loop_ScheduleOp : Loop_Op<"schedule", [
     kernel's root: the linalg op computing its last result. A kernel whose
     results do not all feed that one (siblings) has further roots, each
     named by `result N` (the index of a result it computes) and scheduled
-    apart. Knob names are unique in a
+    apart. A kernel without a root (one that only concatenates its inputs)
+    takes only an empty schedule, which names its target: on GPUs its ops
+    then get threads as the leftovers of other schedules do. Knob names are
+    unique in a
     schedule, so a point of its search space is a map from names to values.
 
     ```mlir
