@@ -335,13 +335,13 @@ Value computeSliceAlone(RewriterBase &rewriter, Value value) {
 
 /// Makes `insert` (a part of a concatenation) write its source into the
 /// slice of its destination in place: the linalg op that computes the
-/// source alone (computeSliceAlone), moved to the insert, takes the slice as its init; any
-/// other source is a linalg.copy into the slice. Bufferized as it stands,
-/// the insert is a memref.copy that gpu-map-kernels runs in one thread.
-/// A tensor.empty destination that other ops also use as their
-/// (shape-only) init is replaced by a buffer of its own, or bufferization
-/// copies the concatenation.
-/// Returns the op that computes the slice and the new insert.
+/// source alone (computeSliceAlone), moved to the insert, takes the slice
+/// as its init; any other source is a linalg.copy into the slice.
+/// Bufferized as it stands, the insert is a memref.copy that
+/// gpu-map-kernels runs in one thread. A tensor.empty destination that
+/// other ops also use as their (shape-only) init is replaced by a buffer
+/// of its own, or bufferization copies the concatenation. Returns the op
+/// that computes the slice and the new insert.
 std::pair<linalg::LinalgOp, tensor::InsertSliceOp>
 insertSliceInPlace(RewriterBase &rewriter, tensor::InsertSliceOp insert) {
   OpBuilder::InsertionGuard guard(rewriter);

@@ -25,8 +25,8 @@ struct KernelRows {
 
 /// The rows of `func`'s kernel with root `root`: when the root is
 /// elementwise, those of a reduction whose other loops are the root's if
-/// there is one, else the root's last loop. Nothing when the root has dynamic or no
-/// loops.
+/// there is one, else the root's last loop. Nothing when the root has
+/// dynamic or no loops.
 std::optional<KernelRows> kernelRows(mlir::func::FuncOp func,
                                      mlir::TilingInterface root);
 
