@@ -186,6 +186,18 @@ def test_cpu_default_schedules_have_knobs_with_legal_defaults():
     assert "parallel" in str(scheduled) and "loop.vectorize" in str(scheduled)
 
 
+@pytest.mark.parametrize("flags, machine, bits", [
+    ({"sse2", "avx", "avx2", "fma", "avx512f", "avx512bw"}, "x86_64", 512),
+    ({"sse2", "avx", "avx2", "fma"}, "x86_64", 256),
+    ({"sse2", "sse4_2"}, "x86_64", 128),
+    ({"fp", "asimd"}, "aarch64", 128),
+    (set(), "x86_64", 256),  # no /proc/cpuinfo: AVX2 assumed
+    (set(), "arm64", 128),
+])
+def test_the_host_vector_width_comes_from_its_cpu_flags(flags, machine, bits):
+    assert host.vector_bits_of(flags, machine) == bits
+
+
 @pytest.mark.parametrize("m, k, n", [(37, 53, 29), (1, 1000, 1000), (197, 768, 130)])
 def test_cpu_matmuls_that_blocks_do_not_divide_keep_full_register_blocks(m, k, n):
     fn, args, reference = _f32(_gemm_bias_gelu(m, k, n))

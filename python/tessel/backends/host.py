@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import platform
 
-__all__ = ["cpu_model", "vector_bits"]
+__all__ = ["cpu_model", "vector_bits", "vector_bits_of"]
 
 
 @functools.cache
@@ -35,12 +35,18 @@ def cpu_model() -> str:
 
 
 def vector_bits() -> int:
-    """Bits of the CPU's vector registers as LLVM uses them: 512 with
-    AVX-512, 256 with AVX, 128 otherwise (SSE, NEON). Without
-    /proc/cpuinfo an x86 CPU is taken to have AVX2."""
-    flags = set(_cpuinfo().get("flags", "").split())
+    """Bits of this CPU's vector registers as LLVM uses them (see
+    :func:`vector_bits_of`)."""
+    return vector_bits_of(set(_cpuinfo().get("flags", "").split()), platform.machine())
+
+
+def vector_bits_of(flags: set[str], machine: str) -> int:
+    """Bits of the vector registers of a CPU with /proc/cpuinfo ``flags``
+    and ``machine`` (``platform.machine()``): 512 with AVX-512, 256 with
+    AVX, 128 otherwise (SSE, NEON). An x86 CPU whose flags are unknown (no
+    /proc/cpuinfo) is taken to have AVX2."""
     if "avx512f" in flags:
         return 512
-    if "avx" in flags or (not flags and platform.machine().lower() in ("x86_64", "amd64")):
+    if "avx" in flags or (not flags and machine.lower() in ("x86_64", "amd64")):
         return 256
     return 128
