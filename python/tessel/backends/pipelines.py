@@ -15,8 +15,8 @@ import time
 from mlir import ir
 
 from .. import ir as tir
-from . import host
 from ..errors import UnsupportedError
+from . import host
 
 __all__ = ["GPU_TARGETS", "cpu_stages", "cuda_stages", "default_schedule_pass", "run_stages", "scheduled_for"]
 
