@@ -27,6 +27,7 @@
 
 #include "passes/Passes.h"
 #include "passes/loop/Alignment.h"
+#include "passes/loop/RowReduction.h"
 #include "passes/gpu/Buffers.h"
 #include "passes/gpu/PointwiseBody.h"
 
@@ -148,13 +149,13 @@ private:
     Block &body = op.getRegion().front();
     Operation *combiner = body.getTerminator()->getOperand(0).getDefiningOp();
     Value outArg = body.getArguments().back();
-    std::optional<TypedAttr> neutral =
-        combiner ? arith::getNeutralElement(combiner) : std::nullopt;
-    if (!neutral || !llvm::is_contained(combiner->getOperands(), outArg) ||
-        !outArg.getType().isF32())
+    if (!isShuffleReducible(combiner, outArg.getType()) ||
+        !llvm::is_contained(combiner->getOperands(), outArg))
       return op.emitError("loop.warp_reduce: the reduction must combine f32 "
-                          "values with an op that has a neutral element");
-    Value partial = arith::ConstantOp::create(b, loc, *neutral);
+                          "values with an op that has a neutral element, or "
+                          "take the maximum or minimum of f16 or bf16 ones");
+    Value partial =
+        arith::ConstantOp::create(b, loc, *arith::getNeutralElement(combiner));
     if (width) {
       for (slot = 0; *slot < static_cast<int64_t>(slotColumns.size()); ++*slot)
         partial = compute(op, slotColumns[*slot], partial);
@@ -168,7 +169,13 @@ private:
       scf::YieldOp::create(b, loc, next);
       partial = loop.getResult(0);
     }
+    // Shuffles and the workgroup buffer take f32 (exact for 16-bit maxima).
+    Type type = partial.getType();
+    if (!type.isF32())
+      partial = arith::ExtFOp::create(b, loc, b.getF32Type(), partial);
     Value total = allReduce(partial, combiner);
+    if (!type.isF32())
+      total = arith::TruncFOp::create(b, loc, type, total);
     Value init = valueAt(out, zeros(out));
     setScalar(out, combine(combiner, init, total));
     return success();

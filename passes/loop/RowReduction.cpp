@@ -31,6 +31,16 @@ std::optional<KernelRows> tessel::kernelRows(func::FuncOp func,
   return rows;
 }
 
+bool tessel::isShuffleReducible(Operation *combiner, Type type) {
+  if (!combiner || !arith::getNeutralElement(combiner))
+    return false;
+  if (type.isF32())
+    return true;
+  return (type.isF16() || type.isBF16()) &&
+         isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+             arith::MinNumFOp>(combiner);
+}
+
 std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
   std::optional<KernelRows> rows = kernelRows(func, root);
   if (!rows)
@@ -68,14 +78,14 @@ std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
       Block &body = generic.getRegion().front();
       Operation *combiner =
           body.getTerminator()->getOperand(0).getDefiningOp();
-      fits = combiner && arith::getNeutralElement(combiner) &&
+      fits = isShuffleReducible(combiner,
+                                body.getArguments().back().getType()) &&
              llvm::is_contained(combiner->getOperands(),
-                                body.getArguments().back()) &&
-             body.getArguments().back().getType().isF32();
+                                body.getArguments().back());
     }
     if (!fits) {
-      why = "an op is not elementwise over rows nor an f32 reduction of "
-            "whole rows";
+      why = "an op is not elementwise over rows nor a reduction of whole "
+            "rows that warp shuffles can combine";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();

@@ -30,13 +30,18 @@ struct KernelRows {
 std::optional<KernelRows> kernelRows(mlir::func::FuncOp func,
                                      mlir::TilingInterface root);
 
+/// Whether loop.warp_reduce can combine partials of a reduction whose body
+/// yields `combiner` over `type` values through f32 warp shuffles: f32 with
+/// a combiner that has a neutral element, or f16 and bf16 maxima and
+/// minima, which are exact in f32.
+bool isShuffleReducible(mlir::Operation *combiner, mlir::Type type);
+
 /// Why loop.warp_reduce cannot share the rows of `func`'s kernel among a
 /// block's threads, or "" when it can: every linalg op is a fill or a
 /// generic whose loops but the last are parallel, whose last loop is the
 /// row (kernelRows) or has extent 1, or that has no row loop when the root
 /// has none, which reads and writes the row only at the last loop's index,
-/// and whose reductions (over the row) combine f32 values with an op that
-/// has a neutral element.
+/// and whose reductions (over the row) are isShuffleReducible.
 std::string rowReductionUnfit(mlir::func::FuncOp func,
                               mlir::TilingInterface root);
 

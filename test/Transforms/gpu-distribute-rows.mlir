@@ -178,3 +178,60 @@ func.func private @softmax_f16(%arg0: memref<64x1024xf16>, %arg1: memref<64x1024
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// A root that reduces its row into the kernel's result: the maximum of f16
+// values, per thread in f16, shuffled as f32 (exact), truncated back and
+// stored by thread 0.
+// CHECK-LABEL: func.func private @max_f16
+// CHECK: scf.forall (%{{.*}}) in (64) {
+// CHECK: scf.forall (%[[T:.*]]) in (64) {
+// CHECK: scf.for {{.*}} -> (f16) {
+// CHECK: arith.maximumf {{.*}} : f16
+// CHECK: arith.extf {{.*}} : f16 to f32
+// CHECK-COUNT-5: gpu.shuffle  xor {{.*}} : f32
+// CHECK: arith.truncf {{.*}} : f32 to f16
+// CHECK: arith.cmpi eq, %[[T]], %c0
+// CHECK: scf.if
+// CHECK: memref.store {{.*}} : memref<1xf16
+// PTX: shfl.sync.bfly.b32
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func private @max_f16(%x: memref<64x1000xf16>, %y: memref<64xf16>) attributes {tessel.kernel = "reduction"} {
+  %ninf = arith.constant 0xFC00 : f16
+  scf.forall (%r) in (64) {
+    %sx = memref.subview %x[%r, 0] [1, 1000] [1, 1] : memref<64x1000xf16> to memref<1x1000xf16, strided<[1000, 1], offset: ?>>
+    %sy = memref.subview %y[%r] [1] [1] : memref<64xf16> to memref<1xf16, strided<[1], offset: ?>>
+    linalg.fill ins(%ninf : f16) outs(%sy : memref<1xf16, strided<[1], offset: ?>>)
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%sx : memref<1x1000xf16, strided<[1000, 1], offset: ?>>) outs(%sy : memref<1xf16, strided<[1], offset: ?>>) attrs = {tessel.warp_reduce = 64 : i64} {
+    ^bb0(%a: f16, %m: f16):
+      %0 = arith.maximumf %m, %a : f16
+      linalg.yield %0 : f16
+    }
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A sum of f16 values would round differently in f32 shuffles.
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func private @sum_f16(%x: memref<64x1000xf16>, %y: memref<64xf16>) attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f16
+  scf.forall (%r) in (64) {
+    %sx = memref.subview %x[%r, 0] [1, 1000] [1, 1] : memref<64x1000xf16> to memref<1x1000xf16, strided<[1000, 1], offset: ?>>
+    %sy = memref.subview %y[%r] [1] [1] : memref<64xf16> to memref<1xf16, strided<[1], offset: ?>>
+    linalg.fill ins(%zero : f16) outs(%sy : memref<1xf16, strided<[1], offset: ?>>)
+    // expected-error @+1 {{loop.warp_reduce: the reduction must combine f32 values with an op that has a neutral element, or take the maximum or minimum of f16 or bf16 ones}}
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%sx : memref<1x1000xf16, strided<[1000, 1], offset: ?>>) outs(%sy : memref<1xf16, strided<[1], offset: ?>>) attrs = {tessel.warp_reduce = 64 : i64} {
+    ^bb0(%a: f16, %s: f16):
+      %0 = arith.addf %s, %a : f16
+      linalg.yield %0 : f16
+    }
+  } {mapping = [#gpu.block<x>]}
+  return
+}
