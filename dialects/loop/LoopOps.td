@@ -378,12 +378,14 @@ def Loop_VectorAccessOp : Loop_ValuesOp<"vector_access"> {
   let summary = "Moves each thread's points as vectors (GPU)";
   let description = [{
     For elementwise roots whose thread tile is `width` adjacent points of
-    the innermost loop (and one point of every other): each thread loads
-    and stores its points as vectors of `width` elements (16 bytes at
-    most) wherever the buffer's layout and the tile's offsets make the
-    vector aligned; other operands (broadcast, transposed) are read per
-    point, and a partial edge tile runs point by point. The thread tile
-    names the same knob:
+    the innermost loop, and of at most one other loop (one point of every
+    other): each thread loads and stores its points as vectors of `width`
+    elements (16 bytes at most) along the tile loop of each operand's
+    innermost index, wherever the buffer's layout and the tile's offsets
+    make the vector aligned; a broadcast operand is read once, others per
+    point, and a partial edge tile runs point by point. A square tile is
+    for a transposed operand: its vectors run along the other loop, the
+    result's along the innermost. The thread tile names the same knob:
     ```mlir
     %vector = loop.knob "vector" = 4 choices [1, 2, 4]
     loop.tile [1, 1024] mapping [#gpu.block<y>, #gpu.block<x>]

@@ -141,6 +141,20 @@ int64_t blockSizeFor(int64_t n, int64_t limit) {
 
 } // namespace
 
+/// Whether an input of `root` that walks its innermost loop is contiguous
+/// along loop `dim` instead (a transpose's input).
+static bool transposedAlong(TilingInterface root, int64_t dim) {
+  auto op = dyn_cast<linalg::LinalgOp>(root.getOperation());
+  if (!op)
+    return false;
+  unsigned innermost = op.getNumLoops() - 1;
+  return llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    return map.getNumResults() > 0 && map.isFunctionOfDim(innermost) &&
+           map.getResults().back() == getAffineDimExpr(dim, op.getContext());
+  });
+}
+
 std::optional<PointwiseTiling>
 tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise) {
   std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
@@ -184,16 +198,26 @@ tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise) {
   tiling.threadSizes.assign(extents.size(), 0);
   MLIRContext *ctx = root->getContext();
   int64_t threadsX = blockSizeFor(extents[innermost] / tiling.vector, perBlock);
+  // An input contiguous along the next loop (a transpose's) makes the
+  // thread tile square: vectors of that loop are read, vectors of the
+  // innermost written.
+  int64_t square = parallel.size() > 1 &&
+                           transposedAlong(root, parallel[1]) &&
+                           extents[parallel[1]] % tiling.vector == 0
+                       ? tiling.vector
+                       : 1;
   int64_t rows = 1;
   for (auto [i, d] : llvm::enumerate(parallel)) {
     if (i == 3)
       break;
+    bool rowThreads = !rowwise && 2 * threadsX <= kThreadsPerBlock;
     if (i == 0) {
       tiling.blockSizes[d] = threadsX * tiling.vector;
-    } else if (i == 1 && !rowwise && 2 * threadsX <= kThreadsPerBlock) {
-      rows = blockSizeFor(extents[d], kThreadsPerBlock / threadsX);
-      tiling.blockSizes[d] = rows;
-      tiling.threadSizes[d] = 1;
+    } else if (i == 1 && (rowThreads || square > 1)) {
+      if (rowThreads)
+        rows = blockSizeFor(extents[d] / square, kThreadsPerBlock / threadsX);
+      tiling.blockSizes[d] = rows * square;
+      tiling.threadSizes[d] = square;
       tiling.threadMapping.push_back(
           gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimY));
     } else {
@@ -214,8 +238,12 @@ tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise) {
   }
   // Mapping entries follow the order of the tiled loops (outer first).
   std::reverse(tiling.blockMapping.begin(), tiling.blockMapping.end());
+  if (square > 1)
+    tiling.squareLoop = parallel[1];
+  // The knob sets both sides of a square tile.
   for (int64_t w = 1; w <= tiling.vector; w *= 2)
-    if (llvm::divideCeil(tiling.blockSizes[innermost], w) * rows <=
+    if (llvm::divideCeil(tiling.blockSizes[innermost], w) *
+            (square > 1 ? tiling.blockSizes[parallel[1]] / w : rows) <=
         loop::kMaxThreadsPerBlock)
       tiling.vectorChoices.push_back(w);
   return tiling;
@@ -644,9 +672,13 @@ struct LoopDefaultSchedulePass
       Value vector =
           knob(sb, loc, "vector", tiling->vector, tiling->vectorChoices);
       SmallVector<int64_t> sizes(tiling->threadSizes);
+      SmallVector<Value> knobs = {vector};
       sizes.back() = ShapedType::kDynamic;
-      loop::TileOp::create(sb, loc, ValueRange{vector},
-                           sb.getDenseI64ArrayAttr(sizes),
+      if (tiling->squareLoop >= 0) {
+        sizes[tiling->squareLoop] = ShapedType::kDynamic;
+        knobs.push_back(vector);
+      }
+      loop::TileOp::create(sb, loc, knobs, sb.getDenseI64ArrayAttr(sizes),
                            sb.getArrayAttr(tiling->threadMapping));
       if (!tiling->pointSizes.empty())
         loop::TileOp::create(sb, loc, ValueRange{},

@@ -16,7 +16,7 @@
 namespace tessel {
 
 /// Two tile levels: blocks, then threads (one point each, or `vector`
-/// adjacent points of the innermost loop); for vectors, a sequential level
+/// adjacent points of the innermost loop, and of `squareLoop`); for vectors, a sequential level
 /// of single points of the loops that the grid cannot take, when any.
 struct PointwiseTiling {
   llvm::SmallVector<int64_t> blockSizes, threadSizes, pointSizes;
@@ -25,6 +25,9 @@ struct PointwiseTiling {
   int64_t vector = 1;
   /// The vector widths legal for these block sizes (ascending).
   llvm::SmallVector<int64_t> vectorChoices;
+  /// A loop that also has `vector` points per thread (on threads along y),
+  /// along which an input is contiguous (a transpose's); -1 for none.
+  int64_t squareLoop = -1;
 };
 
 /// The GPU tiling of `root` (of static shape): blocks of 256 threads along

@@ -255,7 +255,8 @@ LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
 
 /// Checks loop.vector_access: an elementwise root whose innermost tile (of
 /// `tile` extents, mapped to threads) is `width` points of its innermost
-/// loop and one of every other, in vectors of at most 16 bytes.
+/// loop and of at most one other, one of every other loop, in vectors of
+/// at most 16 bytes.
 LogicalResult validateVectorAccess(loop::ScheduleOp schedule,
                                    TilingInterface root, bool threadMapped,
                                    ArrayRef<int64_t> tile) {
@@ -275,11 +276,17 @@ LogicalResult validateVectorAccess(loop::ScheduleOp schedule,
              << schedule.getKernel() << "' has reduction loops";
     if (!threadMapped)
       return access.emitError("needs a loop.tile mapped to threads");
-    for (auto [i, extent] : llvm::enumerate(tile.drop_back()))
-      if (extent != 1)
-        return access.emitError("needs a thread tile of one point in every "
-                                "loop but the innermost; loop ")
-               << i << " keeps " << extent;
+    // One other loop may have `width` points too: the loop along which a
+    // transposed operand is contiguous.
+    bool other = false;
+    for (auto [i, extent] : llvm::enumerate(tile.drop_back())) {
+      if (extent == 1 || (extent == width && !other && (other = true)))
+        continue;
+      return access.emitError("needs a thread tile of one point in every "
+                              "loop but the innermost and at most one "
+                              "other of ")
+             << name << " points; loop " << i << " keeps " << extent;
+    }
     if (tile.back() != width)
       return access.emitError(name)
              << " = " << width << " differs from the thread tile's "

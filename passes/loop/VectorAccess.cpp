@@ -1,15 +1,17 @@
 //===- VectorAccess.cpp - a thread's points as vectors --------------------===//
 //
 // Carries out loop.vector_access on bufferized kernels. A marked op is one
-// thread's tile: a point of every loop but the innermost, which has at most
-// W points. A tile of exactly W points (static, or tested at run time) is
-// replaced by its body cloned per point on registers: an operand that the
-// innermost loop walks contiguously is loaded as one W-element vector when
-// Alignment.h proves the vector aligned, an operand that does not depend
-// on that loop (a broadcast bias) is loaded once, and any other (a
-// transposed read) per point; the output is stored the same way. Anything
-// else (an edge tile, an op of another form) keeps the linalg op, which
-// later becomes scalar loops.
+// thread's tile: W points of the innermost loop, and W of at most one other
+// (the loop along which a transposed operand is contiguous), one point of
+// every other loop. A whole tile (static, or tested at run time) is
+// replaced by its body cloned per point on registers: an operand is loaded
+// as W-element vectors along the tile loop of its innermost index when
+// Alignment.h proves them aligned, once for all the points of a loop it
+// does not depend on (a broadcast bias), and otherwise per point; the
+// output is stored the same way. So a transpose's thread reads W vectors
+// along one loop and writes W along the other. Anything else (an edge
+// tile, an op of another form) keeps the linalg op, which later becomes
+// scalar loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,9 +40,27 @@ std::optional<unsigned> resultOf(AffineMap map, unsigned dim) {
   return std::nullopt;
 }
 
+/// The loops of thread tile `op` with more than one point (static), in
+/// order: at most two, or nothing when there are more or one is dynamic
+/// (and not the innermost).
+std::optional<SmallVector<unsigned>> pointLoops(linalg::GenericOp op) {
+  SmallVector<unsigned> loops;
+  for (auto [d, extent] : llvm::enumerate(op.getStaticLoopRanges())) {
+    if (extent == 1)
+      continue;
+    if (ShapedType::isDynamic(extent) && d + 1 != op.getNumLoops())
+      return std::nullopt;
+    loops.push_back(d);
+  }
+  if (loops.size() > 2)
+    return std::nullopt;
+  return loops;
+}
+
 /// Whether `op` is a tile this pass can take: elementwise, one output,
-/// indexing maps that pick loops (or constants), and every loop but the
-/// innermost of one point.
+/// indexing maps that pick loops (or constants), and at most two loops of
+/// more than one point (the innermost, and one along which an operand is
+/// contiguous: a transposed read).
 bool isThreadTile(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op.getNumLoops() == 0 ||
       op.getNumParallelLoops() != op.getNumLoops() ||
@@ -49,19 +69,21 @@ bool isThreadTile(linalg::GenericOp op) {
   for (AffineMap map : op.getIndexingMapsArray())
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
       return false;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  return llvm::all_of(ArrayRef(ranges).drop_back(),
-                      [](int64_t r) { return r == 1; });
+  return pointLoops(op).has_value();
 }
 
+/// A thread tile's points: every combination of the points of its (at most
+/// two) loops with more than one, point p = (row, column) = (p / columns,
+/// p % columns) over the outer and the inner of them.
 class PointEmitter {
 public:
-  PointEmitter(OpBuilder &b, linalg::GenericOp op, int64_t width)
-      : b(b), loc(op.getLoc()), op(op), width(width),
-        last(op.getNumLoops() - 1) {}
+  /// `loops` have `width` points each.
+  PointEmitter(OpBuilder &b, linalg::GenericOp op, ArrayRef<unsigned> loops,
+               int64_t width)
+      : b(b), loc(op.getLoc()), op(op), loops(loops),
+        extents(loops.size(), width) {}
 
-  /// Replaces the op's computation by `width` points at `b`'s insertion
-  /// point.
+  /// Replaces the op's computation by its points at `b`'s insertion point.
   void emit() {
     llvm::DenseMap<OpOperand *, SmallVector<Value>> values;
     Block &body = op.getRegion().front();
@@ -69,74 +91,146 @@ public:
       if (!body.getArgument(operand.getOperandNumber()).use_empty())
         values[&operand] = load(operand);
     SmallVector<Value> results;
-    for (int64_t p = 0; p < width; ++p)
+    for (int64_t p = 0; p < points(); ++p)
       results.push_back(clonePointwiseBody(
           b, op, [&](OpOperand &o) { return values[&o][p]; },
-          [&](unsigned dim) { return index(dim == last ? p : 0); }));
+          [&](unsigned dim) { return index(coordinate(p, dim)); }));
     store(op.getDpsInitsMutable()[0], results);
   }
 
 private:
-  /// The indices of `operand` at point `p` of the innermost loop.
+  int64_t points() const {
+    int64_t n = 1;
+    for (int64_t e : extents)
+      n *= e;
+    return n;
+  }
+
+  /// Point `p`'s index in loop `dim`.
+  int64_t coordinate(int64_t p, unsigned dim) const {
+    int64_t stride = 1;
+    for (int64_t i = loops.size() - 1; i >= 0; --i) {
+      if (loops[i] == dim)
+        return p / stride % extents[i];
+      stride *= extents[i];
+    }
+    return 0;
+  }
+
+  /// The indices of `operand` at point `p`.
   SmallVector<Value> indicesAt(OpOperand &operand, int64_t p) {
     SmallVector<Value> indices;
     for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults()) {
       auto dim = dyn_cast<AffineDimExpr>(e);
-      indices.push_back(
-          index(dim ? (dim.getPosition() == last ? p : 0)
-                    : cast<AffineConstantExpr>(e).getValue()));
+      indices.push_back(index(dim ? coordinate(p, dim.getPosition())
+                                  : cast<AffineConstantExpr>(e).getValue()));
     }
     return indices;
   }
 
-  /// Whether `operand` holds the points as one contiguous, aligned run.
-  bool isVector(OpOperand &operand) {
+  /// The position in `loops` of the loop along which `operand` holds its
+  /// points as contiguous, aligned vectors, if any: the loop of its
+  /// innermost index.
+  std::optional<unsigned> vectorLoop(OpOperand &operand) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
-    std::optional<unsigned> result = resultOf(map, last);
-    return result && *result + 1 == map.getNumResults() &&
-           isChunkAligned(operand.get(), width);
+    if (map.getNumResults() == 0)
+      return std::nullopt;
+    auto dim = dyn_cast<AffineDimExpr>(map.getResults().back());
+    if (!dim)
+      return std::nullopt;
+    auto at = llvm::find(loops, dim.getPosition());
+    if (at == loops.end() ||
+        !isChunkAligned(operand.get(), extents[at - loops.begin()]))
+      return std::nullopt;
+    return at - loops.begin();
+  }
+
+  /// Whether point `p` starts a read of `operand` (a vector `along` one of
+  /// the loops, or a scalar): it is at 0 in that loop and in the loops the
+  /// operand does not walk (a broadcast bias is read once).
+  bool readsAt(OpOperand &operand, int64_t p, std::optional<unsigned> along) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (auto [i, dim] : llvm::enumerate(loops))
+      if ((!map.isFunctionOfDim(dim) || (along && *along == i)) &&
+          coordinate(p, dim) != 0)
+        return false;
+    return true;
   }
 
   /// The operand's value at each point.
   SmallVector<Value> load(OpOperand &operand) {
     Value buffer = operand.get();
     if (!isa<MemRefType>(buffer.getType())) // a scalar (a fill's value)
-      return SmallVector<Value>(width, buffer);
-    if (!resultOf(op.getMatchingIndexingMap(&operand), last))
-      return SmallVector<Value>(
-          width, memref::LoadOp::create(b, loc, buffer, indicesAt(operand, 0)));
-    SmallVector<Value> points;
-    if (isVector(operand)) {
-      Type element = getElementTypeOrSelf(buffer.getType());
-      Value vector = vector::LoadOp::create(
-          b, loc, VectorType::get({width}, element), buffer,
-          indicesAt(operand, 0), /*nontemporal=*/false,
-          llvm::Align(chunkAlignment(element, width)));
-      for (int64_t p = 0; p < width; ++p)
-        points.push_back(vector::ExtractOp::create(b, loc, vector,
-                                                   ArrayRef<int64_t>{p}));
-      return points;
+      return SmallVector<Value>(points(), buffer);
+    std::optional<unsigned> along = vectorLoop(operand);
+    Type element = getElementTypeOrSelf(buffer.getType());
+    // Each distinct read once (a vector, or a scalar), then its points.
+    llvm::DenseMap<int64_t, Value> reads;
+    SmallVector<Value> values(points());
+    for (int64_t p = 0; p < points(); ++p) {
+      if (readsAt(operand, p, along)) {
+        if (along) {
+          int64_t width = extents[*along];
+          Value vector = vector::LoadOp::create(
+              b, loc, VectorType::get({width}, element), buffer,
+              indicesAt(operand, p), /*nontemporal=*/false,
+              llvm::Align(chunkAlignment(element, width)));
+          reads[p] = vector;
+        } else {
+          reads[p] = memref::LoadOp::create(b, loc, buffer,
+                                            indicesAt(operand, p));
+        }
+      }
     }
-    for (int64_t p = 0; p < width; ++p)
-      points.push_back(
-          memref::LoadOp::create(b, loc, buffer, indicesAt(operand, p)));
-    return points;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (int64_t p = 0; p < points(); ++p) {
+      // The read that holds point p: its coordinates in the loops that
+      // the operand walks and that are not the vector's, zero elsewhere.
+      int64_t first = 0, stride = 1, lane = 0;
+      for (int64_t i = loops.size() - 1; i >= 0; --i) {
+        int64_t c = coordinate(p, loops[i]);
+        if (along && *along == static_cast<unsigned>(i))
+          lane = c;
+        else if (map.isFunctionOfDim(loops[i]))
+          first += c * stride;
+        stride *= extents[i];
+      }
+      Value read = reads.lookup(first);
+      values[p] = along ? vector::ExtractOp::create(b, loc, read,
+                                                    ArrayRef<int64_t>{lane})
+                              .getResult()
+                        : read;
+    }
+    return values;
   }
 
   /// Stores `results`, one per point, into the output.
   void store(OpOperand &init, ArrayRef<Value> results) {
     Value buffer = init.get();
-    if (isVector(init)) {
-      Type element = getElementTypeOrSelf(buffer.getType());
-      Value vector = vector::FromElementsOp::create(
-          b, loc, VectorType::get({width}, element), results);
-      vector::StoreOp::create(b, loc, vector, buffer, indicesAt(init, 0),
-                              /*nontemporal=*/false,
-                              llvm::Align(chunkAlignment(element, width)));
+    std::optional<unsigned> along = vectorLoop(init);
+    if (!along) {
+      for (auto [p, result] : llvm::enumerate(results))
+        memref::StoreOp::create(b, loc, result, buffer, indicesAt(init, p));
       return;
     }
-    for (auto [p, result] : llvm::enumerate(results))
-      memref::StoreOp::create(b, loc, result, buffer, indicesAt(init, p));
+    Type element = getElementTypeOrSelf(buffer.getType());
+    int64_t width = extents[*along];
+    for (int64_t p = 0; p < points(); ++p) {
+      if (!readsAt(init, p, along))
+        continue;
+      // The points of the vector starting at p.
+      int64_t step = 1;
+      for (unsigned i = *along + 1; i < loops.size(); ++i)
+        step *= extents[i];
+      SmallVector<Value> lanes;
+      for (int64_t l = 0; l < width; ++l)
+        lanes.push_back(results[p + l * step]);
+      Value vector = vector::FromElementsOp::create(
+          b, loc, VectorType::get({width}, element), lanes);
+      vector::StoreOp::create(b, loc, vector, buffer, indicesAt(init, p),
+                              /*nontemporal=*/false,
+                              llvm::Align(chunkAlignment(element, width)));
+    }
   }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -144,8 +238,8 @@ private:
   OpBuilder &b;
   Location loc;
   linalg::GenericOp op;
-  int64_t width;
-  unsigned last;
+  SmallVector<unsigned> loops;
+  SmallVector<int64_t> extents;
 };
 
 /// The number of points of `op`'s innermost loop, from an operand it
@@ -159,16 +253,21 @@ Value innermostExtent(OpBuilder &b, linalg::GenericOp op) {
   return {};
 }
 
-/// Carries out loop.vector_access of `width` on `op`.
+/// Carries out loop.vector_access of `width` on `op`: a tile whose loops
+/// of more than one point have `width` each (the innermost may be an edge
+/// tile of fewer, known at run time; it then keeps the op).
 void vectorize(linalg::GenericOp op, int64_t width) {
   if (width == 1 || !isThreadTile(op))
     return;
-  int64_t points = op.getStaticLoopRanges().back();
+  SmallVector<unsigned> loops = *pointLoops(op);
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (loops.empty() || llvm::any_of(loops, [&](unsigned d) {
+        return !ShapedType::isDynamic(ranges[d]) && ranges[d] != width;
+      }))
+    return;
   OpBuilder b(op);
-  if (!ShapedType::isDynamic(points)) {
-    if (points != width)
-      return;
-    PointEmitter(b, op, width).emit();
+  if (!ShapedType::isDynamic(ranges[loops.back()])) {
+    PointEmitter(b, op, loops, width).emit();
     op.erase();
     return;
   }
@@ -180,7 +279,7 @@ void vectorize(linalg::GenericOp op, int64_t width) {
       arith::ConstantIndexOp::create(b, op.getLoc(), width));
   auto ifOp = scf::IfOp::create(b, op.getLoc(), full, /*withElseRegion=*/true);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  PointEmitter(b, op, width).emit();
+  PointEmitter(b, op, loops, width).emit();
   // The edge tile keeps the op; it becomes scalar loops.
   op->moveBefore(ifOp.elseBlock()->getTerminator());
 }

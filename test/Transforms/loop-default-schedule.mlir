@@ -450,3 +450,21 @@ func.func private @concat(%a: tensor<8x32xf32>, %b: tensor<8x16xf32>) -> tensor<
   %c1 = tensor.insert_slice %b into %c0[0, 32] [8, 16] [1, 1] : tensor<8x16xf32> into tensor<8x48xf32>
   return %c1 : tensor<8x48xf32>
 }
+
+// -----
+
+// A transpose: its input is contiguous along the output's outer loop, so
+// each thread takes a square of vector points, on threads along y and x
+// (both sides set by the one knob, whose smaller values would need over
+// 1024 threads), reading vectors of the input and writing vectors of the
+// output.
+// CHECK-LABEL: loop.schedule @transpose target "sm_90" {
+// CHECK-NEXT: loop.tile [64, 64] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: %[[V:.*]] = loop.knob "vector" = 4 choices [2, 4]
+// CHECK-NEXT: loop.tile [%[[V]], %[[V]]] mapping [#gpu.thread<y>, #gpu.thread<x>]
+// CHECK-NEXT: loop.vector_access width [%[[V]]]
+func.func private @transpose(%a: tensor<64x128xf32>) -> tensor<128x64xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<128x64xf32>
+  %t = linalg.transpose ins(%a : tensor<64x128xf32>) outs(%e : tensor<128x64xf32>) permutation = [1, 0]
+  return %t : tensor<128x64xf32>
+}

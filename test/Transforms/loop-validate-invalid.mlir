@@ -689,7 +689,8 @@ loop.schedule @ew target "sm_90" {
 
 // -----
 
-// A thread tile with more than one point of an outer loop.
+// A thread tile with points of an outer loop, but not a square of the
+// width (as a transposed operand's loop has).
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func private @ew(%a: tensor<64x1024xf32>) -> tensor<64x1024xf32> attributes {tessel.kernel = "elementwise"} {
   %e = tensor.empty() : tensor<64x1024xf32>
@@ -704,7 +705,7 @@ func.func private @ew(%a: tensor<64x1024xf32>) -> tensor<64x1024xf32> attributes
 loop.schedule @ew target "sm_90" {
   loop.tile [2, 1024] mapping [#gpu.block<y>, #gpu.block<x>]
   loop.tile [0, 4] mapping [#gpu.thread<x>]
-  // expected-error @below {{needs a thread tile of one point in every loop but the innermost; loop 0 keeps 2}}
+  // expected-error @below {{needs a thread tile of one point in every loop but the innermost and at most one other of width points; loop 0 keeps 2}}
   loop.vector_access width [4]
 }
 

@@ -188,3 +188,40 @@ func.func private @bad(%a: memref<12xf32>, %out: memref<12xf32>) attributes {tes
   } {mapping = [#gpu.thread<x>]}
   return
 }
+
+// -----
+
+// A transpose's thread tile of 4x4 points: the input is contiguous along
+// the tile's outer loop, the output along its inner one, so the thread
+// loads four 16-byte vectors of input columns and stores four of output
+// rows, each output vector gathering one lane of every input vector.
+// CHECK-LABEL: func.func private @square
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<4x4xf32, strided<[64, 1], offset: ?>>, vector<4xf32>
+// CHECK-NOT: memref.load
+// CHECK: %[[ROW:.*]] = vector.from_elements
+// CHECK: vector.store %[[ROW]], %{{.*}}[%c0, %c0] {alignment = 16 : i64}
+// CHECK-COUNT-3: vector.store
+// CHECK-NOT: memref.store
+// PTX-LABEL: gpu.binary @square_kernel
+// PTX-COUNT-4: ld.global.v4.b32
+// PTX-COUNT-4: st.global.v4.b32
+#blk = affine_map<(d0) -> (d0 * 4)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @square(%a: memref<64x64xf32>, %out: memref<64x64xf32>) attributes {tessel.kernel = "elementwise"} {
+  scf.forall (%i) in (16) {
+    %r = affine.apply #blk(%i)
+    scf.forall (%t) in (16) {
+      %c = affine.apply #blk(%t)
+      %at = memref.subview %a[%c, %r] [4, 4] [1, 1] : memref<64x64xf32> to memref<4x4xf32, strided<[64, 1], offset: ?>>
+      %ot = memref.subview %out[%r, %c] [4, 4] [1, 1] : memref<64x64xf32> to memref<4x4xf32, strided<[64, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+          ins(%at : memref<4x4xf32, strided<[64, 1], offset: ?>>)
+          outs(%ot : memref<4x4xf32, strided<[64, 1], offset: ?>>) attrs = {tessel.vector_access = 4 : i64} {
+      ^bb0(%x: f32, %o: f32):
+        linalg.yield %x : f32
+      }
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -162,6 +162,25 @@ def test_vector_threads_match_numpy_on_cpu_with_broadcast_and_transposed_operand
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype,width", [(np.float32, 4), (np.float16, 8)], ids=["f32", "f16"])
+def test_transposing_threads_read_and_write_16_byte_vectors(dtype, width):
+    # An attention's key split into heads and transposed for q @ k^T: each
+    # thread takes a square of width x width points, reads width vectors
+    # along the input's contiguous loop and writes width along the
+    # output's, where one thread per vector once read width scalars a row
+    # apart. Every sampled vector width keeps the numerics.
+    k = _randn(64, 4, 32, dtype=dtype)  # [seq, heads, head dim]
+    module = tessel.trace(lambda k: k.transpose(1, 2, 0), k, name="heads")
+    (kernel,) = tessel.compile(module, target="cuda:sm_90").kernels
+    assert kernel.ptx.count("ld.global.v4.b32") == width and kernel.ptx.count("st.global.v4.b32") == width
+    assert ("ld.global.f32" if dtype == np.float32 else "ld.global.b16") not in kernel.ptx
+    scheduled = schedules.default_schedules(module, "sm_90")
+    [knob] = schedules.knobs(scheduled)
+    for value in knob.domain:
+        run = compile_cpu(schedules.with_knobs(scheduled, {knob.key: value}), schedules="sm_90")
+        np.testing.assert_array_equal(run(k), k.transpose(1, 2, 0))
+
+
 def test_grouped_convolution_leaves_nothing_to_a_single_thread():
     # A grouped convolution is no matmul: its padding and the convolution
     # itself, which its epilogue reads through a reshape, are left untiled
