@@ -280,8 +280,12 @@ LogicalResult validateVectorAccess(loop::ScheduleOp schedule,
     // transposed operand is contiguous.
     bool other = false;
     for (auto [i, extent] : llvm::enumerate(tile.drop_back())) {
-      if (extent == 1 || (extent == width && !other && (other = true)))
+      if (extent == 1)
         continue;
+      if (extent == width && !other) {
+        other = true;
+        continue;
+      }
       return access.emitError("needs a thread tile of one point in every "
                               "loop but the innermost and at most one "
                               "other of ")
