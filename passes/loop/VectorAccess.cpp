@@ -40,10 +40,19 @@ std::optional<unsigned> resultOf(AffineMap map, unsigned dim) {
   return std::nullopt;
 }
 
-/// The loops of thread tile `op` with more than one point (static), in
-/// order: at most two, or nothing when there are more or one is dynamic
-/// (and not the innermost).
-std::optional<SmallVector<unsigned>> pointLoops(linalg::GenericOp op) {
+/// The loops of `op` with more than one point when `op` is a thread tile
+/// this pass can take: elementwise, one output, indexing maps that pick
+/// loops (or constants), and at most two such loops (the innermost, and one
+/// along which an operand is contiguous: a transposed read), static but for
+/// the innermost. Nothing otherwise.
+std::optional<SmallVector<unsigned>> threadTileLoops(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumLoops() == 0 ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      !op.hasPureBufferSemantics())
+    return std::nullopt;
+  for (AffineMap map : op.getIndexingMapsArray())
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+      return std::nullopt;
   SmallVector<unsigned> loops;
   for (auto [d, extent] : llvm::enumerate(op.getStaticLoopRanges())) {
     if (extent == 1)
@@ -55,21 +64,6 @@ std::optional<SmallVector<unsigned>> pointLoops(linalg::GenericOp op) {
   if (loops.size() > 2)
     return std::nullopt;
   return loops;
-}
-
-/// Whether `op` is a tile this pass can take: elementwise, one output,
-/// indexing maps that pick loops (or constants), and at most two loops of
-/// more than one point (the innermost, and one along which an operand is
-/// contiguous: a transposed read).
-bool isThreadTile(linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || op.getNumLoops() == 0 ||
-      op.getNumParallelLoops() != op.getNumLoops() ||
-      !op.hasPureBufferSemantics())
-    return false;
-  for (AffineMap map : op.getIndexingMapsArray())
-    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
-      return false;
-  return pointLoops(op).has_value();
 }
 
 /// A thread tile's points: every combination of the points of its (at most
@@ -215,13 +209,13 @@ private:
     }
     Type element = getElementTypeOrSelf(buffer.getType());
     int64_t width = extents[*along];
+    // Points a lane apart along the vector's loop.
+    int64_t step = 1;
+    for (unsigned i = *along + 1; i < loops.size(); ++i)
+      step *= extents[i];
     for (int64_t p = 0; p < points(); ++p) {
       if (!readsAt(init, p, along))
         continue;
-      // The points of the vector starting at p.
-      int64_t step = 1;
-      for (unsigned i = *along + 1; i < loops.size(); ++i)
-        step *= extents[i];
       SmallVector<Value> lanes;
       for (int64_t l = 0; l < width; ++l)
         lanes.push_back(results[p + l * step]);
@@ -257,9 +251,10 @@ Value innermostExtent(OpBuilder &b, linalg::GenericOp op) {
 /// of more than one point have `width` each (the innermost may be an edge
 /// tile of fewer, known at run time; it then keeps the op).
 void vectorize(linalg::GenericOp op, int64_t width) {
-  if (width == 1 || !isThreadTile(op))
+  std::optional<SmallVector<unsigned>> tile = threadTileLoops(op);
+  if (width == 1 || !tile)
     return;
-  SmallVector<unsigned> loops = *pointLoops(op);
+  SmallVector<unsigned> loops = *tile;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (loops.empty() || llvm::any_of(loops, [&](unsigned d) {
         return !ShapedType::isDynamic(ranges[d]) && ranges[d] != width;
