@@ -205,12 +205,14 @@ def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
     as knobs whose domains hold the legal values.
     GPU targets: tensor cores (loop.mma) for f16 and bf16 matmuls (and f32
     ones, as tf32, with allow-tf32), rows shared by a block's threads
-    (loop.warp_reduce) for softmax/norm-like kernels, else
+    (loop.warp_reduce) for softmax/norm-like kernels, reductions to a
+    single value in parts across the grid (loop.grid_reduce, one schedule
+    for the whole kernel), else
     the root's parallel loops over blocks and then threads (one thread per
     point; in kernels built around a reduction the innermost loop of an
     elementwise root stays whole, so reductions are never recomputed). A
-    kernel with nothing to distribute gets no schedule (gpu-map-kernels
-    runs it in one thread).
+    kernel with nothing to distribute (a 64-bit reduction to a scalar)
+    gets no schedule (gpu-map-kernels runs it in one thread).
     CPU: parallel tiles (tasks of the async runtime) of about 16K points
     of the root's iteration space, inner loops whole; matmul kernels get
     blocks of the result and loop.vectorize (cache and register blocks).
@@ -235,8 +237,8 @@ def LoopValidateSchedules : Pass<"loop-validate", "mlir::ModuleOp"> {
     one tile size per loop of the kernel's root, GPU ids only on GPU
     targets and `parallel` only on the CPU, a block-level tile before any
     warp or thread level, at most 1024 threads per block, and the limits of
-    loop.mma, loop.warp_reduce and loop.vectorize. Errors name the knob or
-    tile, the value and the limit.
+    loop.mma, loop.warp_reduce, loop.grid_reduce and loop.vectorize.
+    Errors name the knob or tile, the value and the limit.
   }];
 }
 
@@ -253,8 +255,13 @@ def LoopApplySchedules : Pass<"loop-apply-schedule", "mlir::ModuleOp"> {
     first parallel level), and their sum, which gets the target's pointwise
     tiling. `loop.vectorize`
     register-blocks and vectorizes the tile's matmul; loop.mma and
-    loop.warp_reduce mark ops for the GPU passes after bufferization. The
-    schedule op is erased once applied. Run loop-validate first.
+    loop.warp_reduce mark ops for the GPU passes after bufferization.
+    `loop.grid_reduce` splits the kernel's reductions to a single value
+    into rows of partials, a block each, and moves their combination and
+    the single-value ops after it into one block, both marked like
+    loop.warp_reduce. On GPUs, ops the schedules leave untiled get
+    pointwise nests of their own. The schedule op is erased once applied.
+    Run loop-validate first.
   }];
   let dependentDialects = [
     "mlir::bufferization::BufferizationDialect",
@@ -338,8 +345,9 @@ def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
     recomputed where read instead of stored. When a thread has at most 32
     columns, they are unrolled instead: chunks of up to 8 adjacent columns,
     every value of the row made once and kept in registers across passes,
-    aligned loads and stores of whole chunks as vectors. An op of another
-    form is an error naming it.
+    aligned loads and stores of whole chunks as vectors. Ops without loops
+    (or whose loops all have one point) are ops on single values of the
+    row. An op of another form is an error naming it.
   }];
   let dependentDialects = [
     "mlir::affine::AffineDialect",

@@ -78,6 +78,19 @@ def _chain(n: int) -> Workload:
         lambda torch, x: torch.relu(torch.tanh(x * 1.5 + 0.25)) * x, bytes=4.0 * n)
 
 
+def _standardize(n: int) -> Workload:
+    """A whole tensor scaled to mean 0 and variance 1: two reductions to a
+    single value (loop.grid_reduce) and an elementwise pass reading them."""
+    def standardize(x):
+        t = _ops()
+        centered = x - t.mean(x)
+        return centered * t.rsqrt(t.mean(centered * centered) + 1e-5)
+
+    return Workload(
+        f"standardize_f32_{n}", (((n,), "float32"),), standardize,
+        lambda torch, x: (x - x.mean()) * torch.rsqrt(x.var(unbiased=False) + 1e-5), bytes=8.0 * n)
+
+
 def _conv(batch: int, channels: int, side: int, filters: int) -> Workload:
     """A 3x3 convolution, padding 1 (NCHW, f16): im2col patches on tensor
     cores against cuDNN."""
@@ -150,11 +163,13 @@ def workloads(small: bool = False) -> list[Workload]:
     if small:
         return [_gemm(128, 128, 64), _gemm(256, 96, 64, "_t"), _gemm(128, 96, 64, dtype=BF16),
                 _gemm_bias_gelu(128, 96, 64), _softmax(64, 300), _layer_norm(64, 256), _chain(1 << 12),
-                _encoder_layer(2, 16, 64, 4, 128), _gemm(64, 64, 4096, "_splitk"), _conv(2, 16, 16, 32)]
+                _encoder_layer(2, 16, 64, 4, 128), _gemm(64, 64, 4096, "_splitk"), _conv(2, 16, 16, 32),
+                _standardize(1 << 14)]
     gemms = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 3072, 768), (8192, 768, 3072))
     return [*(_gemm(*shape, dtype=dtype) for dtype in (F16, BF16) for shape in gemms),
             _gemm_bias_gelu(8192, 3072, 768), _softmax(8192, 8192), _layer_norm(8192, 8192),
             _chain(1 << 26), _encoder_layer(8, 1024, 768, 12, 3072),
             # Beyond the issue's set: a long K over a small result (split K),
-            # and a ResNet-50 stage-1 convolution.
-            _gemm(256, 256, 65536, "_splitk"), _conv(32, 64, 56, 64)]
+            # a ResNet-50 stage-1 convolution, and reductions of a whole
+            # tensor.
+            _gemm(256, 256, 65536, "_splitk"), _conv(32, 64, 56, 64), _standardize(1 << 26)]

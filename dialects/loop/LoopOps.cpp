@@ -192,7 +192,8 @@ LogicalResult TileOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// PromoteOp, PipelineOp, MmaOp, WarpReduceOp, VectorizeOp, SplitReductionOp
+// PromoteOp, PipelineOp, MmaOp, WarpReduceOp, GridReduceOp, VectorizeOp,
+// SplitReductionOp
 //===----------------------------------------------------------------------===//
 
 /// One value per list entry that the op's syntax names.
@@ -262,16 +263,29 @@ LogicalResult MmaOp::verify() {
   return success();
 }
 
-LogicalResult WarpReduceOp::verify() {
-  if (failed(verifyList(*this, "thread count", "thread count",
-                        getDynamicThreads(), getStaticThreads(), 1)))
+/// One thread count, a positive multiple of the warp size.
+static LogicalResult verifyThreads(Operation *op, ValueRange dynamic,
+                                   ArrayRef<int64_t> statics) {
+  if (failed(verifyList(op, "thread count", "thread count", dynamic, statics,
+                        1)))
     return failure();
-  int64_t threads = getResolvedThreads();
+  int64_t threads = resolveValues(dynamic, statics).front();
   if (threads < kWarpSize || threads % kWarpSize)
-    return emitOpError("threads = ")
+    return op->emitOpError("threads = ")
            << threads << " is not a positive multiple of the warp size "
            << kWarpSize;
   return success();
+}
+
+LogicalResult WarpReduceOp::verify() {
+  return verifyThreads(*this, getDynamicThreads(), getStaticThreads());
+}
+
+LogicalResult GridReduceOp::verify() {
+  if (failed(verifyPositiveCount(*this, "part count", getDynamicParts(),
+                                 getStaticParts(), "needs at least one part")))
+    return failure();
+  return verifyThreads(*this, getDynamicThreads(), getStaticThreads());
 }
 
 LogicalResult VectorizeOp::verify() {

@@ -258,6 +258,45 @@ def Loop_WarpReduceOp : Loop_ValuesOp<"warp_reduce"> {
   }];
 }
 
+def Loop_GridReduceOp : Loop_ValuesOp<"grid_reduce", [AttrSizedOperandSegments]> {
+  let summary = "Reduces to a single value across the grid, in parts (GPU)";
+  let description = [{
+    For kernels that reduce a tensor to a single value (a sum, a mean, the
+    maximum of a 1-D softmax): each such reduction is cut into `parts`
+    rows of equal length (its loops merged into one, then split), one block
+    per row, whose `threads` threads share the row as in
+    `loop.warp_reduce`. One block then combines the rows' partial results
+    and computes the single-value ops that follow. The kernel's other ops
+    (those over tensors, which read the value) are tiled like elementwise
+    kernels. A part count must divide the number of elements reduced; one
+    part reduces the whole tensor in one block. The primitive covers the
+    whole kernel: its schedule has no `loop.tile` and is the kernel's only
+    schedule.
+    ```mlir
+    %parts = loop.knob "parts" = 256 choices [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    %threads = loop.knob "threads" = 256 choices [32, 64, 128, 256, 512, 1024]
+    loop.grid_reduce parts [%parts] threads [%threads]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_parts,
+                       DenseI64ArrayAttr:$static_parts,
+                       Variadic<Index>:$dynamic_threads,
+                       DenseI64ArrayAttr:$static_threads);
+  let assemblyFormat = [{
+    `parts` custom<DynamicIndexList>($dynamic_parts, $static_parts)
+    `threads` custom<DynamicIndexList>($dynamic_threads, $static_threads)
+    attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedParts() {
+      return resolveValues(getDynamicParts(), getStaticParts()).front();
+    }
+    int64_t getResolvedThreads() {
+      return resolveValues(getDynamicThreads(), getStaticThreads()).front();
+    }
+  }];
+}
+
 def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
   let summary = "Computes the tile's matmul in vector registers (CPU)";
   let description = [{

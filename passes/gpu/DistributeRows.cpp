@@ -49,10 +49,14 @@ bool isScalar(Value buffer) {
   return llvm::all_of(type.getShape(), [](int64_t d) { return d == 1; });
 }
 
-/// Loops of `op` but the last have extent 1; returns the last's extent.
+/// Loops of `op` but the last have extent 1 (and are parallel, unless all
+/// of them have extent 1: an op on single values); returns the last's
+/// extent.
 std::optional<int64_t> rowExtent(linalg::GenericOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ranges.empty() || ShapedType::isDynamicShape(ranges) ||
+  if (llvm::all_of(ranges, [](int64_t r) { return r == 1; }))
+    return 1;
+  if (ShapedType::isDynamicShape(ranges) ||
       !llvm::all_of(ArrayRef(ranges).drop_back(),
                     [](int64_t r) { return r == 1; }))
     return std::nullopt;
@@ -67,10 +71,10 @@ constexpr int64_t kMaxSlots = 32;
 
 class RowEmitter {
 public:
-  RowEmitter(OpBuilder &b, Location loc, int64_t threads, int64_t columns,
-             Value tid, Value partials)
-      : b(b), loc(loc), threads(threads), columns(columns), tid(tid),
-        partials(partials) {}
+  RowEmitter(OpBuilder &b, Location loc, scf::ForallOp block, int64_t threads,
+             int64_t columns, Value tid, Value partials)
+      : b(b), loc(loc), block(block), threads(threads), columns(columns),
+        tid(tid), partials(partials) {}
 
   /// Emits `ops` (the block tile, in order); fails on an op it cannot take.
   LogicalResult emit(ArrayRef<Operation *> ops) {
@@ -152,8 +156,9 @@ private:
     if (!isShuffleReducible(combiner, outArg.getType()) ||
         !llvm::is_contained(combiner->getOperands(), outArg))
       return op.emitError("loop.warp_reduce: the reduction must combine f32 "
-                          "values with an op that has a neutral element, or "
-                          "take the maximum or minimum of f16 or bf16 ones");
+                          "or i32 values with an op that has a neutral "
+                          "element, or take the maximum or minimum of f16 "
+                          "or bf16 ones");
     Value partial =
         arith::ConstantOp::create(b, loc, *arith::getNeutralElement(combiner));
     if (width) {
@@ -169,12 +174,13 @@ private:
       scf::YieldOp::create(b, loc, next);
       partial = loop.getResult(0);
     }
-    // Shuffles and the workgroup buffer take f32 (exact for 16-bit maxima).
+    // Shuffles take 32-bit values: 16-bit maxima go as f32 (exact).
     Type type = partial.getType();
-    if (!type.isF32())
+    bool widened = !type.isF32() && !type.isInteger(32);
+    if (widened)
       partial = arith::ExtFOp::create(b, loc, b.getF32Type(), partial);
     Value total = allReduce(partial, combiner);
-    if (!type.isF32())
+    if (widened)
       total = arith::TruncFOp::create(b, loc, type, total);
     Value init = valueAt(out, zeros(out));
     setScalar(out, combine(combiner, init, total));
@@ -304,17 +310,25 @@ private:
     Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          lane, index(0));
     auto ifOp = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
+    // The buffer holds f32; i32 partials pass through it as their bits.
+    Type type = partial.getType();
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      memref::StoreOp::create(b, loc, partial, partials, ValueRange{warp});
+      Value bits = type.isF32() ? partial
+                                : arith::BitcastOp::create(
+                                      b, loc, b.getF32Type(), partial);
+      memref::StoreOp::create(b, loc, bits, partials, ValueRange{warp});
     }
     gpu::BarrierOp::create(b, loc);
-    Value total = memref::LoadOp::create(b, loc, partials, ValueRange{index(0)});
+    auto load = [&](int64_t w) -> Value {
+      Value bits =
+          memref::LoadOp::create(b, loc, partials, ValueRange{index(w)});
+      return type.isF32() ? bits : arith::BitcastOp::create(b, loc, type, bits);
+    };
+    Value total = load(0);
     for (int64_t w = 1; w < warps; ++w)
-      total = combine(combiner, total,
-                      memref::LoadOp::create(b, loc, partials,
-                                             ValueRange{index(w)}));
+      total = combine(combiner, total, load(w));
     return total;
   }
 
@@ -336,8 +350,9 @@ private:
   }
 
   /// A buffer of the block tile that no one outside it reads.
-  static bool isInternal(Value buffer) {
-    return buffer.getDefiningOp<memref::AllocOp>();
+  bool isInternal(Value buffer) {
+    auto alloc = buffer.getDefiningOp<memref::AllocOp>();
+    return alloc && block->isProperAncestor(alloc);
   }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -362,6 +377,7 @@ private:
 
   OpBuilder &b;
   Location loc;
+  scf::ForallOp block;
   int64_t threads, columns;
   Value tid, partials;
   llvm::DenseMap<Value, Value> scalars;
@@ -407,8 +423,8 @@ LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{},
       b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
   b.setInsertionPoint(forall.getBody()->getTerminator());
-  if (failed(RowEmitter(b, loc, threads, columns, forall.getInductionVar(0),
-                        partials)
+  if (failed(RowEmitter(b, loc, block, threads, columns,
+                        forall.getInductionVar(0), partials)
                  .emit(ops)))
     return failure();
   for (Operation *op : llvm::reverse(ops))

@@ -10,7 +10,8 @@
 // loop.vectorize then vectorizes the tile's matmul and
 // loop.split_reduction its reductions; loop.mma, loop.warp_reduce,
 // loop.unroll and loop.vector_access become attributes for the passes after
-// bufferization.
+// bufferization. loop.grid_reduce rewrites a kernel's reductions to single
+// values in two stages (GridReduce.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,7 @@
 #include "passes/linalg/PadAsGather.h"
 #include "passes/linalg/SplitK.h"
 #include "passes/loop/DefaultSchedule.h"
+#include "passes/loop/GridReduce.h"
 #include "passes/loop/MmaConfig.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -435,6 +437,15 @@ struct LoopApplySchedulesPass
         schedule.emitError("schedules '")
             << schedule.getKernel() << "', which is not a func.func";
         return signalPassFailure();
+      }
+      // loop.grid_reduce covers the whole kernel; the rest are leftovers.
+      if (auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
+          !grids.empty()) {
+        if (failed(gridReduce(rewriter, *grids.begin(), func)))
+          return signalPassFailure();
+        gpuKernels.insert(func);
+        rewriter.eraseOp(schedule);
+        continue;
       }
       FailureOr<TilingInterface> root = scheduledRoot(
           schedule, func, findKernelRoots(func), schedule.getResult());

@@ -281,14 +281,19 @@ struct LoopDefaultSchedulePass
         OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
         createSchedule(sb, func, std::nullopt);
       }
+      const auto &done = scheduled.lookup(func.getSymName());
       for (auto [i, indexAndRoot] : llvm::enumerate(roots)) {
         auto [index, root] = indexAndRoot;
-        const auto &done = scheduled.lookup(func.getSymName());
         if (done.contains(index) || (i == 0 && done.contains(-1)))
           continue;
-        if (failed(addSchedule(func, root, kind, i == 0 ? std::nullopt
-                                                        : std::optional(index))))
+        FailureOr<bool> wholeKernel =
+            addSchedule(func, root, kind,
+                        i == 0 ? std::nullopt : std::optional(index),
+                        /*mayCoverKernel=*/i == 0 && done.empty());
+        if (failed(wholeKernel))
           return signalPassFailure();
+        if (*wholeKernel)
+          break;
       }
     }
   }
@@ -587,19 +592,10 @@ struct LoopDefaultSchedulePass
         rows->rootWalksRow ? extents.drop_back() : extents;
     if (perRow.empty() || perRow.size() > 3)
       return false;
-    int64_t columns = rows->columns;
     for (int64_t extent : perRow.drop_back())
       if (extent > 65535) // grid y and z
         return false;
-    // Four or more columns per thread, at most 256 threads; more threads
-    // (up to 1024) where a thread would get over 16 columns, which
-    // gpu-distribute-rows keeps in registers: at 8192 f16 columns, 256
-    // threads make ptxas spill, 512 do not.
-    int64_t threads = std::clamp<int64_t>(
-        llvm::bit_floor(static_cast<uint64_t>(columns / 4)), loop::kWarpSize,
-        256);
-    while (columns / threads > 16 && threads < 1024)
-      threads *= 2;
+    int64_t threads = defaultRowThreads(rows->columns);
     MLIRContext *ctx = &getContext();
     OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
     createSchedule(sb, func, result);
@@ -622,22 +618,71 @@ struct LoopDefaultSchedulePass
     return true;
   }
 
-  /// Appends the default schedule of `root` to the module.
-  LogicalResult addSchedule(func::FuncOp func, TilingInterface root,
-                            StringAttr kind, std::optional<unsigned> result) {
+  /// loop.grid_reduce for a kernel that reduces to single values, when it
+  /// can take them: rows of at least 4096 points, one block per row, up to
+  /// 4096 rows, the part count dividing every reduction (one part, a
+  /// single block, when none does or the reductions cannot be split).
+  /// False when it cannot take them or they are shorter than a warp.
+  bool addGridReduceSchedule(func::FuncOp func) {
+    SmallVector<linalg::GenericOp> reductions = singleValueReductions(func);
+    if (reductions.empty())
+      return false;
+    int64_t common = 0, longest = 0;
+    for (linalg::GenericOp op : reductions) {
+      common = std::gcd(common, reducedElements(op));
+      longest = std::max(longest, reducedElements(op));
+    }
+    if (longest < loop::kWarpSize)
+      return false;
+    constexpr int64_t kMaxParts = 4096, kRowPoints = 4096;
+    int64_t parts = std::clamp<int64_t>(longest / kRowPoints, 1, kMaxParts);
+    while (common % parts)
+      --parts;
+    SmallVector<int64_t> choices = {parts};
+    for (int64_t p = 1; p <= kMaxParts && common % p == 0; p *= 2)
+      choices.push_back(p);
+    if (!gridReductionUnfit(func, parts).empty()) {
+      parts = 1;
+      choices = {1};
+    }
+    if (!gridReductionUnfit(func, parts).empty())
+      return false;
+    llvm::sort(choices);
+    choices.erase(llvm::unique(choices), choices.end());
+    OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
+    createSchedule(sb, func, std::nullopt);
+    Location loc = func.getLoc();
+    Value vparts = knob(sb, loc, "parts", parts, choices);
+    Value threads = knob(sb, loc, "threads", defaultRowThreads(longest / parts),
+                         {32, 64, 128, 256, 512, 1024});
+    loop::GridReduceOp::create(
+        sb, loc, ValueRange{vparts},
+        sb.getDenseI64ArrayAttr({ShapedType::kDynamic}), ValueRange{threads},
+        sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+    return true;
+  }
+
+  /// Appends the default schedule of `root` to the module; true when it
+  /// schedules the whole kernel (loop.grid_reduce), which it may only with
+  /// `mayCoverKernel` (the first root of a kernel given no schedule).
+  FailureOr<bool> addSchedule(func::FuncOp func, TilingInterface root,
+                              StringAttr kind, std::optional<unsigned> result,
+                              bool mayCoverKernel) {
     ModuleOp module = getOperation();
     std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
-    if (!maybeExtents)
-      return root->emitError("schedules need static shapes; this "
-                             "kernel's root has a dynamic loop");
+    if (!maybeExtents) {
+      root->emitError("schedules need static shapes; this kernel's root "
+                      "has a dynamic loop");
+      return failure();
+    }
     SmallVector<int64_t> extents = *maybeExtents;
     if (target == "cpu") {
       addCpuSchedule(func, root, extents, kind, result);
-      return success();
+      return false;
     }
     if (kind && kind.getValue() == "contraction" &&
         addMmaSchedule(func, root, result))
-      return success();
+      return false;
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
     // The loops to distribute: parallel ones, innermost first. A reduction
     // kernel whose root is elementwise keeps its innermost loop whole
@@ -654,13 +699,17 @@ struct LoopDefaultSchedulePass
     if (reduction && !iterators.empty() &&
         llvm::all_of(ArrayRef(iterators).drop_back(), parallel) &&
         addWarpReduceSchedule(func, root, extents, result))
-      return success();
+      return false;
+    // Reductions to single values (a sum, a 1-D softmax's): in parts
+    // across the grid; the ops that read them, tiled pointwise, would each
+    // compute them again.
+    if (mayCoverKernel && addGridReduceSchedule(func))
+      return true;
     std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(root, rowwise);
-    // Nothing to distribute (a reduction to a scalar, a softmax over a
-    // 1-D tensor): no schedule; gpu-map-kernels runs the kernel in one
-    // thread.
+    // Nothing to distribute (a reduction of 64-bit values to a scalar):
+    // no schedule; gpu-map-kernels runs the kernel in one thread.
     if (!tiling)
-      return success();
+      return false;
     OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
     createSchedule(sb, func, result);
     Location loc = func.getLoc();
@@ -700,7 +749,7 @@ struct LoopDefaultSchedulePass
                      }).wasInterrupted();
     if (walks)
       addUnrollKnob(sb, loc);
-    return success();
+    return false;
   }
 };
 

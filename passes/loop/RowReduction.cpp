@@ -1,10 +1,12 @@
-//===- RowReduction.cpp - what loop.warp_reduce accepts -------------------===//
+//===- RowReduction.cpp - what loop.warp_reduce and grid_reduce accept ----===//
 
 #include "passes/loop/RowReduction.h"
+#include "dialects/loop/Loop.h"
 #include "passes/TileAndFuseRoot.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 
 using namespace mlir;
 using namespace tessel;
@@ -31,10 +33,20 @@ std::optional<KernelRows> tessel::kernelRows(func::FuncOp func,
   return rows;
 }
 
+/// Whether `op`'s body yields combiner(out, ...) with a combiner that
+/// isShuffleReducible.
+static bool combinesByShuffles(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  Operation *combiner = body.getTerminator()->getOperand(0).getDefiningOp();
+  BlockArgument out = body.getArguments().back();
+  return isShuffleReducible(combiner, out.getType()) &&
+         llvm::is_contained(combiner->getOperands(), out);
+}
+
 bool tessel::isShuffleReducible(Operation *combiner, Type type) {
   if (!combiner || !arith::getNeutralElement(combiner))
     return false;
-  if (type.isF32())
+  if (type.isF32() || type.isInteger(32))
     return true;
   return (type.isF16() || type.isBF16()) &&
          isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
@@ -74,15 +86,8 @@ std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
         for (auto [i, e] : llvm::enumerate(map.getResults()))
           fits &= !e.isFunctionOfDim(last) ||
                   (i + 1 == map.getNumResults() && isa<AffineDimExpr>(e));
-    if (fits && iterators.back() == utils::IteratorType::reduction) {
-      Block &body = generic.getRegion().front();
-      Operation *combiner =
-          body.getTerminator()->getOperand(0).getDefiningOp();
-      fits = isShuffleReducible(combiner,
-                                body.getArguments().back().getType()) &&
-             llvm::is_contained(combiner->getOperands(),
-                                body.getArguments().back());
-    }
+    if (fits && iterators.back() == utils::IteratorType::reduction)
+      fits = combinesByShuffles(generic);
     if (!fits) {
       why = "an op is not elementwise over rows nor a reduction of whole "
             "rows that warp shuffles can combine";
@@ -91,4 +96,84 @@ std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
     return WalkResult::advance();
   });
   return why;
+}
+
+int64_t tessel::defaultRowThreads(int64_t columns) {
+  int64_t threads = std::clamp<int64_t>(
+      llvm::bit_floor(static_cast<uint64_t>(std::max<int64_t>(columns / 4, 1))),
+      loop::kWarpSize, 256);
+  while (columns / threads > 16 && threads < loop::kMaxThreadsPerBlock)
+    threads *= 2;
+  return threads;
+}
+
+bool tessel::isSingleValueOp(linalg::LinalgOp op) {
+  return llvm::all_of(op.getStaticLoopRanges(),
+                      [](int64_t extent) { return extent == 1; });
+}
+
+SmallVector<linalg::GenericOp>
+tessel::singleValueReductions(func::FuncOp func) {
+  SmallVector<linalg::GenericOp> found;
+  for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (ShapedType::isDynamicShape(ranges) || op.getNumReductionLoops() == 0)
+      continue;
+    bool single = true;
+    int64_t points = 1;
+    for (auto [it, extent] : llvm::zip(op.getIteratorTypesArray(), ranges)) {
+      if (it == utils::IteratorType::parallel)
+        single &= extent == 1;
+      else
+        points *= extent;
+    }
+    if (single && points > 1)
+      found.push_back(op);
+  }
+  return found;
+}
+
+int64_t tessel::reducedElements(linalg::GenericOp reduction) {
+  int64_t points = 1;
+  for (auto [it, extent] : llvm::zip(reduction.getIteratorTypesArray(),
+                                     reduction.getStaticLoopRanges()))
+    if (it == utils::IteratorType::reduction)
+      points *= extent;
+  return points;
+}
+
+std::string tessel::gridReductionUnfit(func::FuncOp func, int64_t parts) {
+  SmallVector<linalg::GenericOp> reductions = singleValueReductions(func);
+  if (reductions.empty())
+    return "it has no reduction to a single value";
+  for (linalg::GenericOp op : reductions) {
+    if (op.getNumDpsInits() != 1 || !combinesByShuffles(op))
+      return "a reduction to a single value does not combine f32 or i32 "
+             "values with an op that has a neutral element, nor take the "
+             "maximum or minimum of f16 or bf16 ones";
+    SmallVector<unsigned> dims;
+    op.getReductionDims(dims);
+    bool projected =
+        cast<linalg::LinalgOp>(op.getOperation()).hasOnlyProjectedPermutations();
+    ReassociationIndices merged(dims.begin(), dims.end());
+    bool inOrder = dims.size() == 1 ||
+                   (projected && dims.back() - dims.front() + 1 == dims.size() &&
+                    linalg::areDimSequencesPreserved(op.getIndexingMapsArray(),
+                                                     {merged}));
+    // Merged, the loops are the row, which must be the last index.
+    for (AffineMap map : op.getIndexingMapsArray())
+      if (map.getNumResults() &&
+          llvm::any_of(map.getResults(), [&](AffineExpr e) {
+            return e.isFunctionOfDim(dims.front());
+          }))
+        inOrder &= map.getResults().back() ==
+                   getAffineDimExpr(dims.back(), op.getContext());
+    if (!inOrder)
+      return "a reduction to a single value reads its loops out of order, "
+             "in part or not last (a transposed or broadcast input)";
+    if (parts > 1 && (!projected || op.hasIndexSemantics()))
+      return "a reduction to a single value in parts needs inputs indexed "
+             "by loops alone and no linalg.index";
+  }
+  return "";
 }

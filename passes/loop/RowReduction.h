@@ -1,4 +1,4 @@
-//===- RowReduction.h - what loop.warp_reduce accepts ---------*- C++ -*-===//
+//===- RowReduction.h - what warp_reduce and grid_reduce accept -*- C++ -*-===//
 //
 // Shared by the pass that chooses default schedules and the validator.
 //
@@ -7,6 +7,7 @@
 #define TESSEL_PASSES_LOOP_ROWREDUCTION_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
 #include <optional>
@@ -31,9 +32,9 @@ std::optional<KernelRows> kernelRows(mlir::func::FuncOp func,
                                      mlir::TilingInterface root);
 
 /// Whether loop.warp_reduce can combine partials of a reduction whose body
-/// yields `combiner` over `type` values through f32 warp shuffles: f32 with
-/// a combiner that has a neutral element, or f16 and bf16 maxima and
-/// minima, which are exact in f32.
+/// yields `combiner` over `type` values through 32-bit warp shuffles: f32
+/// or i32 with a combiner that has a neutral element, or f16 and bf16
+/// maxima and minima, which are exact in f32.
 bool isShuffleReducible(mlir::Operation *combiner, mlir::Type type);
 
 /// Why loop.warp_reduce cannot share the rows of `func`'s kernel among a
@@ -44,6 +45,33 @@ bool isShuffleReducible(mlir::Operation *combiner, mlir::Type type);
 /// and whose reductions (over the row) are isShuffleReducible.
 std::string rowReductionUnfit(mlir::func::FuncOp func,
                               mlir::TilingInterface root);
+
+/// Threads of a block sharing rows of `columns`: four or more columns per
+/// thread, at most 256 threads; more (up to 1024) where a thread would get
+/// over 16 columns, which gpu-distribute-rows keeps in registers (at 8192
+/// f16 columns, 256 threads make ptxas spill, 512 do not).
+int64_t defaultRowThreads(int64_t columns);
+
+/// Whether every loop of `op` has extent 1 (or it has none): an op on
+/// single values.
+bool isSingleValueOp(mlir::linalg::LinalgOp op);
+
+/// The reductions at the top level of `func` that leave a single value, in
+/// order: generics of static shape whose parallel loops have extent 1 and
+/// whose reduction loops more than one point.
+llvm::SmallVector<mlir::linalg::GenericOp>
+singleValueReductions(mlir::func::FuncOp func);
+
+/// The number of points that `reduction` (singleValueReductions) combines.
+int64_t reducedElements(mlir::linalg::GenericOp reduction);
+
+/// Why loop.grid_reduce cannot take the reductions to a single value of
+/// `func`'s kernel in `parts` parts, or "" when it can: there is one, each
+/// is isShuffleReducible, its reduction loops are consecutive and every
+/// operand reads them in order at its last indices (merged, they are a
+/// row); more than one part also needs projected permutations and no
+/// linalg.index (upstream splitReduction). Divisibility is the caller's.
+std::string gridReductionUnfit(mlir::func::FuncOp func, int64_t parts);
 
 } // namespace tessel
 

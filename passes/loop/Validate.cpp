@@ -16,6 +16,8 @@
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
 
+#include "llvm/ADT/StringMap.h"
+
 namespace tessel {
 #define GEN_PASS_DEF_LOOPVALIDATESCHEDULES
 #include "passes/Passes.h.inc"
@@ -367,7 +369,46 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
   return parts;
 }
 
+/// Checks loop.grid_reduce: a GPU schedule of nothing else, for a kernel
+/// whose reductions to a single value it can take (gridReductionUnfit),
+/// in a part count that divides each.
+LogicalResult validateGridReduce(loop::ScheduleOp schedule, func::FuncOp func,
+                                 loop::GridReduceOp grid) {
+  if (schedule.getTarget() == "cpu")
+    return grid.emitError("is for GPU targets, not target 'cpu'");
+  for (Operation &op : schedule.getBody().getOps())
+    if (!isa<loop::KnobOp>(op) && &op != grid.getOperation())
+      return op.emitError("cannot be combined with loop.grid_reduce, which "
+                          "schedules the whole kernel");
+  int64_t parts = grid.getResolvedParts();
+  std::string why = gridReductionUnfit(func, parts);
+  if (!why.empty())
+    return grid.emitError("cannot apply to kernel '")
+           << schedule.getKernel() << "': " << why;
+  for (linalg::GenericOp op : singleValueReductions(func)) {
+    int64_t elements = reducedElements(op);
+    if (elements % parts == 0)
+      continue;
+    InFlightDiagnostic diag =
+        grid.emitError(valueName(grid.getDynamicParts(),
+                                 grid.getStaticParts(), 0, "parts"))
+        << " = " << parts << " does not divide the " << elements
+        << " elements of a reduction";
+    diag.attachNote(op.getLoc()) << "the reduction";
+    return diag;
+  }
+  if (grid.getResolvedThreads() > kMaxThreadsPerBlock)
+    return grid.emitError(valueName(grid.getDynamicThreads(),
+                                    grid.getStaticThreads(), 0, "threads"))
+           << " = " << grid.getResolvedThreads() << " exceeds the limit of "
+           << kMaxThreadsPerBlock << " threads per block";
+  return success();
+}
+
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
+  if (auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
+      !grids.empty())
+    return validateGridReduce(schedule, func, *grids.begin());
   FailureOr<TilingInterface> maybeRoot = scheduledRoot(
       schedule, func, findKernelRoots(func), schedule.getResult());
   if (failed(maybeRoot))
@@ -484,11 +525,22 @@ struct LoopValidateSchedulesPass
   void runOnOperation() override {
     SymbolTable symbols(getOperation());
     bool failedAny = false;
+    llvm::StringMap<unsigned> schedulesOf;
+    for (auto schedule : getOperation().getOps<loop::ScheduleOp>())
+      ++schedulesOf[schedule.getKernel()];
     for (auto schedule : getOperation().getOps<loop::ScheduleOp>()) {
       auto func = symbols.lookup<func::FuncOp>(schedule.getKernel());
       if (!func) {
         schedule.emitError("schedules '")
             << schedule.getKernel() << "', which is not a func.func";
+        failedAny = true;
+        continue;
+      }
+      if (!schedule.getBody().getOps<loop::GridReduceOp>().empty() &&
+          schedulesOf[schedule.getKernel()] > 1) {
+        schedule.emitError("kernel '")
+            << schedule.getKernel() << "' has other schedules, but "
+            << "loop.grid_reduce schedules all of it";
         failedAny = true;
         continue;
       }

@@ -225,13 +225,58 @@ func.func private @sum_f16(%x: memref<64x1000xf16>, %y: memref<64xf16>) attribut
     %sx = memref.subview %x[%r, 0] [1, 1000] [1, 1] : memref<64x1000xf16> to memref<1x1000xf16, strided<[1000, 1], offset: ?>>
     %sy = memref.subview %y[%r] [1] [1] : memref<64xf16> to memref<1xf16, strided<[1], offset: ?>>
     linalg.fill ins(%zero : f16) outs(%sy : memref<1xf16, strided<[1], offset: ?>>)
-    // expected-error @+1 {{loop.warp_reduce: the reduction must combine f32 values with an op that has a neutral element, or take the maximum or minimum of f16 or bf16 ones}}
+    // expected-error @+1 {{loop.warp_reduce: the reduction must combine f32 or i32 values with an op that has a neutral element, or take the maximum or minimum of f16 or bf16 ones}}
     linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
         ins(%sx : memref<1x1000xf16, strided<[1000, 1], offset: ?>>) outs(%sy : memref<1xf16, strided<[1], offset: ?>>) attrs = {tessel.warp_reduce = 64 : i64} {
     ^bb0(%a: f16, %s: f16):
       %0 = arith.addf %s, %a : f16
       linalg.yield %0 : f16
     }
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// The one block of loop.grid_reduce's second stage: the partials (a row of
+// 256, four per thread) combined into a single value of the block's own
+// buffer, which stays in a register through the scale (an op without
+// loops) and is copied to the result by thread 0.
+// CHECK-LABEL: func.func private @combine
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK-NOT: memref.alloc() : memref<f32>
+// CHECK: scf.forall (%[[T:.*]]) in (64) {
+// CHECK: vector.load {{.*}} : memref<256xf32>, vector<4xf32>
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: %[[MEAN:.*]] = arith.mulf
+// CHECK: arith.cmpi eq, %[[T]], %c0
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %[[MEAN]], %{{.*}}[] : memref<f32>
+// CHECK-NOT: memref.alloc() : memref<f32>
+// PTX: shfl.sync.bfly.b32
+#row = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+#none = affine_map<() -> ()>
+func.func private @combine(%p: memref<256xf32>, %y: memref<f32>) attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  scf.forall (%b) in (1) {
+    %sum = memref.alloc() : memref<f32>
+    linalg.fill ins(%zero : f32) outs(%sum : memref<f32>)
+    linalg.generic {indexing_maps = [#row, #all], iterator_types = ["reduction"]}
+        ins(%p : memref<256xf32>) outs(%sum : memref<f32>) attrs = {tessel.warp_reduce = 64 : i64} {
+    ^bb0(%a: f32, %s: f32):
+      %0 = arith.addf %a, %s : f32
+      linalg.yield %0 : f32
+    }
+    linalg.generic {indexing_maps = [#none, #none], iterator_types = []}
+        ins(%sum : memref<f32>) outs(%sum : memref<f32>) {
+    ^bb0(%a: f32, %o: f32):
+      %0 = arith.mulf %a, %half : f32
+      linalg.yield %0 : f32
+    }
+    memref.copy %sum, %y : memref<f32> to memref<f32>
+    memref.dealloc %sum : memref<f32>
   } {mapping = [#gpu.block<x>]}
   return
 }

@@ -373,3 +373,120 @@ func.func private @inputs(%a: tensor<8x32xf32>, %b: tensor<8x16xf32>) -> tensor<
 }
 loop.schedule @inputs target "sm_90" {
 }
+
+// -----
+
+// loop.grid_reduce: the mean's two loops merged and split into 4 rows, a
+// block each (mapped), then one block combines the partials and scales
+// them; the subtraction that reads the mean is tiled pointwise.
+// CHECK-LABEL: func.func private @centered
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [4, 1536]
+// CHECK: %[[PARTS:.*]] = scf.forall (%[[I:[a-z0-9_]+]]) in (4) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<4xf32>)
+// CHECK: tensor.extract_slice %[[ROWS]][%[[I]], 0] [1, 1536]
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: tessel.warp_reduce = 128
+// CHECK: mapping = [#gpu.block<x>]
+// CHECK: %[[OUT:.*]] = bufferization.alloc_tensor() : tensor<f32>
+// CHECK: %[[MEAN:.*]] = scf.forall (%{{.*}}) in (1) shared_outs(%[[O:.*]] = %[[OUT]]) -> (tensor<f32>)
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[PARTS]] : tensor<4xf32>)
+// CHECK-SAME: tessel.warp_reduce = 32
+// CHECK: arith.mulf
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[O]][] [] []
+// CHECK: mapping = [#gpu.block<x>]
+// CHECK: scf.forall
+// CHECK: scf.forall
+// CHECK: linalg.generic
+// CHECK-SAME: %[[MEAN]]
+// CHECK: arith.subf
+// CHECK: mapping = [#gpu.thread<y>, #gpu.thread<x>]
+// CHECK-NOT: loop.schedule
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#all = affine_map<(d0, d1) -> ()>
+#none = affine_map<() -> ()>
+func.func private @centered(%a: tensor<64x96xf32>) -> tensor<64x96xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 1.62760422E-4 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction", "reduction"]}
+      ins(%a : tensor<64x96xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %m = linalg.generic {indexing_maps = [#none, #none], iterator_types = []}
+      ins(%s : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.mulf %x, %scale : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<64x96xf32>
+  %r = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %m : tensor<64x96xf32>, tensor<f32>) outs(%e : tensor<64x96xf32>) {
+  ^bb0(%x: f32, %v: f32, %o: f32):
+    %y = arith.subf %x, %v : f32
+    linalg.yield %y : f32
+  } -> tensor<64x96xf32>
+  return %r : tensor<64x96xf32>
+}
+loop.schedule @centered target "sm_90" {
+  loop.grid_reduce parts [4] threads [128]
+}
+
+// -----
+
+// A single-value op that reads two reductions, the second computed after
+// an op over tensors reads the first: it cannot join the first reduction's
+// block (which must come before that reader), so it joins the second's.
+// CHECK-LABEL: func.func private @two_sums
+// CHECK: %[[A:.*]] = scf.forall (%{{.*}}) in (1)
+// CHECK: tessel.warp_reduce
+// CHECK-NOT: arith.mulf
+// CHECK: mapping = [#gpu.block<x>]
+// CHECK: scf.forall
+// CHECK: arith.subf
+// CHECK: scf.forall (%{{.*}}) in (1)
+// CHECK: tessel.warp_reduce
+// CHECK: linalg.generic {{.*}}ins(%[[A]], %{{.*}} : tensor<f32>, tensor<f32>)
+// CHECK: arith.mulf
+// CHECK: mapping = [#gpu.block<x>]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#all = affine_map<(d0, d1) -> ()>
+#none = affine_map<() -> ()>
+func.func private @two_sums(%a: tensor<64x96xf32>, %b: tensor<64x96xf32>) -> (tensor<64x96xf32>, tensor<f32>) attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %sa = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction", "reduction"]}
+      ins(%a : tensor<64x96xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<64x96xf32>
+  %c = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %sa : tensor<64x96xf32>, tensor<f32>) outs(%e : tensor<64x96xf32>) {
+  ^bb0(%x: f32, %v: f32, %o: f32):
+    %y = arith.subf %x, %v : f32
+    linalg.yield %y : f32
+  } -> tensor<64x96xf32>
+  %sb = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction", "reduction"]}
+      ins(%b : tensor<64x96xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %p = linalg.generic {indexing_maps = [#none, #none, #none], iterator_types = []}
+      ins(%sa, %sb : tensor<f32>, tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %z = arith.mulf %x, %y : f32
+    linalg.yield %z : f32
+  } -> tensor<f32>
+  return %c, %p : tensor<64x96xf32>, tensor<f32>
+}
+loop.schedule @two_sums target "sm_90" {
+  loop.grid_reduce parts [1] threads [64]
+}

@@ -147,8 +147,8 @@ func.func private @rows(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attrib
 
 // -----
 
-// Rows whose reduction is not over f32 (shuffles here move f32) keep the
-// fallback: each thread walks one whole row, 64 rows per block.
+// Rows whose reduction is over 64-bit values (shuffles move 32 bits) keep
+// the fallback: each thread walks one whole row, 64 rows per block.
 // CHECK-LABEL: func.func private @introws
 // CHECK: loop.schedule @introws target "sm_90" {
 // CHECK-NEXT: loop.tile [64, 0] mapping [#gpu.block<x>]
@@ -157,24 +157,24 @@ func.func private @rows(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attrib
 #row = affine_map<(d0, d1) -> (d0, 0)>
 #in = affine_map<(d0, d1, d2) -> (d0, d2)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
-func.func private @introws(%a: tensor<512x1000xi32>) -> tensor<512x1000xi32> attributes {tessel.kernel = "reduction"} {
-  %zero = arith.constant 0 : i32
-  %e1 = tensor.empty() : tensor<512x1xi32>
-  %f = linalg.fill ins(%zero : i32) outs(%e1 : tensor<512x1xi32>) -> tensor<512x1xi32>
+func.func private @introws(%a: tensor<512x1000xi64>) -> tensor<512x1000xi64> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0 : i64
+  %e1 = tensor.empty() : tensor<512x1xi64>
+  %f = linalg.fill ins(%zero : i64) outs(%e1 : tensor<512x1xi64>) -> tensor<512x1xi64>
   %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%a : tensor<512x1000xi32>) outs(%f : tensor<512x1xi32>) {
-  ^bb0(%x: i32, %acc: i32):
-    %y = arith.addi %acc, %x : i32
-    linalg.yield %y : i32
-  } -> tensor<512x1xi32>
-  %e = tensor.empty() : tensor<512x1000xi32>
+      ins(%a : tensor<512x1000xi64>) outs(%f : tensor<512x1xi64>) {
+  ^bb0(%x: i64, %acc: i64):
+    %y = arith.addi %acc, %x : i64
+    linalg.yield %y : i64
+  } -> tensor<512x1xi64>
+  %e = tensor.empty() : tensor<512x1000xi64>
   %0 = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%a, %s : tensor<512x1000xi32>, tensor<512x1xi32>) outs(%e : tensor<512x1000xi32>) {
-  ^bb0(%x: i32, %t: i32, %o: i32):
-    %y = arith.divsi %x, %t : i32
-    linalg.yield %y : i32
-  } -> tensor<512x1000xi32>
-  return %0 : tensor<512x1000xi32>
+      ins(%a, %s : tensor<512x1000xi64>, tensor<512x1xi64>) outs(%e : tensor<512x1000xi64>) {
+  ^bb0(%x: i64, %t: i64, %o: i64):
+    %y = arith.divsi %x, %t : i64
+    linalg.yield %y : i64
+  } -> tensor<512x1000xi64>
+  return %0 : tensor<512x1000xi64>
 }
 
 // -----
@@ -253,12 +253,25 @@ loop.schedule @mine target "sm_90" {
 
 // -----
 
-// Nothing to distribute (a sum to a scalar): no schedule; the kernel runs in
-// one thread.
+// A sum to a scalar: loop.grid_reduce, in one part (a single block) when
+// short, in rows of 4096 points when long.
 // CHECK-LABEL: func.func private @scalar
-// CHECK-NOT: loop.schedule
+// CHECK-LABEL: func.func private @long_scalar
+// CHECK-LABEL: func.func private @integer_scalar
+// CHECK: loop.schedule @scalar target "sm_90" {
+// CHECK-NEXT: %[[P:.*]] = loop.knob "parts" = 1 choices [1, 2, 4, 8]
+// CHECK-NEXT: %[[T:.*]] = loop.knob "threads" = 128 choices [32, 64, 128, 256, 512, 1024]
+// CHECK-NEXT: loop.grid_reduce parts [%[[P]]] threads [%[[T]]]
+// CHECK: loop.schedule @long_scalar target "sm_90" {
+// CHECK-NEXT: loop.knob "parts" = 128 choices [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+// CHECK-NEXT: loop.knob "threads" = 256
+// 64-bit values are not shuffled: nothing to distribute, no schedule; the
+// kernel runs in one thread.
+// CHECK-NOT: loop.schedule @integer_scalar
 #in = affine_map<(d0) -> (d0)>
 #out = affine_map<(d0) -> ()>
+#in2 = affine_map<(d0, d1) -> (d0, d1)>
+#out2 = affine_map<(d0, d1) -> ()>
 func.func private @scalar(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<f32>
@@ -270,6 +283,30 @@ func.func private @scalar(%a: tensor<1000xf32>) -> tensor<f32> attributes {tesse
     linalg.yield %y : f32
   } -> tensor<f32>
   return %s : tensor<f32>
+}
+func.func private @long_scalar(%a: tensor<512x1024xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in2, #out2], iterator_types = ["reduction", "reduction"]}
+      ins(%a : tensor<512x1024xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+func.func private @integer_scalar(%a: tensor<1000xi64>) -> tensor<i64> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<i64>
+  %f = linalg.fill ins(%zero : i64) outs(%e : tensor<i64>) -> tensor<i64>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xi64>) outs(%f : tensor<i64>) {
+  ^bb0(%x: i64, %acc: i64):
+    %y = arith.addi %acc, %x : i64
+    linalg.yield %y : i64
+  } -> tensor<i64>
+  return %s : tensor<i64>
 }
 
 // -----

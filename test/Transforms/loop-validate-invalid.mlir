@@ -766,3 +766,188 @@ func.func private @k(%a: tensor<8x32xf32>) -> tensor<16x32xf32> attributes {tess
 loop.schedule @k target "sm_90" {
   loop.tile [8, 32] mapping [#gpu.block<y>, #gpu.block<x>]
 }
+
+// -----
+
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#out2 = affine_map<(d0, d1) -> ()>
+func.func private @tiled(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @tiled target "sm_90" {
+  // expected-error @below {{cannot be combined with loop.grid_reduce, which schedules the whole kernel}}
+  loop.tile [500] mapping [#gpu.block<x>]
+  loop.grid_reduce parts [1] threads [128]
+}
+
+// -----
+
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#out2 = affine_map<(d0, d1) -> ()>
+func.func private @uneven(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  // expected-note @below {{the reduction}}
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @uneven target "sm_90" {
+  %parts = loop.knob "parts" = 7 choices [1, 7]
+  // expected-error @below {{knob 'parts' = 7 does not divide the 1000 elements of a reduction}}
+  loop.grid_reduce parts [%parts] threads [128]
+}
+
+// -----
+
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#out2 = affine_map<(d0, d1) -> ()>
+func.func private @ints(%a: tensor<1000xi64>) -> tensor<i64> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<i64>
+  %f = linalg.fill ins(%zero : i64) outs(%e : tensor<i64>) -> tensor<i64>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xi64>) outs(%f : tensor<i64>) {
+  ^bb0(%x: i64, %acc: i64):
+    %y = arith.addi %acc, %x : i64
+    linalg.yield %y : i64
+  } -> tensor<i64>
+  return %s : tensor<i64>
+}
+loop.schedule @ints target "sm_90" {
+  // expected-error @below {{cannot apply to kernel 'ints': a reduction to a single value does not combine f32 or i32 values with an op that has a neutral element, nor take the maximum or minimum of f16 or bf16 ones}}
+  loop.grid_reduce parts [1] threads [128]
+}
+
+// -----
+
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#out2 = affine_map<(d0, d1) -> ()>
+func.func private @transposed(%a: tensor<10x20xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#t, #out2], iterator_types = ["reduction", "reduction"]}
+      ins(%a : tensor<10x20xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @transposed target "sm_90" {
+  // expected-error @below {{cannot apply to kernel 'transposed': a reduction to a single value reads its loops out of order, in part or not last (a transposed or broadcast input)}}
+  loop.grid_reduce parts [1] threads [128]
+}
+
+// -----
+
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#out2 = affine_map<(d0, d1) -> ()>
+func.func private @host(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @host target "cpu" {
+  // expected-error @below {{is for GPU targets, not target 'cpu'}}
+  loop.grid_reduce parts [1] threads [128]
+}
+
+// -----
+
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#out2 = affine_map<(d0, d1) -> ()>
+func.func private @wide(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @wide target "sm_90" {
+  // expected-error @below {{threads = 2048 exceeds the limit of 1024 threads per block}}
+  loop.grid_reduce parts [1] threads [2048]
+}
+
+// -----
+
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#out2 = affine_map<(d0, d1) -> ()>
+func.func private @twice(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+// expected-error @below {{kernel 'twice' has other schedules, but loop.grid_reduce schedules all of it}}
+loop.schedule @twice target "sm_90" {
+  loop.grid_reduce parts [1] threads [128]
+}
+loop.schedule @twice result 0 target "sm_90" {
+  loop.tile [500] mapping [#gpu.block<x>]
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @pointwise(%a: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+loop.schedule @pointwise target "sm_90" {
+  // expected-error @below {{cannot apply to kernel 'pointwise': it has no reduction to a single value}}
+  loop.grid_reduce parts [1] threads [128]
+}

@@ -17,7 +17,7 @@ def test_gpu_check_builds_and_dry_runs(tmp_path):
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     index = json.loads((artifacts / "index.json").read_text())
-    assert index["small"] and len(index["workloads"]) == 10
+    assert index["small"] and len(index["workloads"]) == 11
     for kernels in (w["kernels"] for w in index["workloads"].values()):
         assert all(info["spill_stores"] == 0 for info in kernels)
 
@@ -29,6 +29,6 @@ def test_gpu_check_builds_and_dry_runs(tmp_path):
                           f"runpy.run_path({str(BENCH / 'run.py')!r}, run_name='__main__')"],
                          capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "10 workloads" in run.stdout and "failures: 0" in run.stdout
+    assert "11 workloads" in run.stdout and "failures: 0" in run.stdout
     results = json.loads((tmp_path / "out" / "gpu.json").read_text())
     assert results["dry"] and set(results["results"]) == set(index["workloads"])

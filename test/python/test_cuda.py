@@ -376,6 +376,52 @@ def test_reductions_of_rows_share_each_row_among_a_blocks_threads(op, dtype):
     np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == np.float16 else 1e-5)
 
 
+SINGLE_VALUE_REDUCTIONS = {
+    # name: (fn, reference, shape, dtype, launches as (grid x, threads))
+    "sum": (lambda x: ops.sum(ops.exp(x) * 2.0), lambda x: (np.exp(x) * 2).sum(), (512, 1024), np.float32,
+            [(128, 256), (1, 32)]),
+    "mean_keepdims": (lambda x: ops.mean(x, axis=(0, 1), keepdims=True) + 1.0, lambda x: x.mean(keepdims=True) + 1,
+                      (300, 7), np.float32, [(1, 256)]),
+    "prime": (lambda x: ops.sum(x), lambda x: x.sum(), (10007,), np.float32, [(1, 1024)]),
+    "f16_max": (lambda x: ops.max(x), lambda x: x.max(), (4096, 8), np.float16, [(8, 256), (1, 32)]),
+    "i32_sum": (lambda x: ops.sum(x), lambda x: x.sum(), (1000, 64), np.int32, [(10, 512), (1, 32)]),
+    "centered": (lambda x: x - ops.mean(x), lambda x: x - x.mean(), (64, 96), np.float32, None),
+    "variance": (lambda x: ops.mean((x - ops.mean(x)) * (x - ops.mean(x))), lambda x: x.var(), (128, 256),
+                 np.float32, [(8, 256), (1, 32), (8, 256), (1, 32)]),
+    "softmax_1d": (lambda x: ops.softmax(x, axis=0), lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
+                   (6144,), np.float32, None),
+}
+
+
+@pytest.mark.parametrize("name", SINGLE_VALUE_REDUCTIONS)
+def test_reductions_to_a_single_value_run_in_parts_across_the_grid(name):
+    # loop.grid_reduce: each reduction to a single value is split into rows
+    # of partial results, a block each, which one block then combines with
+    # the single-value ops after them, both through warp shuffles; ops over
+    # tensors that read the value are tiled pointwise. Before, a sum ran in
+    # a single thread, and an op reading it recomputed it per tile. i32
+    # partials are shuffled as they are. Every sampled part count and
+    # thread count keeps the numerics.
+    fn, reference, shape, dtype, launches = SINGLE_VALUE_REDUCTIONS[name]
+    rng = np.random.default_rng(0)
+    x = (rng.integers(-1000, 1000, shape) if dtype == np.int32 else rng.standard_normal(shape)).astype(dtype)
+    module = tessel.trace(fn, x, name=name)
+    kernels = tessel.compile(module, target="cuda:sm_90").kernels
+    assert all(k.block != (1, 1, 1) for k in kernels)
+    if launches is not None:
+        assert [(k.grid[0], k.block[0]) for k in kernels] == launches
+    assert all("shfl.sync.bfly.b32" in k.ptx for k in kernels if k.grid == (1, 1, 1))
+    want = reference(x.astype(np.float64))
+    tolerance = dict(rtol=2e-3, atol=2e-3) if dtype == np.float16 else dict(rtol=1e-5, atol=1e-6)
+    scheduled = schedules.default_schedules(module, "sm_90")
+    by_name = {k.name: k for k in schedules.knobs(scheduled)}
+    for parts, threads in [(by_name["parts"].value, by_name["threads"].value),
+                           (rng.choice(by_name["parts"].domain), rng.choice(by_name["threads"].domain))]:
+        values = {by_name["parts"].key: int(parts), by_name["threads"].key: int(threads)}
+        got = compile_cpu(schedules.with_knobs(scheduled, values), schedules="sm_90")(x)
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance)
+
+
 FUZZ_GRAPHS = int(os.environ.get("TESSEL_CUDA_FUZZ_GRAPHS", "40"))
 
 

@@ -1,0 +1,261 @@
+//===- GridReduce.cpp - reductions to a single value across the grid -----===//
+//
+// A reduction to a single value (a sum, the maximum of a 1-D softmax) has
+// no parallel loop for the grid to share: tiled like other kernels it ran
+// in one thread. loop.grid_reduce merges its loops into one (upstream
+// collapseOpIterationDims) and splits that loop (upstream splitReduction)
+// into `parts` rows whose partial results a block each computes; a single
+// block then combines the partials with the single-value ops after them.
+// Both stages are rows for gpu-distribute-rows, so their threads combine
+// values through warp shuffles. Each stage is a launch of its own (the
+// second waits for every block of the first), which a kernel may have.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/loop/GridReduce.h"
+#include "passes/TileAndFuseRoot.h"
+#include "passes/loop/RowReduction.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+using namespace mlir;
+using namespace tessel;
+
+namespace {
+
+/// Whether `op` can join a single-value stage: a fill or a generic over
+/// single values with one result, reading its operands at index 0 only.
+bool isSingleValueStageOp(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !isSingleValueOp(linalgOp) ||
+      linalgOp.getNumDpsInits() != 1)
+    return false;
+  if (isa<linalg::FillOp>(op))
+    return true;
+  return isa<linalg::GenericOp>(op) &&
+         llvm::all_of(linalgOp.getIndexingMapsArray(), [](AffineMap map) {
+           return llvm::all_of(map.getResults(), [](AffineExpr e) {
+             auto constant = dyn_cast<AffineConstantExpr>(e);
+             return isa<AffineDimExpr>(e) ||
+                    (constant && constant.getValue() == 0);
+           });
+         });
+}
+
+/// The ops one block computes after the partials: `combined`, with
+/// `consumers` the single-value ops that read it (transitively), and the
+/// single-value ops (its fill) that only these read; in block order.
+SmallVector<Operation *> singleValueStage(Operation *combined,
+                                          bool consumers) {
+  Block *body = combined->getBlock();
+  llvm::SetVector<Operation *> stage;
+  stage.insert(combined);
+  for (size_t i = 0; consumers && i < stage.size(); ++i)
+    for (Operation *user : stage[i]->getUsers())
+      if (user->getBlock() == body && isSingleValueStageOp(user))
+        stage.insert(user);
+  for (size_t i = 0; i < stage.size(); ++i)
+    for (Value operand : stage[i]->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && def->getBlock() == body && isSingleValueStageOp(def) &&
+          llvm::all_of(def->getUsers(),
+                       [&](Operation *user) { return stage.contains(user); }))
+        stage.insert(def);
+    }
+  SmallVector<Operation *> ops(stage.begin(), stage.end());
+  llvm::sort(ops, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  return ops;
+}
+
+/// Whether `op` is a tensor.empty or a fill of one with a single value:
+/// what a block clones rather than reads from outside, so that the
+/// buffers of its single values are its own.
+bool isClonedIn(Operation *op) {
+  if (isa<tensor::EmptyOp>(op))
+    return true;
+  auto fill = dyn_cast<linalg::FillOp>(op);
+  return fill && isSingleValueOp(fill) &&
+         fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>();
+}
+
+/// A clone at `rewriter`'s insertion point of isClonedIn `op`.
+Value cloneIn(RewriterBase &rewriter, Operation *op) {
+  IRMapping inits;
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    inits.map(fill.getDpsInits()[0],
+              cloneIn(rewriter, fill.getDpsInits()[0].getDefiningOp()));
+  return rewriter.clone(*op, inits)->getResult(0);
+}
+
+/// Moves `ops` (at the top level of a kernel) into a one-iteration
+/// scf.forall mapped to a block, whose results replace their values read
+/// elsewhere. The forall goes after the last op that defines a value they
+/// read; fails when something reads their values before that. Their
+/// operands that isClonedIn are cloned in.
+FailureOr<scf::ForallOp> computeInOneBlock(RewriterBase &rewriter,
+                                           ArrayRef<Operation *> ops) {
+  llvm::SmallPtrSet<Operation *, 8> moved(ops.begin(), ops.end());
+  Block *body = ops.front()->getBlock();
+  Operation *lastDef = nullptr, *firstReader = nullptr;
+  SmallVector<Value> escaping;
+  for (Operation *op : ops) {
+    llvm::SetVector<Value> read(op->getOperands().begin(),
+                                op->getOperands().end());
+    getUsedValuesDefinedAbove(op->getRegions(), read);
+    for (Value v : read) {
+      Operation *def = v.getDefiningOp();
+      if (!def || moved.contains(def) || isClonedIn(def))
+        continue;
+      def = body->findAncestorOpInBlock(*def);
+      if (def && (!lastDef || lastDef->isBeforeInBlock(def)))
+        lastDef = def;
+    }
+    for (Value result : op->getResults())
+      for (Operation *user : result.getUsers()) {
+        Operation *reader = body->findAncestorOpInBlock(*user);
+        if (moved.contains(reader))
+          continue;
+        if (escaping.empty() || escaping.back() != result)
+          escaping.push_back(result);
+        if (!firstReader || reader->isBeforeInBlock(firstReader))
+          firstReader = reader;
+      }
+  }
+  if (firstReader && lastDef && !lastDef->isBeforeInBlock(firstReader))
+    return failure();
+  Location loc = ops.front()->getLoc();
+  if (lastDef)
+    rewriter.setInsertionPointAfter(lastDef);
+  else
+    rewriter.setInsertionPointToStart(body);
+  // Buffers of their own: a tensor.empty would be CSE'd with others.
+  SmallVector<Value> outs;
+  for (Value v : escaping)
+    outs.push_back(bufferization::AllocTensorOp::create(
+        rewriter, loc, cast<RankedTensorType>(v.getType()), ValueRange{}));
+  MLIRContext *ctx = rewriter.getContext();
+  auto forall = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)}, outs,
+      rewriter.getArrayAttr(
+          {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+  Block *tile = forall.getBody();
+  for (Operation *op : ops) {
+    rewriter.moveOpBefore(op, tile->getTerminator());
+    for (OpOperand &operand : op->getOpOperands()) {
+      Operation *def = operand.get().getDefiningOp();
+      if (!def || forall->isAncestor(def) || !isClonedIn(def))
+        continue;
+      rewriter.setInsertionPoint(op);
+      Value copy = cloneIn(rewriter, def);
+      rewriter.modifyOpInPlace(op, [&] { operand.set(copy); });
+    }
+  }
+  rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
+  for (auto [v, out, result] :
+       llvm::zip(escaping, forall.getRegionIterArgs(), forall.getResults())) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(type.getRank(), rewriter.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t extent : type.getShape())
+      sizes.push_back(rewriter.getIndexAttr(extent));
+    rewriter.replaceUsesWithIf(v, result, [&](OpOperand &use) {
+      return !forall->isAncestor(use.getOwner());
+    });
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, v, out, offsets,
+                                          sizes, strides);
+  }
+  return forall;
+}
+
+/// `reduction` with its reduction loops (consecutive) merged into one.
+FailureOr<linalg::LinalgOp> mergeReductionLoops(RewriterBase &rewriter,
+                                                linalg::GenericOp reduction) {
+  SmallVector<unsigned> dims;
+  reduction.getReductionDims(dims);
+  if (dims.size() == 1)
+    return cast<linalg::LinalgOp>(reduction.getOperation());
+  rewriter.setInsertionPoint(reduction);
+  ReassociationIndices merged(dims.begin(), dims.end());
+  FailureOr<linalg::CollapseResult> collapsed =
+      linalg::collapseOpIterationDims(reduction, {merged}, rewriter);
+  if (failed(collapsed))
+    return failure();
+  rewriter.replaceOp(reduction, collapsed->results);
+  return collapsed->collapsedOp;
+}
+
+} // namespace
+
+LogicalResult tessel::gridReduce(RewriterBase &rewriter,
+                                 loop::GridReduceOp primitive,
+                                 func::FuncOp func) {
+  int64_t parts = primitive.getResolvedParts();
+  int64_t threads = primitive.getResolvedThreads();
+  MLIRContext *ctx = rewriter.getContext();
+  auto blockX = rewriter.getArrayAttr(
+      {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
+  for (linalg::GenericOp reduction : singleValueReductions(func)) {
+    Location loc = reduction.getLoc();
+    auto fail = [&](const Twine &message) {
+      InFlightDiagnostic diag = primitive.emitError(message);
+      diag.attachNote(loc) << "the reduction";
+      return diag;
+    };
+    FailureOr<linalg::LinalgOp> combined =
+        mergeReductionLoops(rewriter, reduction);
+    if (failed(combined))
+      return fail("could not merge the loops of a reduction");
+    int64_t stageThreads = threads;
+    if (parts > 1) {
+      auto rank = static_cast<unsigned>(
+          cast<ShapedType>((*combined)->getResult(0).getType()).getRank());
+      rewriter.setInsertionPoint(*combined);
+      FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
+          rewriter, *combined, [&](linalg::LinalgOp) {
+            return linalg::SplitReductionOptions{parts, rank,
+                                                 /*innerParallel=*/false};
+          });
+      if (failed(split))
+        return fail("could not split a reduction into " + Twine(parts) +
+                    " parts");
+      // One block per row of partials: the part loop is the only parallel
+      // loop of more than one point.
+      auto partials = cast<TilingInterface>(split->splitLinalgOp.getOperation());
+      SmallVector<int64_t> sizes;
+      for (auto [it, extent] :
+           llvm::zip(split->splitLinalgOp.getIteratorTypesArray(),
+                     split->splitLinalgOp.getStaticLoopRanges()))
+        sizes.push_back(it == utils::IteratorType::parallel && extent > 1);
+      llvm::SmallPtrSet<Operation *, 1> returned;
+      FailureOr<TilingInterface> tiled = tileAndFuseRoot(
+          rewriter, partials, sizes, /*sequential=*/false,
+          llvm::to_vector(blockX.getValue()), returned);
+      if (failed(tiled))
+        return fail("could not tile the partial reductions");
+      (*tiled)->setAttr(loop::kWarpReduceAttrName,
+                        rewriter.getI64IntegerAttr(threads));
+      combined = split->resultCombiningLinalgOp;
+      stageThreads = std::min(threads, defaultRowThreads(parts));
+    }
+    // A consumer that also reads a value computed after something else
+    // reads the reduction cannot join the block; then all consumers are
+    // left to run on their own, and the combination alone always fits.
+    if (failed(computeInOneBlock(
+            rewriter, singleValueStage(*combined, /*consumers=*/true))) &&
+        failed(computeInOneBlock(
+            rewriter, singleValueStage(*combined, /*consumers=*/false))))
+      return fail("could not move the combination of a reduction into one "
+                  "block");
+    (*combined)->setAttr(loop::kWarpReduceAttrName,
+                         rewriter.getI64IntegerAttr(stageThreads));
+  }
+  return success();
+}

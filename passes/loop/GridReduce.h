@@ -1,0 +1,28 @@
+//===- GridReduce.h - reductions to a single value across the grid -*- C++ -*-===//
+//
+// How loop.grid_reduce is carried out (loop-apply-schedule).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_PASSES_LOOP_GRIDREDUCE_H
+#define TESSEL_PASSES_LOOP_GRIDREDUCE_H
+
+#include "dialects/loop/Loop.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace tessel {
+
+/// Carries out `primitive` on kernel `func` (gridReductionUnfit holds with
+/// its part count, which divides every reduction): each reduction to a
+/// single value, its loops merged into one, is split into rows of partial
+/// results, one block per row, and the partials and the single-value ops
+/// that read them (transitively) move into a one-block scf.forall. Both
+/// are marked for gpu-distribute-rows. The kernel's other ops are left for
+/// the leftover tiling.
+mlir::LogicalResult gridReduce(mlir::RewriterBase &rewriter,
+                               loop::GridReduceOp primitive,
+                               mlir::func::FuncOp func);
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_LOOP_GRIDREDUCE_H
