@@ -5,8 +5,9 @@
 Each workload is built with ``tessel.trace`` and ``tessel.ops``, compiled with
 ``tessel.compile(module, target="cpu")`` and checked against numpy before
 anything is timed. Every implementation is then timed the same way: warm-up
-calls (see ``time_calls``), then the median of N calls, N chosen so that the
-timed calls take about ``--budget`` seconds. Ratios are peer time / tessel
+calls, then the median of N calls, N chosen so that the timed calls take
+about ``--budget`` seconds, the implementations taking turns in rounds (see
+``time_interleaved``). Ratios are peer time / tessel
 time, so > 1 means tessel is faster. Exits 1 only when a result is wrong;
 missed goals are reported, not failed.
 """
@@ -14,6 +15,7 @@ missed goals are reported, not failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -202,20 +204,33 @@ def timed(call: Callable[[], Any]) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
-def time_calls(call: Callable[[], Any], first_s: float, budget_s: float, max_runs: int) -> Timing:
-    """Median time of ``call`` after warm-up; ``first_s`` is the time of its first call.
+def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s: float,
+                     max_runs: int) -> dict[str, Timing]:
+    """Median time of each of ``calls`` (name: the call and the seconds its
+    first call took) after warm-up.
 
     The first calls pay one-time costs (lazy JIT, thread pools, page faults),
     so at least two more warm up, then more until a quarter of the budget is
-    spent; a call longer than the budget and 1 s ends the warm-up.
+    spent; a call longer than the budget and 1 s ends the warm-up. The timed
+    calls then take turns: ten rounds, each running every implementation for
+    about a tenth of its budget, so that a slow spell of a shared machine
+    falls on all of them alike rather than on the one timed during it.
     """
-    warm = [first_s]
-    long_s = max(budget_s, 1.0)
-    while warm[-1] < long_s and len(warm) < max_runs and (len(warm) < 3 or sum(warm[1:]) < budget_s / 4):
-        warm.append(timed(call)[1])
-    runs = max(1, min(max_runs, int(budget_s / warm[-1])))
-    times = [timed(call)[1] for _ in range(runs)]
-    return Timing(first_s * 1e3, statistics.median(times) * 1e3, runs)
+    runs: dict[str, int] = {}
+    for name, (call, first_s) in calls.items():
+        warm = [first_s]
+        long_s = max(budget_s, 1.0)
+        while warm[-1] < long_s and len(warm) < max_runs and (len(warm) < 3 or sum(warm[1:]) < budget_s / 4):
+            warm.append(timed(call)[1])
+        runs[name] = max(1, min(max_runs, int(budget_s / warm[-1])))
+    rounds = 10
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for r in range(rounds):
+        for name, (call, _) in calls.items():
+            share = runs[name] * (r + 1) // rounds - runs[name] * r // rounds
+            times[name] += [timed(call)[1] for _ in range(share)]
+    return {name: Timing(first_s * 1e3, statistics.median(times[name]) * 1e3, runs[name])
+            for name, (_, first_s) in calls.items()}
 
 
 def max_error(out: np.ndarray, expected: np.ndarray) -> float:
@@ -242,16 +257,20 @@ def run(workload: Workload, budget_s: float, max_runs: int) -> Result:
     except AssertionError as e:
         result.error = str(e)
         return result
-    result.tessel = time_calls(lambda: exe(*workload.inputs), tessel_first, budget_s, max_runs)
-    result.numpy = time_calls(lambda: workload.numpy(*workload.inputs), numpy_first, budget_s, max_runs)
-    result.ratios["numpy"] = result.numpy.median_ms / result.tessel.median_ms
-    if torch is not None:
-        args = [torch.from_numpy(x) for x in workload.inputs]
-        with torch.inference_mode():
+    calls = {"tessel": (lambda: exe(*workload.inputs), tessel_first),
+             "numpy": (lambda: workload.numpy(*workload.inputs), numpy_first)}
+    # inference_mode only changes what torch records; numpy and tessel calls run alike inside it.
+    with torch.inference_mode() if torch is not None else contextlib.nullcontext():
+        if torch is not None:
+            args = [torch.from_numpy(x) for x in workload.inputs]
             out, torch_first = timed(lambda: workload.torch(*args))
             check(f"torch vs numpy: {workload.name}", out.numpy(), expected, workload.rtol)
-            result.torch = time_calls(lambda: workload.torch(*args), torch_first, budget_s, max_runs)
-        result.ratios["torch"] = result.torch.median_ms / result.tessel.median_ms
+            calls["torch"] = (lambda: workload.torch(*args), torch_first)
+        timings = time_interleaved(calls, budget_s, max_runs)
+    result.tessel, result.numpy, result.torch = timings["tessel"], timings["numpy"], timings.get("torch")
+    for peer in ("numpy", "torch"):
+        if peer in timings:
+            result.ratios[peer] = timings[peer].median_ms / result.tessel.median_ms
     if workload.goal and workload.goal.peer in result.ratios:
         result.goal_met = result.ratios[workload.goal.peer] >= workload.goal.ratio
     return result

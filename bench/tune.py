@@ -8,7 +8,7 @@ with the cost model (``search="model"``) and by random search alone. Then,
 in the same process, the model's database is used as a compile would use
 it: the whole program is compiled with the default schedules and with
 ``tuning_db=``, both are checked against numpy and timed the same way
-(``bench/cpu.py``'s ``time_calls``), and the ratio is default / tuned. The
+(``bench/cpu.py``'s ``time_interleaved``), and the ratio is default / tuned. The
 trials each search needed to come within 3% of the best time either found
 while searching compare the two searches (each search's summary times are
 its default and best schedules measured again, interleaved, at the end); ``--plot`` draws their best-so-far curves. The
@@ -39,7 +39,7 @@ from tessel.compiler import _tuned
 from tessel.tuning import KernelSummary, LocalCpuRunner, plot_curves, print_progress, tune
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu import _softmax_numpy, check, machine, time_calls, timed  # noqa: E402 - cpu.py's timing, softmax
+from cpu import _softmax_numpy, check, machine, time_interleaved, timed  # noqa: E402 - cpu.py's timing, softmax
 
 SEARCHES = ("model", "random")
 # A search has found "the best" when within this of the best either found.
@@ -93,15 +93,16 @@ def run(workload: Workload, trials: int, runner: LocalCpuRunner, workdir: Path) 
                                  progress=print_progress)
     db = str(workdir / f"{workload.name.split()[0]}-model.db")
     kernels = len(summaries["model"])
-    lookup = statistics.median(timed(lambda: _tuned(module, "cpu", db))[1] for _ in range(5))
+    lookup = statistics.median(timed(lambda: _tuned(module, "cpu", db, allow_tf32=False))[1] for _ in range(5))
 
     expected = workload.numpy(*workload.inputs)
-    timings = {}
+    calls = {}
     for label, options in (("default", {}), ("tuned", {"tuning_db": db})):
         exe = tessel.compile(module, **options)
         out, first = timed(lambda: exe(*workload.inputs))
         check(f"{workload.name} ({label})", out, expected, workload.rtol)
-        timings[label] = time_calls(lambda: exe(*workload.inputs), first, 2.0, 200).median_ms
+        calls[label] = (lambda exe=exe: exe(*workload.inputs), first)
+    timings = {label: t.median_ms for label, t in time_interleaved(calls, 2.0, 200).items()}
     # The best time either search found while searching, per kernel.
     best: dict[str, float] = {}
     for search in SEARCHES:

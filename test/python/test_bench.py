@@ -1,4 +1,5 @@
-"""bench/cpu.py --quick runs, checks every workload against numpy and prints its tables."""
+"""bench/cpu.py --quick and bench/tune.py with a few trials run, check their
+results against numpy and print their tables."""
 
 import json
 import subprocess
@@ -6,6 +7,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "cpu.py"
+TUNE = BENCH.with_name("tune.py")
 
 
 def test_quick_benchmark_runs_and_reports(tmp_path):
@@ -18,3 +20,14 @@ def test_quick_benchmark_runs_and_reports(tmp_path):
     results = json.loads(out.read_text())["results"]
     assert len(results) == 9
     assert all(r["error"] is None and r["tessel"]["median_ms"] > 0 for r in results)
+
+
+def test_tuning_benchmark_runs_and_reports(tmp_path):
+    out = tmp_path / "tuning.json"
+    proc = subprocess.run([sys.executable, str(TUNE), "--trials", "2", "--only", "softmax", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tuned/default" in proc.stdout and "trials to best" in proc.stdout
+    [result] = json.loads(out.read_text())["results"]
+    assert result["default_ms"] > 0 and result["tuned_ms"] > 0
+    assert set(result["searches"]) == {"model", "random"}
