@@ -204,6 +204,10 @@ def timed(call: Callable[[], Any]) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
+# Seconds of untimed calls that begin each turn of time_interleaved.
+SETTLE_S = 0.2
+
+
 def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s: float,
                      max_runs: int) -> dict[str, Timing]:
     """Median time of each of ``calls`` (name: the call and the seconds its
@@ -212,9 +216,12 @@ def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s
     The first calls pay one-time costs (lazy JIT, thread pools, page faults),
     so at least two more warm up, then more until a quarter of the budget is
     spent; a call longer than the budget and 1 s ends the warm-up. The timed
-    calls then take turns: ten rounds, each running every implementation for
-    about a tenth of its budget, so that a slow spell of a shared machine
-    falls on all of them alike rather than on the one timed during it.
+    calls then take turns: five rounds, each running every implementation for
+    about a fifth of its budget, so that a slow spell of a shared machine
+    falls on all of them alike rather than on the one timed during it. Each
+    turn begins with untimed calls for at least ``SETTLE_S``: the previous
+    implementation's thread pool (OpenMP, OpenBLAS) keeps spinning for a
+    while after its last call and would slow the first calls of the next.
     """
     runs: dict[str, int] = {}
     for name, (call, first_s) in calls.items():
@@ -223,11 +230,16 @@ def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s
         while warm[-1] < long_s and len(warm) < max_runs and (len(warm) < 3 or sum(warm[1:]) < budget_s / 4):
             warm.append(timed(call)[1])
         runs[name] = max(1, min(max_runs, int(budget_s / warm[-1])))
-    rounds = 10
+    rounds = 5
     times: dict[str, list[float]] = {name: [] for name in calls}
     for r in range(rounds):
         for name, (call, _) in calls.items():
             share = runs[name] * (r + 1) // rounds - runs[name] * r // rounds
+            if not share:
+                continue
+            settled = 0.0
+            while settled < SETTLE_S:
+                settled += timed(call)[1]
             times[name] += [timed(call)[1] for _ in range(share)]
     return {name: Timing(first_s * 1e3, statistics.median(times[name]) * 1e3, runs[name])
             for name, (_, first_s) in calls.items()}
