@@ -211,7 +211,7 @@ def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
     the root's parallel loops over blocks and then threads (one thread per
     point; in kernels built around a reduction the innermost loop of an
     elementwise root stays whole, so reductions are never recomputed). A
-    kernel with nothing to distribute (a 64-bit reduction to a scalar)
+    kernel with nothing to distribute (an f16 sum to a scalar)
     gets no schedule (gpu-map-kernels runs it in one thread).
     CPU: parallel tiles (tasks of the async runtime) of about 16K points
     of the root's iteration space, inner loops whole; matmul kernels get

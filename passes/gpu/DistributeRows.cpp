@@ -71,10 +71,10 @@ constexpr int64_t kMaxSlots = 32;
 
 class RowEmitter {
 public:
-  RowEmitter(OpBuilder &b, Location loc, scf::ForallOp block, int64_t threads,
-             int64_t columns, Value tid, Value partials)
-      : b(b), loc(loc), block(block), threads(threads), columns(columns),
-        tid(tid), partials(partials) {}
+  RowEmitter(OpBuilder &b, Location loc, scf::ForallOp block,
+             scf::ForallOp threadLoop, int64_t threads, int64_t columns)
+      : b(b), loc(loc), block(block), threadLoop(threadLoop), threads(threads),
+        columns(columns), tid(threadLoop.getInductionVar(0)) {}
 
   /// Emits `ops` (the block tile, in order); fails on an op it cannot take.
   LogicalResult emit(ArrayRef<Operation *> ops) {
@@ -155,8 +155,8 @@ private:
     Value outArg = body.getArguments().back();
     if (!isShuffleReducible(combiner, outArg.getType()) ||
         !llvm::is_contained(combiner->getOperands(), outArg))
-      return op.emitError("loop.warp_reduce: the reduction must combine f32 "
-                          "or i32 values with an op that has a neutral "
+      return op.emitError("loop.warp_reduce: the reduction must combine f32, "
+                          "i32 or i64 values with an op that has a neutral "
                           "element, or take the maximum or minimum of f16 "
                           "or bf16 ones");
     Value partial =
@@ -174,9 +174,9 @@ private:
       scf::YieldOp::create(b, loc, next);
       partial = loop.getResult(0);
     }
-    // Shuffles take 32-bit values: 16-bit maxima go as f32 (exact).
+    // Shuffles take 32- and 64-bit values: 16-bit maxima go as f32 (exact).
     Type type = partial.getType();
-    bool widened = !type.isF32() && !type.isInteger(32);
+    bool widened = type.isF16() || type.isBF16();
     if (widened)
       partial = arith::ExtFOp::create(b, loc, b.getF32Type(), partial);
     Value total = allReduce(partial, combiner);
@@ -310,26 +310,36 @@ private:
     Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          lane, index(0));
     auto ifOp = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
-    // The buffer holds f32; i32 partials pass through it as their bits.
-    Type type = partial.getType();
+    Value partials = partialsOf(partial.getType());
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      Value bits = type.isF32() ? partial
-                                : arith::BitcastOp::create(
-                                      b, loc, b.getF32Type(), partial);
-      memref::StoreOp::create(b, loc, bits, partials, ValueRange{warp});
+      memref::StoreOp::create(b, loc, partial, partials, ValueRange{warp});
     }
     gpu::BarrierOp::create(b, loc);
-    auto load = [&](int64_t w) -> Value {
-      Value bits =
-          memref::LoadOp::create(b, loc, partials, ValueRange{index(w)});
-      return type.isF32() ? bits : arith::BitcastOp::create(b, loc, type, bits);
-    };
-    Value total = load(0);
+    Value total = memref::LoadOp::create(b, loc, partials, ValueRange{index(0)});
     for (int64_t w = 1; w < warps; ++w)
-      total = combine(combiner, total, load(w));
+      total = combine(combiner, total,
+                      memref::LoadOp::create(b, loc, partials,
+                                             ValueRange{index(w)}));
     return total;
+  }
+
+  /// The workgroup buffer of one `type` partial per warp, made before the
+  /// thread loop the first time a reduction of that type needs it.
+  Value partialsOf(Type type) {
+    Value &buffer = partialBuffers[type];
+    if (!buffer) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(threadLoop);
+      auto workgroup = gpu::AddressSpaceAttr::get(
+          b.getContext(), gpu::AddressSpace::Workgroup);
+      buffer = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({threads / loop::kWarpSize}, type,
+                          MemRefLayoutAttrInterface(), workgroup));
+    }
+    return buffer;
   }
 
   /// `combiner` (an op of the reduction's body) applied to `x` and `y`.
@@ -377,9 +387,10 @@ private:
 
   OpBuilder &b;
   Location loc;
-  scf::ForallOp block;
+  scf::ForallOp block, threadLoop;
   int64_t threads, columns;
-  Value tid, partials;
+  Value tid;
+  llvm::DenseMap<Type, Value> partialBuffers;
   llvm::DenseMap<Value, Value> scalars;
   llvm::DenseMap<Value, linalg::GenericOp> rowOps;
   // Register mode (width > 0): each slot's column, the slot being emitted,
@@ -414,24 +425,18 @@ LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
   OpBuilder b(block.getBody()->getTerminator());
   Location loc = root.getLoc();
   MLIRContext *ctx = b.getContext();
-  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Value partials = memref::AllocOp::create(
-      b, loc,
-      MemRefType::get({threads / loop::kWarpSize}, b.getF32Type(),
-                      MemRefLayoutAttrInterface(), workgroup));
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{},
       b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
   b.setInsertionPoint(forall.getBody()->getTerminator());
-  if (failed(RowEmitter(b, loc, block, threads, columns,
-                        forall.getInductionVar(0), partials)
-                 .emit(ops)))
+  if (failed(RowEmitter(b, loc, block, forall, threads, columns).emit(ops)))
     return failure();
   for (Operation *op : llvm::reverse(ops))
     op->erase();
-  // Internal buffers now live in registers.
+  // Internal buffers now live in registers; the warps' partials are in
+  // workgroup memory.
   for (auto alloc : llvm::to_vector(block.getBody()->getOps<memref::AllocOp>())) {
-    if (alloc == partials.getDefiningOp())
+    if (isa_and_nonnull<gpu::AddressSpaceAttr>(alloc.getType().getMemorySpace()))
       continue;
     if (failed(eraseReplacedBuffer(alloc, "loop.warp_reduce: a buffer of the "
                                           "row is still used after distribution")))

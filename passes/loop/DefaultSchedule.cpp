@@ -706,7 +706,7 @@ struct LoopDefaultSchedulePass
     if (mayCoverKernel && addGridReduceSchedule(func))
       return true;
     std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(root, rowwise);
-    // Nothing to distribute (a reduction of 64-bit values to a scalar):
+    // Nothing to distribute (an f16 sum to a scalar):
     // no schedule; gpu-map-kernels runs the kernel in one thread.
     if (!tiling)
       return false;

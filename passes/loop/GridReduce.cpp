@@ -7,7 +7,8 @@
 // into `parts` rows whose partial results a block each computes; a single
 // block then combines the partials with the single-value ops after them.
 // Both stages are rows for gpu-distribute-rows, so their threads combine
-// values through warp shuffles. Each stage is a launch of its own (the
+// values through warp shuffles. Elementwise producers are first fused into
+// the reduction, so that its rows read their inputs. Each stage is a launch of its own (the
 // second waits for every block of the first), which a kernel may have.
 //
 //===----------------------------------------------------------------------===//
@@ -175,6 +176,62 @@ FailureOr<scf::ForallOp> computeInOneBlock(RewriterBase &rewriter,
   return forall;
 }
 
+/// Whether elementwise `producer` reads each input at its result's indices
+/// or not at all (a single value): fused into a reduction, it leaves the
+/// reduction's operands read in order, as merging its loops needs.
+bool readsInPlace(linalg::GenericOp producer) {
+  if (producer.getNumDpsInits() != 1 || producer.hasIndexSemantics())
+    return false;
+  AffineMap result = producer.getIndexingMapsArray().back();
+  return llvm::all_of(producer.getDpsInputOperands(), [&](OpOperand *input) {
+    AffineMap map = producer.getMatchingIndexingMap(input);
+    return map == result || map.getNumResults() == 0;
+  });
+}
+
+/// `reduction` with the elementwise producers of its inputs that
+/// readsInPlace fused into its body (a copy of one that others also read),
+/// so that its rows read what they read rather than a tensor written first
+/// (the centered values of a variance).
+linalg::GenericOp fuseElementwiseProducers(RewriterBase &rewriter,
+                                           linalg::GenericOp reduction) {
+  for (bool fused = true; fused;) {
+    fused = false;
+    for (OpOperand *input : reduction.getDpsInputOperands()) {
+      auto producer = input->get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || !readsInPlace(producer) ||
+          !linalg::areElementwiseOpsFusable(input))
+        continue;
+      if (!producer->hasOneUse()) {
+        rewriter.setInsertionPoint(reduction);
+        Operation *copy = rewriter.clone(*producer);
+        rewriter.modifyOpInPlace(reduction,
+                                 [&] { input->set(copy->getResult(0)); });
+      }
+      Operation *fusedProducer = input->get().getDefiningOp();
+      FailureOr<linalg::ElementwiseOpFusionResult> result =
+          linalg::fuseElementwiseOps(rewriter, input);
+      if (failed(result))
+        continue;
+      rewriter.replaceOp(reduction,
+                         result->replacements.lookup(reduction->getResult(0)));
+      if (fusedProducer->use_empty())
+        rewriter.eraseOp(fusedProducer);
+      // Fusion also keeps the producer's result, which nothing reads.
+      FailureOr<linalg::GenericOp> pruned =
+          linalg::deduplicateOperandsAndRemoveDeadResults(
+              rewriter, cast<linalg::GenericOp>(result->fusedOp),
+              /*removeOutputs=*/true);
+      if (failed(pruned))
+        return cast<linalg::GenericOp>(result->fusedOp);
+      reduction = *pruned;
+      fused = true;
+      break;
+    }
+  }
+  return reduction;
+}
+
 /// `reduction` with its reduction loops (consecutive) merged into one.
 FailureOr<linalg::LinalgOp> mergeReductionLoops(RewriterBase &rewriter,
                                                 linalg::GenericOp reduction) {
@@ -209,8 +266,8 @@ LogicalResult tessel::gridReduce(RewriterBase &rewriter,
       diag.attachNote(loc) << "the reduction";
       return diag;
     };
-    FailureOr<linalg::LinalgOp> combined =
-        mergeReductionLoops(rewriter, reduction);
+    FailureOr<linalg::LinalgOp> combined = mergeReductionLoops(
+        rewriter, fuseElementwiseProducers(rewriter, reduction));
     if (failed(combined))
       return fail("could not merge the loops of a reduction");
     int64_t stageThreads = threads;

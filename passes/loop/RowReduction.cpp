@@ -46,7 +46,7 @@ static bool combinesByShuffles(linalg::GenericOp op) {
 bool tessel::isShuffleReducible(Operation *combiner, Type type) {
   if (!combiner || !arith::getNeutralElement(combiner))
     return false;
-  if (type.isF32() || type.isInteger(32))
+  if (type.isF32() || type.isInteger(32) || type.isInteger(64))
     return true;
   return (type.isF16() || type.isBF16()) &&
          isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
@@ -148,9 +148,9 @@ std::string tessel::gridReductionUnfit(func::FuncOp func, int64_t parts) {
     return "it has no reduction to a single value";
   for (linalg::GenericOp op : reductions) {
     if (op.getNumDpsInits() != 1 || !combinesByShuffles(op))
-      return "a reduction to a single value does not combine f32 or i32 "
-             "values with an op that has a neutral element, nor take the "
-             "maximum or minimum of f16 or bf16 ones";
+      return "a reduction to a single value does not combine f32, i32 or "
+             "i64 values with an op that has a neutral element, nor take "
+             "the maximum or minimum of f16 or bf16 ones";
     SmallVector<unsigned> dims;
     op.getReductionDims(dims);
     bool projected =

@@ -32,9 +32,9 @@ std::optional<KernelRows> kernelRows(mlir::func::FuncOp func,
                                      mlir::TilingInterface root);
 
 /// Whether loop.warp_reduce can combine partials of a reduction whose body
-/// yields `combiner` over `type` values through 32-bit warp shuffles: f32
-/// or i32 with a combiner that has a neutral element, or f16 and bf16
-/// maxima and minima, which are exact in f32.
+/// yields `combiner` over `type` values through warp shuffles: f32, i32 or
+/// i64 with a combiner that has a neutral element, or f16 and bf16 maxima
+/// and minima, which are exact in f32.
 bool isShuffleReducible(mlir::Operation *combiner, mlir::Type type);
 
 /// Why loop.warp_reduce cannot share the rows of `func`'s kernel among a

@@ -225,7 +225,7 @@ func.func private @sum_f16(%x: memref<64x1000xf16>, %y: memref<64xf16>) attribut
     %sx = memref.subview %x[%r, 0] [1, 1000] [1, 1] : memref<64x1000xf16> to memref<1x1000xf16, strided<[1000, 1], offset: ?>>
     %sy = memref.subview %y[%r] [1] [1] : memref<64xf16> to memref<1xf16, strided<[1], offset: ?>>
     linalg.fill ins(%zero : f16) outs(%sy : memref<1xf16, strided<[1], offset: ?>>)
-    // expected-error @+1 {{loop.warp_reduce: the reduction must combine f32 or i32 values with an op that has a neutral element, or take the maximum or minimum of f16 or bf16 ones}}
+    // expected-error @+1 {{loop.warp_reduce: the reduction must combine f32, i32 or i64 values with an op that has a neutral element, or take the maximum or minimum of f16 or bf16 ones}}
     linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
         ins(%sx : memref<1x1000xf16, strided<[1000, 1], offset: ?>>) outs(%sy : memref<1xf16, strided<[1], offset: ?>>) attrs = {tessel.warp_reduce = 64 : i64} {
     ^bb0(%a: f16, %s: f16):

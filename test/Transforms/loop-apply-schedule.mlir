@@ -490,3 +490,45 @@ func.func private @two_sums(%a: tensor<64x96xf32>, %b: tensor<64x96xf32>) -> (te
 loop.schedule @two_sums target "sm_90" {
   loop.grid_reduce parts [1] threads [64]
 }
+
+// -----
+
+// An elementwise producer that the kernel also returns is fused into the
+// reduction (a copy of it): the maximum reads %a, not the producer's result
+// written first, and the returned result gets a nest of its own.
+// CHECK-LABEL: func.func private @fused_producer
+// CHECK: scf.forall
+// CHECK: arith.addf
+// CHECK: mapping = [#gpu.block<y>, #gpu.block<x>]
+// CHECK: %[[ROW:.*]] = tensor.collapse_shape %arg0
+// CHECK: scf.forall (%{{.*}}) in (1)
+// CHECK: linalg.generic {{.*}}ins(%[[ROW]] : tensor<42xf32>) outs(%{{.*}} : tensor<1x1xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: arith.maximumf
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#r = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#o = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+func.func private @fused_producer(%a: tensor<7x6xf32>) -> (tensor<7x6xf32>, tensor<1x1xf32>) attributes {tessel.kernel = "reduction"} {
+  %one = arith.constant 1.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<7x6xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<7x6xf32>) outs(%e : tensor<7x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.addf %x, %one : f32
+    linalg.yield %y : f32
+  } -> tensor<7x6xf32>
+  %e1 = tensor.empty() : tensor<1x1xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<1x1xf32>) -> tensor<1x1xf32>
+  %m = linalg.generic {indexing_maps = [#r, #o], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%p : tensor<7x6xf32>) outs(%f : tensor<1x1xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.maximumf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<1x1xf32>
+  return %p, %m : tensor<7x6xf32>, tensor<1x1xf32>
+}
+loop.schedule @fused_producer target "sm_90" {
+  loop.grid_reduce parts [1] threads [32]
+}

@@ -147,8 +147,9 @@ func.func private @rows(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attrib
 
 // -----
 
-// Rows whose reduction is over 64-bit values (shuffles move 32 bits) keep
-// the fallback: each thread walks one whole row, 64 rows per block.
+// Rows whose reduction is an f16 sum (f32 shuffles would round it
+// differently) keep the fallback: each thread walks one whole row, 64 rows
+// per block.
 // CHECK-LABEL: func.func private @introws
 // CHECK: loop.schedule @introws target "sm_90" {
 // CHECK-NEXT: loop.tile [64, 0] mapping [#gpu.block<x>]
@@ -157,24 +158,24 @@ func.func private @rows(%a: tensor<512x1000xf32>) -> tensor<512x1000xf32> attrib
 #row = affine_map<(d0, d1) -> (d0, 0)>
 #in = affine_map<(d0, d1, d2) -> (d0, d2)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
-func.func private @introws(%a: tensor<512x1000xi64>) -> tensor<512x1000xi64> attributes {tessel.kernel = "reduction"} {
-  %zero = arith.constant 0 : i64
-  %e1 = tensor.empty() : tensor<512x1xi64>
-  %f = linalg.fill ins(%zero : i64) outs(%e1 : tensor<512x1xi64>) -> tensor<512x1xi64>
+func.func private @introws(%a: tensor<512x1000xf16>) -> tensor<512x1000xf16> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f16
+  %e1 = tensor.empty() : tensor<512x1xf16>
+  %f = linalg.fill ins(%zero : f16) outs(%e1 : tensor<512x1xf16>) -> tensor<512x1xf16>
   %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%a : tensor<512x1000xi64>) outs(%f : tensor<512x1xi64>) {
-  ^bb0(%x: i64, %acc: i64):
-    %y = arith.addi %acc, %x : i64
-    linalg.yield %y : i64
-  } -> tensor<512x1xi64>
-  %e = tensor.empty() : tensor<512x1000xi64>
+      ins(%a : tensor<512x1000xf16>) outs(%f : tensor<512x1xf16>) {
+  ^bb0(%x: f16, %acc: f16):
+    %y = arith.addf %acc, %x : f16
+    linalg.yield %y : f16
+  } -> tensor<512x1xf16>
+  %e = tensor.empty() : tensor<512x1000xf16>
   %0 = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%a, %s : tensor<512x1000xi64>, tensor<512x1xi64>) outs(%e : tensor<512x1000xi64>) {
-  ^bb0(%x: i64, %t: i64, %o: i64):
-    %y = arith.divsi %x, %t : i64
-    linalg.yield %y : i64
-  } -> tensor<512x1000xi64>
-  return %0 : tensor<512x1000xi64>
+      ins(%a, %s : tensor<512x1000xf16>, tensor<512x1xf16>) outs(%e : tensor<512x1000xf16>) {
+  ^bb0(%x: f16, %t: f16, %o: f16):
+    %y = arith.divf %x, %t : f16
+    linalg.yield %y : f16
+  } -> tensor<512x1000xf16>
+  return %0 : tensor<512x1000xf16>
 }
 
 // -----
@@ -257,7 +258,7 @@ loop.schedule @mine target "sm_90" {
 // short, in rows of 4096 points when long.
 // CHECK-LABEL: func.func private @scalar
 // CHECK-LABEL: func.func private @long_scalar
-// CHECK-LABEL: func.func private @integer_scalar
+// CHECK-LABEL: func.func private @f16_scalar
 // CHECK: loop.schedule @scalar target "sm_90" {
 // CHECK-NEXT: %[[P:.*]] = loop.knob "parts" = 1 choices [1, 2, 4, 8]
 // CHECK-NEXT: %[[T:.*]] = loop.knob "threads" = 128 choices [32, 64, 128, 256, 512, 1024]
@@ -265,9 +266,9 @@ loop.schedule @mine target "sm_90" {
 // CHECK: loop.schedule @long_scalar target "sm_90" {
 // CHECK-NEXT: loop.knob "parts" = 128 choices [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 // CHECK-NEXT: loop.knob "threads" = 256
-// 64-bit values are not shuffled: nothing to distribute, no schedule; the
+// An f16 sum is not shuffled: nothing to distribute, no schedule; the
 // kernel runs in one thread.
-// CHECK-NOT: loop.schedule @integer_scalar
+// CHECK-NOT: loop.schedule @f16_scalar
 #in = affine_map<(d0) -> (d0)>
 #out = affine_map<(d0) -> ()>
 #in2 = affine_map<(d0, d1) -> (d0, d1)>
@@ -296,17 +297,17 @@ func.func private @long_scalar(%a: tensor<512x1024xf32>) -> tensor<f32> attribut
   } -> tensor<f32>
   return %s : tensor<f32>
 }
-func.func private @integer_scalar(%a: tensor<1000xi64>) -> tensor<i64> attributes {tessel.kernel = "reduction"} {
-  %zero = arith.constant 0 : i64
-  %e = tensor.empty() : tensor<i64>
-  %f = linalg.fill ins(%zero : i64) outs(%e : tensor<i64>) -> tensor<i64>
+func.func private @f16_scalar(%a: tensor<1000xf16>) -> tensor<f16> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<f16>
+  %f = linalg.fill ins(%zero : f16) outs(%e : tensor<f16>) -> tensor<f16>
   %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
-      ins(%a : tensor<1000xi64>) outs(%f : tensor<i64>) {
-  ^bb0(%x: i64, %acc: i64):
-    %y = arith.addi %acc, %x : i64
-    linalg.yield %y : i64
-  } -> tensor<i64>
-  return %s : tensor<i64>
+      ins(%a : tensor<1000xf16>) outs(%f : tensor<f16>) {
+  ^bb0(%x: f16, %acc: f16):
+    %y = arith.addf %acc, %x : f16
+    linalg.yield %y : f16
+  } -> tensor<f16>
+  return %s : tensor<f16>
 }
 
 // -----

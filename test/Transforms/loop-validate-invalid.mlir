@@ -822,20 +822,20 @@ loop.schedule @uneven target "sm_90" {
 #out = affine_map<(d0) -> ()>
 #t = affine_map<(d0, d1) -> (d1, d0)>
 #out2 = affine_map<(d0, d1) -> ()>
-func.func private @ints(%a: tensor<1000xi64>) -> tensor<i64> attributes {tessel.kernel = "reduction"} {
-  %zero = arith.constant 0 : i64
-  %e = tensor.empty() : tensor<i64>
-  %f = linalg.fill ins(%zero : i64) outs(%e : tensor<i64>) -> tensor<i64>
+func.func private @halves(%a: tensor<1000xf16>) -> tensor<f16> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<f16>
+  %f = linalg.fill ins(%zero : f16) outs(%e : tensor<f16>) -> tensor<f16>
   %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
-      ins(%a : tensor<1000xi64>) outs(%f : tensor<i64>) {
-  ^bb0(%x: i64, %acc: i64):
-    %y = arith.addi %acc, %x : i64
-    linalg.yield %y : i64
-  } -> tensor<i64>
-  return %s : tensor<i64>
+      ins(%a : tensor<1000xf16>) outs(%f : tensor<f16>) {
+  ^bb0(%x: f16, %acc: f16):
+    %y = arith.addf %acc, %x : f16
+    linalg.yield %y : f16
+  } -> tensor<f16>
+  return %s : tensor<f16>
 }
-loop.schedule @ints target "sm_90" {
-  // expected-error @below {{cannot apply to kernel 'ints': a reduction to a single value does not combine f32 or i32 values with an op that has a neutral element, nor take the maximum or minimum of f16 or bf16 ones}}
+loop.schedule @halves target "sm_90" {
+  // expected-error @below {{cannot apply to kernel 'halves': a reduction to a single value does not combine f32, i32 or i64 values with an op that has a neutral element, nor take the maximum or minimum of f16 or bf16 ones}}
   loop.grid_reduce parts [1] threads [128]
 }
 

@@ -385,6 +385,10 @@ SINGLE_VALUE_REDUCTIONS = {
     "prime": (lambda x: ops.sum(x), lambda x: x.sum(), (10007,), np.float32, [(1, 1024)]),
     "f16_max": (lambda x: ops.max(x), lambda x: x.max(), (4096, 8), np.float16, [(8, 256), (1, 32)]),
     "i32_sum": (lambda x: ops.sum(x), lambda x: x.sum(), (1000, 64), np.int32, [(10, 512), (1, 32)]),
+    "i64_max": (lambda x: ops.max(x), lambda x: x.max(), (1000, 64), np.int64, [(10, 512), (1, 32)]),
+    "standardize": (lambda x: (x - ops.mean(x)) * ops.rsqrt(ops.mean((x - ops.mean(x)) * (x - ops.mean(x))) + 1e-5),
+                    lambda x: (x - x.mean()) / np.sqrt(x.var() + 1e-5), (256, 512), np.float32,
+                    [(32, 256), (1, 32), (32, 256), (1, 32), (1, 128)]),
     "centered": (lambda x: x - ops.mean(x), lambda x: x - x.mean(), (64, 96), np.float32, None),
     "variance": (lambda x: ops.mean((x - ops.mean(x)) * (x - ops.mean(x))), lambda x: x.var(), (128, 256),
                  np.float32, [(8, 256), (1, 32), (8, 256), (1, 32)]),
@@ -399,12 +403,15 @@ def test_reductions_to_a_single_value_run_in_parts_across_the_grid(name):
     # of partial results, a block each, which one block then combines with
     # the single-value ops after them, both through warp shuffles; ops over
     # tensors that read the value are tiled pointwise. Before, a sum ran in
-    # a single thread, and an op reading it recomputed it per tile. i32
-    # partials are shuffled as they are. Every sampled part count and
-    # thread count keeps the numerics.
+    # a single thread, and an op reading it recomputed it per tile. Integer
+    # partials are shuffled as they are. A variance reads x, not the
+    # centered values written first (the elementwise producer is fused into
+    # the reduction). Every sampled part count and thread count keeps the
+    # numerics.
     fn, reference, shape, dtype, launches = SINGLE_VALUE_REDUCTIONS[name]
     rng = np.random.default_rng(0)
-    x = (rng.integers(-1000, 1000, shape) if dtype == np.int32 else rng.standard_normal(shape)).astype(dtype)
+    integers = np.issubdtype(dtype, np.integer)
+    x = (rng.integers(-1000, 1000, shape) if integers else rng.standard_normal(shape)).astype(dtype)
     module = tessel.trace(fn, x, name=name)
     kernels = tessel.compile(module, target="cuda:sm_90").kernels
     assert all(k.block != (1, 1, 1) for k in kernels)
