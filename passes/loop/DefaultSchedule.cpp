@@ -706,8 +706,8 @@ struct LoopDefaultSchedulePass
     if (mayCoverKernel && addGridReduceSchedule(func))
       return true;
     std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(root, rowwise);
-    // Nothing to distribute (an f16 sum to a scalar):
-    // no schedule; gpu-map-kernels runs the kernel in one thread.
+    // Nothing to distribute (an f16 sum to a scalar): no schedule;
+    // gpu-map-kernels runs the kernel in one thread.
     if (!tiling)
       return false;
     OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
