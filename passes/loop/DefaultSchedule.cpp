@@ -701,8 +701,8 @@ struct LoopDefaultSchedulePass
         addWarpReduceSchedule(func, root, extents, result))
       return false;
     // Reductions to single values (a sum, a 1-D softmax's): in parts
-    // across the grid; the ops that read them, tiled pointwise, would each
-    // compute them again.
+    // across the grid, where pointwise tiling would leave them to a single
+    // thread.
     if (mayCoverKernel && addGridReduceSchedule(func))
       return true;
     std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(root, rowwise);

@@ -403,11 +403,10 @@ def test_reductions_to_a_single_value_run_in_parts_across_the_grid(name):
     # of partial results, a block each, which one block then combines with
     # the single-value ops after them, both through warp shuffles; ops over
     # tensors that read the value are tiled pointwise. Before, a sum ran in
-    # a single thread, and an op reading it recomputed it per tile. Integer
-    # partials are shuffled as they are. A variance reads x, not the
-    # centered values written first (the elementwise producer is fused into
-    # the reduction). Every sampled part count and thread count keeps the
-    # numerics.
+    # a single thread. Integer partials are shuffled as they are. A
+    # variance reads x, not the centered values written first (the
+    # elementwise producer is fused into the reduction). Every sampled part
+    # count and thread count keeps the numerics.
     fn, reference, shape, dtype, launches = SINGLE_VALUE_REDUCTIONS[name]
     rng = np.random.default_rng(0)
     integers = np.issubdtype(dtype, np.integer)
