@@ -150,11 +150,8 @@ private:
       return success();
     }
     // A reduction: yield(combine(out, f(ins))).
-    Block &body = op.getRegion().front();
-    Operation *combiner = body.getTerminator()->getOperand(0).getDefiningOp();
-    Value outArg = body.getArguments().back();
-    if (!isShuffleReducible(combiner, outArg.getType()) ||
-        !llvm::is_contained(combiner->getOperands(), outArg))
+    Operation *combiner = shuffleCombiner(op);
+    if (!combiner)
       return op.emitError("loop.warp_reduce: the reduction must combine f32, "
                           "i32 or i64 values with an op that has a neutral "
                           "element, or take the maximum or minimum of f16 "

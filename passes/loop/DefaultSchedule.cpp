@@ -642,11 +642,11 @@ struct LoopDefaultSchedulePass
     for (int64_t p = 1; p <= kMaxParts && common % p == 0; p *= 2)
       choices.push_back(p);
     if (!gridReductionUnfit(func, parts).empty()) {
+      if (parts == 1 || !gridReductionUnfit(func, 1).empty())
+        return false;
       parts = 1;
       choices = {1};
     }
-    if (!gridReductionUnfit(func, parts).empty())
-      return false;
     llvm::sort(choices);
     choices.erase(llvm::unique(choices), choices.end());
     OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());

@@ -178,9 +178,11 @@ FailureOr<scf::ForallOp> computeInOneBlock(RewriterBase &rewriter,
 
 /// Whether elementwise `producer` reads each input at its result's indices
 /// or not at all (a single value): fused into a reduction, it leaves the
-/// reduction's operands read in order, as merging its loops needs.
+/// reduction's operands read in order, as merging its loops needs. Its
+/// payload must not read its init, so that fusion leaves that operand dead.
 bool readsInPlace(linalg::GenericOp producer) {
-  if (producer.getNumDpsInits() != 1 || producer.hasIndexSemantics())
+  if (producer.getNumDpsInits() != 1 || producer.hasIndexSemantics() ||
+      producer.payloadUsesValueFromOperand(producer.getDpsInitOperand(0)))
     return false;
   AffineMap result = producer.getIndexingMapsArray().back();
   return llvm::all_of(producer.getDpsInputOperands(), [&](OpOperand *input) {
@@ -192,9 +194,10 @@ bool readsInPlace(linalg::GenericOp producer) {
 /// `reduction` with the elementwise producers of its inputs that
 /// readsInPlace fused into its body (a copy of one that others also read),
 /// so that its rows read what they read rather than a tensor written first
-/// (the centered values of a variance).
-linalg::GenericOp fuseElementwiseProducers(RewriterBase &rewriter,
-                                           linalg::GenericOp reduction) {
+/// (the centered values of a variance). Fails if a fused op keeps more
+/// than the reduction's result.
+FailureOr<linalg::GenericOp>
+fuseElementwiseProducers(RewriterBase &rewriter, linalg::GenericOp reduction) {
   for (bool fused = true; fused;) {
     fused = false;
     for (OpOperand *input : reduction.getDpsInputOperands()) {
@@ -222,8 +225,8 @@ linalg::GenericOp fuseElementwiseProducers(RewriterBase &rewriter,
           linalg::deduplicateOperandsAndRemoveDeadResults(
               rewriter, cast<linalg::GenericOp>(result->fusedOp),
               /*removeOutputs=*/true);
-      if (failed(pruned))
-        return cast<linalg::GenericOp>(result->fusedOp);
+      if (failed(pruned) || (*pruned)->getNumResults() != 1)
+        return failure();
       reduction = *pruned;
       fused = true;
       break;
@@ -266,8 +269,12 @@ LogicalResult tessel::gridReduce(RewriterBase &rewriter,
       diag.attachNote(loc) << "the reduction";
       return diag;
     };
-    FailureOr<linalg::LinalgOp> combined = mergeReductionLoops(
-        rewriter, fuseElementwiseProducers(rewriter, reduction));
+    FailureOr<linalg::GenericOp> fused =
+        fuseElementwiseProducers(rewriter, reduction);
+    if (failed(fused))
+      return fail("could not fuse the elementwise producers of a reduction");
+    FailureOr<linalg::LinalgOp> combined =
+        mergeReductionLoops(rewriter, *fused);
     if (failed(combined))
       return fail("could not merge the loops of a reduction");
     int64_t stageThreads = threads;

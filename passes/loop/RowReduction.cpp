@@ -33,17 +33,9 @@ std::optional<KernelRows> tessel::kernelRows(func::FuncOp func,
   return rows;
 }
 
-/// Whether `op`'s body yields combiner(out, ...) with a combiner that
-/// isShuffleReducible.
-static bool combinesByShuffles(linalg::GenericOp op) {
-  Block &body = op.getRegion().front();
-  Operation *combiner = body.getTerminator()->getOperand(0).getDefiningOp();
-  BlockArgument out = body.getArguments().back();
-  return isShuffleReducible(combiner, out.getType()) &&
-         llvm::is_contained(combiner->getOperands(), out);
-}
-
-bool tessel::isShuffleReducible(Operation *combiner, Type type) {
+/// Whether loop.warp_reduce can combine partials of a reduction whose body
+/// yields `combiner` over `type` values through warp shuffles.
+static bool isShuffleReducible(Operation *combiner, Type type) {
   if (!combiner || !arith::getNeutralElement(combiner))
     return false;
   if (type.isF32() || type.isInteger(32) || type.isInteger(64))
@@ -51,6 +43,16 @@ bool tessel::isShuffleReducible(Operation *combiner, Type type) {
   return (type.isF16() || type.isBF16()) &&
          isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
              arith::MinNumFOp>(combiner);
+}
+
+Operation *tessel::shuffleCombiner(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  Operation *combiner = body.getTerminator()->getOperand(0).getDefiningOp();
+  BlockArgument out = body.getArguments().back();
+  if (!isShuffleReducible(combiner, out.getType()) ||
+      !llvm::is_contained(combiner->getOperands(), out))
+    return nullptr;
+  return combiner;
 }
 
 std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
@@ -87,7 +89,7 @@ std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
           fits &= !e.isFunctionOfDim(last) ||
                   (i + 1 == map.getNumResults() && isa<AffineDimExpr>(e));
     if (fits && iterators.back() == utils::IteratorType::reduction)
-      fits = combinesByShuffles(generic);
+      fits = shuffleCombiner(generic) != nullptr;
     if (!fits) {
       why = "an op is not elementwise over rows nor a reduction of whole "
             "rows that warp shuffles can combine";
@@ -147,7 +149,7 @@ std::string tessel::gridReductionUnfit(func::FuncOp func, int64_t parts) {
   if (reductions.empty())
     return "it has no reduction to a single value";
   for (linalg::GenericOp op : reductions) {
-    if (op.getNumDpsInits() != 1 || !combinesByShuffles(op))
+    if (op.getNumDpsInits() != 1 || !shuffleCombiner(op))
       return "a reduction to a single value does not combine f32, i32 or "
              "i64 values with an op that has a neutral element, nor take "
              "the maximum or minimum of f16 or bf16 ones";

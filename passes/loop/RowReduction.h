@@ -31,18 +31,19 @@ struct KernelRows {
 std::optional<KernelRows> kernelRows(mlir::func::FuncOp func,
                                      mlir::TilingInterface root);
 
-/// Whether loop.warp_reduce can combine partials of a reduction whose body
-/// yields `combiner` over `type` values through warp shuffles: f32, i32 or
-/// i64 with a combiner that has a neutral element, or f16 and bf16 maxima
-/// and minima, which are exact in f32.
-bool isShuffleReducible(mlir::Operation *combiner, mlir::Type type);
+/// The op that combines `op`'s reduced values, when loop.warp_reduce can
+/// combine partials of it through warp shuffles, else null: the body yields
+/// combiner(out, ...) for a combiner with a neutral element over f32, i32
+/// or i64 values, or the maximum or minimum of f16 or bf16 ones, which are
+/// exact in f32.
+mlir::Operation *shuffleCombiner(mlir::linalg::GenericOp op);
 
 /// Why loop.warp_reduce cannot share the rows of `func`'s kernel among a
 /// block's threads, or "" when it can: every linalg op is a fill or a
 /// generic whose loops but the last are parallel, whose last loop is the
 /// row (kernelRows) or has extent 1, or that has no row loop when the root
 /// has none, which reads and writes the row only at the last loop's index,
-/// and whose reductions (over the row) are isShuffleReducible.
+/// and whose reductions (over the row) have a shuffleCombiner.
 std::string rowReductionUnfit(mlir::func::FuncOp func,
                               mlir::TilingInterface root);
 
@@ -67,7 +68,7 @@ int64_t reducedElements(mlir::linalg::GenericOp reduction);
 
 /// Why loop.grid_reduce cannot take the reductions to a single value of
 /// `func`'s kernel in `parts` parts, or "" when it can: there is one, each
-/// is isShuffleReducible, its reduction loops are consecutive and every
+/// has a shuffleCombiner, its reduction loops are consecutive and every
 /// operand reads them in order at its last indices (merged, they are a
 /// row); more than one part also needs projected permutations and no
 /// linalg.index (upstream splitReduction). Divisibility is the caller's.
