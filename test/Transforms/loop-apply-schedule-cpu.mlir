@@ -1,23 +1,25 @@
 // RUN: tessel-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(loop-validate,loop-apply-schedule,canonicalize)' | FileCheck %s
 
 // A CPU schedule of a matmul kernel: parallel tiles of 8x16 (an scf.forall
-// without mapping: tasks of the async runtime), K in blocks of 32 (A and B
-// blocks packed), then 4x16x8 register blocks that are vector.contracts
+// without mapping: tasks of the async runtime), K in blocks of 32 (B blocks
+// packed), then 4x16x8 register blocks that are vector.contracts
 // whose accumulator is a loop-carried vector (read before, written after
 // the depth loop).
 // CHECK-LABEL: func.func private @matmul
 // (The one-tile row loop folds away.)
 // CHECK: scf.forall (%{{.*}}) = (0) to (32) step (16)
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32
-// The K block's A and B slices are packed into contiguous tensors, a row
-// segment at a time; B's rows are one cache line (16 f32) longer.
-// CHECK: tensor.insert_slice %{{.*}} : tensor<1x32xf32> into tensor<8x32xf32>
+// The K block's B slice is packed, a row segment at a time, into rows one
+// cache line (16 f32) longer; A is read in place.
+// CHECK: %[[A:.*]] = tensor.extract_slice %arg0[0, %{{.*}}] [8, 32] [1, 1] : tensor<8x64xf32> to tensor<8x32xf32>
+// CHECK-NOT: into tensor<8x32xf32>
 // CHECK: %[[B:.*]] = tensor.empty() : tensor<32x32xf32>
 // CHECK: tensor.extract_slice %[[B]][0, 0] [32, 16] [1, 1]
 // CHECK: tensor.insert_slice %{{.*}} : tensor<1x16xf32> into tensor<32x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c8 step %c4
 // CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<4x16xf32>, vector<4x16xf32>
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ACC]]) -> (vector<4x16xf32>)
+// CHECK: tensor.extract_slice %[[A]]
 // CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x16xf32> into vector<4x16xf32>
 // CHECK: vector.transfer_write {{.*}} : vector<4x16xf32>, tensor<4x16xf32>
 // CHECK-NOT: loop.schedule
