@@ -193,6 +193,33 @@ def test_non_contiguous_and_dlpack_inputs():
     np.testing.assert_array_equal(exe(Capsule(y)), np.maximum(y, 0))
 
 
+def test_results_reuse_only_buffers_nothing_references():
+    from tessel.backends.cpu import RESULT_ALIGNMENT
+
+    exe = _relu_exe()
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    first = exe(x)
+    second = exe(x + 1)  # `first` is alive: another buffer
+    assert not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, np.maximum(x, 0))
+    assert first.ctypes.data % RESULT_ALIGNMENT == 0 and second.ctypes.data % RESULT_ALIGNMENT == 0
+    address = first.ctypes.data
+    del first
+    third = exe(x + 2)  # the first buffer is free again
+    assert third.ctypes.data == address
+    # A view, or an object exported through DLPack, keeps its buffer.
+    row = second[1]
+    exported = np.from_dlpack(third)
+    del second, third
+    fourth, fifth = exe(x + 3), exe(x + 4)
+    np.testing.assert_array_equal(row, np.maximum(x + 1, 0)[1])
+    np.testing.assert_array_equal(exported, np.maximum(x + 2, 0))
+    for live in (row, exported):
+        assert not np.shares_memory(live, fourth) and not np.shares_memory(live, fifth)
+    np.testing.assert_array_equal(fourth, np.maximum(x + 3, 0))
+    np.testing.assert_array_equal(fifth, np.maximum(x + 4, 0))
+
+
 def test_unsupported_target_and_signatures():
     module = tessel.parse("func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n return %x : tensor<4xf32>\n}")
     with pytest.raises(tessel.UnsupportedError, match="unknown target 'tpu'; available: cpu, cuda:sm_80"):
