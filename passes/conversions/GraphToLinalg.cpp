@@ -244,7 +244,11 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
       .Case([&](graph::AbsOp) -> Value {
         if (isFloat)
           return math::AbsFOp::create(b, loc, args[0]);
-        return math::AbsIOp::create(b, loc, args[0]);
+        // max(x, 0 - x), not math.absi: LLVM lowering takes that only on
+        // scalars and 1-D vectors, and CPU reductions vectorize in 2-D. The
+        // minimum integer stays itself, as in numpy.
+        return arith::MaxSIOp::create(
+            b, loc, args[0], arith::SubIOp::create(b, loc, zero(), args[0]));
       })
       .Case([&](graph::ExpOp) { return mathInF32<math::ExpOp>(b, loc, args[0]); })
       .Case([&](graph::TanhOp) {
