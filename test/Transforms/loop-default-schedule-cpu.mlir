@@ -137,6 +137,27 @@ func.func private @prime(%a: tensor<37x29xf32>, %b: tensor<29x53xf32>) -> tensor
 
 // -----
 
+// Where the power-of-two block would leave a padded edge tile and a divisor
+// of the extent above half of it is whole register blocks, the divisor:
+// 3136 columns (a 3x3 convolution's 56x56 pixels) in blocks of 112 (AVX2,
+// 16-column register blocks) or 224 (AVX-512, 32), not 128 or 256. The
+// 96 rows are one block.
+// CHECK-LABEL: func.func private @divisor_blocks
+// CHECK: loop.knob "block_m" = 96 choices
+// CHECK-NEXT: loop.knob "block_n" = 112 choices
+// AVX512-LABEL: func.func private @divisor_blocks
+// AVX512: loop.knob "block_m" = 96 choices
+// AVX512-NEXT: loop.knob "block_n" = 224 choices
+func.func private @divisor_blocks(%a: tensor<96x576xf32>, %b: tensor<576x3136xf32>) -> tensor<96x3136xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96x3136xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<96x3136xf32>) -> tensor<96x3136xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<96x576xf32>, tensor<576x3136xf32>) outs(%f : tensor<96x3136xf32>) -> tensor<96x3136xf32>
+  return %mm : tensor<96x3136xf32>
+}
+
+// -----
+
 // A kernel that fits one tile gets no schedule and is left whole; functions
 // that are not kernels are never scheduled.
 // CHECK-LABEL: func.func private @small
