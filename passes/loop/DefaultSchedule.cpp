@@ -108,7 +108,7 @@ int64_t pick(ArrayRef<int64_t> choices, int64_t preferred) {
 /// pick(choices, preferred), unless that does not divide `extent` and a
 /// choice above half of it does, in whole register blocks of `multiple`:
 /// then the largest such divisor, so that no tile is a padded edge (a
-/// 3x3 convolution's 3136 output pixels in blocks of 224, not 256: 10-14%
+/// 3x3 convolution's 3136 output pixels in blocks of 224, not 256: 6-10%
 /// faster on the 2-core Sapphire Rapids VM).
 int64_t pickDividing(ArrayRef<int64_t> choices, int64_t extent,
                      int64_t preferred, int64_t multiple) {
