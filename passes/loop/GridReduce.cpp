@@ -8,8 +8,9 @@
 // block then combines the partials with the single-value ops after them.
 // Both stages are rows for gpu-distribute-rows, so their threads combine
 // values through warp shuffles. Elementwise producers are first fused into
-// the reduction, so that its rows read their inputs. Each stage is a launch of its own (the
-// second waits for every block of the first), which a kernel may have.
+// the reduction, so that its rows read their inputs. Each stage is a launch
+// of its own (the second waits for every block of the first), which a
+// kernel may have.
 //
 //===----------------------------------------------------------------------===//
 
@@ -205,17 +206,25 @@ fuseElementwiseProducers(RewriterBase &rewriter, linalg::GenericOp reduction) {
       if (!producer || !readsInPlace(producer) ||
           !linalg::areElementwiseOpsFusable(input))
         continue;
+      Operation *copy = nullptr;
       if (!producer->hasOneUse()) {
         rewriter.setInsertionPoint(reduction);
-        Operation *copy = rewriter.clone(*producer);
+        copy = rewriter.clone(*producer);
         rewriter.modifyOpInPlace(reduction,
                                  [&] { input->set(copy->getResult(0)); });
       }
       Operation *fusedProducer = input->get().getDefiningOp();
       FailureOr<linalg::ElementwiseOpFusionResult> result =
           linalg::fuseElementwiseOps(rewriter, input);
-      if (failed(result))
+      if (failed(result)) {
+        // Unfused, the copy would compute the producer a second time.
+        if (copy) {
+          rewriter.modifyOpInPlace(
+              reduction, [&] { input->set(producer->getResult(0)); });
+          rewriter.eraseOp(copy);
+        }
         continue;
+      }
       rewriter.replaceOp(reduction,
                          result->replacements.lookup(reduction->getResult(0)));
       if (fusedProducer->use_empty())
