@@ -7,6 +7,9 @@
 
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
 #include "python/capi/TesselCAPI.h"
+#include "python/runtime/AsyncRuntime.h"
+
+#include <cstdint>
 
 namespace nb = nanobind;
 
@@ -30,4 +33,15 @@ NB_MODULE(_tessel, m) {
       nb::arg("context"), nb::arg("source"), nb::arg("source_name"),
       "Parses and verifies a module; None on failure (diagnostics go to the "
       "context's handlers).");
+  m.def(
+      "async_runtime_symbols",
+      [] {
+        nb::dict symbols;
+        for (const TesselRuntimeSymbol *symbol = tesselAsyncRuntimeSymbols();
+             symbol->name; ++symbol)
+          symbols[symbol->name] = reinterpret_cast<uintptr_t>(symbol->address);
+        return symbols;
+      },
+      "The addresses of tessel's async runtime functions (MLIR's async "
+      "runtime ABI), by symbol name, for binding into JIT-compiled code.");
 }

