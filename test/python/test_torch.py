@@ -362,14 +362,15 @@ def scale_exe():
 
 
 def test_contiguous_torch_tensors_are_passed_without_a_copy(scale_exe, monkeypatch):
-    handed = []  # the data address of every buffer given to the engine
-    descriptor = cpu_backend._descriptor
+    handed = []  # the data address of every argument given to the engine
+    check = cpu_backend.CPUExecutable._check
 
-    def recording(array):
-        handed.append(array.ctypes.data)
-        return descriptor(array)
+    def recording(self, index, value):
+        array, address = check(self, index, value)
+        handed.append(address)
+        return array, address
 
-    monkeypatch.setattr(cpu_backend, "_descriptor", recording)
+    monkeypatch.setattr(cpu_backend.CPUExecutable, "_check", recording)
     x, y = torch.randn(3, 4), torch.randn(3, 4)
     out = scale_exe(x, y)
     assert handed[:2] == [x.data_ptr(), y.data_ptr()]

@@ -105,14 +105,29 @@ def _descriptor_type(rank: int) -> type[ctypes.Structure]:
         ("shape", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]})
 
 
-def _descriptor(array: np.ndarray) -> ctypes.Structure:
-    """The memref descriptor of the C-contiguous ``array``."""
-    descriptor = _descriptor_type(array.ndim)()
-    descriptor.allocated = descriptor.aligned = array.ctypes.data
-    descriptor.shape[:] = array.shape
-    # numpy's strides are in bytes, MLIR's in elements.
-    descriptor.strides[:] = [stride // array.itemsize for stride in array.strides]
-    return descriptor
+class _Frame:
+    """One thread's arguments to an entry function's packed C interface: a
+    memref descriptor per argument, with the signature's shape and strides,
+    whose data pointers each call sets; ``packed`` points to pointers to
+    them. Built once: building descriptors on every call cost more than a
+    small kernel's run."""
+
+    __slots__ = ("descriptors", "addresses", "packed")
+
+    def __init__(self, specs: Sequence[TensorSpec]) -> None:
+        self.descriptors = []
+        for spec in specs:
+            descriptor = _descriptor_type(len(spec.shape))()
+            descriptor.shape[:] = spec.shape
+            # Row-major strides, in elements.
+            descriptor.strides[:] = [int(np.prod(spec.shape[i + 1:], dtype=np.int64))
+                                     for i in range(len(spec.shape))]
+            self.descriptors.append(descriptor)
+        count = len(specs)
+        self.addresses = (ctypes.c_void_p * count)(*map(ctypes.addressof, self.descriptors))
+        word = ctypes.sizeof(ctypes.c_void_p)
+        self.packed = (ctypes.c_void_p * count)(*(ctypes.addressof(self.addresses) + i * word
+                                                  for i in range(count)))
 
 
 # Result buffers start at a cache line, so that kernels store whole lines.
@@ -159,23 +174,27 @@ class CPUExecutable:
         self.stage_seconds = dict(stage_seconds)
         # Where each schedule came from when compiled with a tuning database.
         self.tuning: dict[str, str] = {}
-        # Per result: (buffer, weak reference to its current _Lease).
+        self._result_bytes = [int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
+                              for spec in self.outputs]
+        # Per result: [buffer, its aligned address, weak reference to its
+        # current _Lease].
         self._pools: tuple[list[list[Any]], ...] = tuple([] for _ in self.outputs)
         self._pool_lock = threading.Lock()
+        self._frames = threading.local()
 
     def __del__(self) -> None:
         engine = getattr(self, "_engine", None)
         if engine is not None:
             _retire(engine)
 
-    def _check(self, index: int, value: Any) -> np.ndarray:
-        """Argument ``index`` as a C-contiguous array. A contiguous numpy
+    def _check(self, index: int, value: Any) -> tuple[np.ndarray, int]:
+        """Argument ``index`` as a C-contiguous array, and its address. A contiguous numpy
         array or CPU ``__dlpack__`` object (a torch tensor) is used in place;
         a strided one is copied, as is one at an address that is not a
         multiple of ``ALIGNMENT`` (kernels move aligned vectors)."""
         spec = self.inputs[index]
         array = value
-        if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
+        if type(value) is not np.ndarray and hasattr(value, "__dlpack__"):
             try:
                 array = dlpack.read(value).numpy()
             except Exception as e:  # noqa: BLE001 - producers raise BufferError, RuntimeError, ...
@@ -183,44 +202,46 @@ class CPUExecutable:
                 raise ValueError(f"{self.name}: argument {index} (DLPack device {device}) cannot be read as CPU "
                                  f"memory: {e}") from None
         array = np.asarray(array)
-        got = TensorSpec(array.shape, array.dtype)
-        if got != spec:
-            raise ValueError(f"{self.name}: argument {index} must be {spec}, got {got}")
-        array = np.ascontiguousarray(array)
-        if array.ctypes.data % ALIGNMENT:
+        if array.shape != spec.shape or array.dtype != spec.dtype:
+            raise ValueError(f"{self.name}: argument {index} must be {spec}, "
+                             f"got {TensorSpec(array.shape, array.dtype)}")
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        address = array.ctypes.data
+        if address % ALIGNMENT:
             array = array.copy()
-        return array
+            address = array.ctypes.data
+        return array, address
 
-    def _result(self, index: int) -> np.ndarray:
-        """A new array for result ``index``, in a pooled buffer whose
-        previous arrays are all gone when there is one."""
-        spec = self.outputs[index]
-        size = int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
+    def _result(self, index: int) -> tuple[np.ndarray, int]:
+        """A new array for result ``index`` and its address, in a pooled
+        buffer whose previous arrays are all gone when there is one."""
+        spec, size = self.outputs[index], self._result_bytes[index]
         pool = self._pools[index]
         with self._pool_lock:
-            entry = next((e for e in pool if e[1]() is None), None)
+            entry = next((e for e in pool if e[2]() is None), None)
             if entry is None:
-                entry = [np.empty(size + RESULT_ALIGNMENT, np.uint8), None]
+                buffer = np.empty(size + RESULT_ALIGNMENT, np.uint8)
+                entry = [buffer, buffer.ctypes.data + -buffer.ctypes.data % RESULT_ALIGNMENT, None]
                 if len(pool) < POOLED_RESULTS:
                     pool.append(entry)
-            buffer = entry[0]
-            address = buffer.ctypes.data + -buffer.ctypes.data % RESULT_ALIGNMENT
-            lease = _Lease(buffer, address, size)
-            entry[1] = weakref.ref(lease)
-        return np.asarray(lease).view(spec.dtype).reshape(spec.shape)
+            lease = _Lease(entry[0], entry[1], size)
+            entry[2] = weakref.ref(lease)
+        return np.asarray(lease).view(spec.dtype).reshape(spec.shape), entry[1]
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         if len(args) != len(self.inputs):
             raise TypeError(f"{self.name} takes {len(self.inputs)} arguments, got {len(args)}")
-        arrays = [self._check(i, a) for i, a in enumerate(args)]
+        # Arrays and addresses; the arrays stay referenced until the call returns.
+        arguments = [self._check(i, a) for i, a in enumerate(args)]
         results = [self._result(i) for i in range(len(self.outputs))]
-        descriptors = [_descriptor(a) for a in arrays + results]
-        count = len(descriptors)
-        addresses = (ctypes.c_void_p * count)(*map(ctypes.addressof, descriptors))
-        word = ctypes.sizeof(ctypes.c_void_p)
-        packed = (ctypes.c_void_p * count)(*(ctypes.addressof(addresses) + i * word for i in range(count)))
-        self._entry(packed)
-        return results[0] if len(results) == 1 else tuple(results)
+        frame = getattr(self._frames, "frame", None)
+        if frame is None:
+            frame = self._frames.frame = _Frame(self.inputs + self.outputs)
+        for descriptor, (_, address) in zip(frame.descriptors, arguments + results):
+            descriptor.allocated = descriptor.aligned = address
+        self._entry(frame.packed)
+        return results[0][0] if len(results) == 1 else tuple(r for r, _ in results)
 
 
 def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int = 2,
