@@ -104,7 +104,9 @@ private:
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0)
       cores = CPU_COUNT(&set);
-    workers = cores > 1 ? cores - 1 : 1;
+    // On one core the caller runs every task: a worker would only take
+    // turns with it, and poll its time away.
+    workers = cores > 1 ? cores - 1 : 0;
     // Detached: the process may exit while they sleep or poll, and they
     // run no JIT code but their tasks.
     for (unsigned i = 0; i < workers; ++i)
