@@ -53,6 +53,7 @@ def _runtime_libraries() -> tuple[ctypes.CDLL, ...]:
 
 @functools.cache
 def _async_runtime_symbols() -> dict[str, int]:
+    """Addresses of the async runtime's functions, by symbol name."""
     return _tessel.async_runtime_symbols()
 
 
@@ -194,7 +195,7 @@ class CPUExecutable:
         multiple of ``ALIGNMENT`` (kernels move aligned vectors)."""
         spec = self.inputs[index]
         array = value
-        if type(value) is not np.ndarray and hasattr(value, "__dlpack__"):
+        if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
             try:
                 array = dlpack.read(value).numpy()
             except Exception as e:  # noqa: BLE001 - producers raise BufferError, RuntimeError, ...
