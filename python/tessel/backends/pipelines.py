@@ -67,7 +67,9 @@ CPU_LOWER = (
     "expand-strided-metadata,lower-affine,cpu-approximate-math,"
     "convert-math-to-llvm,convert-math-to-libm,convert-async-to-llvm,convert-scf-to-cf,"
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
-    "convert-to-llvm,reconcile-unrealized-casts)",
+    "convert-to-llvm,reconcile-unrealized-casts,"
+    # Loops left to LLVM's vectorizer at the width the schedules use.
+    f"cpu-prefer-vector-width{{bits={host.vector_bits()}}})",
 )
 
 
