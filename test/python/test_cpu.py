@@ -265,3 +265,33 @@ def test_dropping_a_parallel_executable_does_not_break_the_next():
         exe = tessel.compile(tessel.trace(lambda a: tessel.ops.softmax(a @ a), x))
         np.testing.assert_allclose(exe(x), np.full((512, 512), 1 / 512, np.float32), rtol=1e-5)
         del exe
+
+
+@pytest.mark.parametrize(
+    "name, fn, spec, reference, tolerance",
+    [
+        ("chain", lambda x: tessel.ops.relu(tessel.ops.tanh(x * 0.5 + 0.25)) * x,
+         ((1 << 23,), np.float32), lambda x: np.maximum(np.tanh(x * 0.5 + 0.25), 0) * x, 1e-5),
+        ("softmax", lambda x: tessel.ops.softmax(x, axis=-1), ((2048, 4096), np.float32),
+         lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True),
+         1e-5),
+        ("half", lambda x: x * 2.0 + 1.0, ((1 << 24,), np.float16), lambda x: x * np.float16(2) + np.float16(1), 1e-3),
+    ],
+)
+def test_large_results_are_written_with_streaming_stores(name, fn, spec, reference, tolerance):
+    """Results of 32 MiB and more bypass the caches (cpu-streaming-stores on
+    x86); smaller ones are written as before. Both must match numpy."""
+    import platform
+
+    from tessel.backends import pipelines
+
+    shape, dtype = spec
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    exe = tessel.compile(tessel.trace(fn, x))
+    np.testing.assert_allclose(exe(x), reference(x), rtol=tolerance, atol=tolerance)
+    small = tuple(shape[:-1]) + (shape[-1] // 64,)
+    for size, streamed in ((shape, True), (small, False)):
+        module = tessel.trace(fn, tessel.TensorSpec(size, dtype))
+        pipelines.run_stages(module, pipelines.cpu_stages())
+        x86 = platform.machine().lower() in ("x86_64", "amd64")
+        assert ("nontemporal" in str(module)) == (streamed and x86), (name, size)

@@ -10,6 +10,7 @@ schedules (:func:`cpu_stages` with a GPU target) to check their semantics.
 from __future__ import annotations
 
 import os
+import platform
 import time
 
 from mlir import ir
@@ -55,10 +56,16 @@ BUFFERIZE = (
     "func.func(optimize-allocation-liveness,host-reuse-buffers))",
 )
 
+# Vector bits for non-temporal stores: x86 only, where they skip the
+# write-allocate read (0: none).
+_STREAMING_BITS = host.vector_bits() if platform.machine().lower() in ("x86_64", "amd64") else 0
+
 CPU_LOWER = (
     "lower-to-llvm",
     "builtin.module(func.func(loop-vector-access),cpu-serialize-inner-foralls,func.func(scf-forall-to-parallel),"
-    "cpu-expand-strided-copies,func.func(loop-unroll),convert-linalg-to-loops,"
+    "cpu-expand-strided-copies,func.func(loop-unroll),"
+    # Large results written past the caches (x86: movntps).
+    f"func.func(cpu-streaming-stores{{vector-bits={_STREAMING_BITS}}}),convert-linalg-to-loops,"
     "convert-vector-to-scf{full-unroll},"
     # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
     f"async-parallel-for{{num-workers={os.cpu_count() or 1} min-task-size=1}},"

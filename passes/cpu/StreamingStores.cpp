@@ -1,0 +1,292 @@
+//===- StreamingStores.cpp - large kernel results written past the caches -===//
+//
+// A kernel result much larger than the caches is written once and read, if
+// at all, from memory. Ordinary stores first read every line they write
+// (write-allocate) and evict lines the kernel still needs; non-temporal
+// stores do neither. So the elementwise op that writes such a result is
+// vectorized along its innermost dimension and its stores marked
+// non-temporal. Those must be aligned to the vector's size: the vectorized
+// loop runs only when the result's buffer is (tested once per call), the
+// op as it was otherwise. A fence after the loop orders the stores before
+// whatever tells other threads that the tile is done.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_CPUSTREAMINGSTORES
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+
+namespace {
+
+bool knownMultiple(Value value, int64_t factor);
+
+/// Whether `expr` (of an affine.apply's `operands`) is a multiple of
+/// `factor` whatever the values of its dims and symbols.
+bool knownMultiple(AffineExpr expr, ValueRange operands, unsigned dims,
+                   int64_t factor) {
+  if (expr.getLargestKnownDivisor() % factor == 0)
+    return true;
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return knownMultiple(operands[dim.getPosition()], factor);
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return knownMultiple(operands[dims + symbol.getPosition()], factor);
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return false;
+  bool lhs = knownMultiple(binary.getLHS(), operands, dims, factor);
+  bool rhs = knownMultiple(binary.getRHS(), operands, dims, factor);
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    return lhs && rhs;
+  case AffineExprKind::Mul:
+    return lhs || rhs;
+  default:
+    return false;
+  }
+}
+
+/// Whether the index `value` is a multiple of `factor` in every execution:
+/// a constant, a loop's induction variable of such bounds and step, or
+/// sums and products of those (the offsets tiling creates).
+bool knownMultiple(Value value, int64_t factor) {
+  if (std::optional<int64_t> c = getConstantIntValue(value))
+    return *c % factor == 0;
+  auto multiple = [&](OpFoldResult v) {
+    if (std::optional<int64_t> c = getConstantIntValue(v))
+      return *c % factor == 0;
+    return knownMultiple(cast<Value>(v), factor);
+  };
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (auto loop = dyn_cast<LoopLikeOpInterface>(owner)) {
+      std::optional<SmallVector<Value>> ivs = loop.getLoopInductionVars();
+      std::optional<SmallVector<OpFoldResult>> lbs = loop.getLoopLowerBounds();
+      std::optional<SmallVector<OpFoldResult>> steps = loop.getLoopSteps();
+      if (!ivs || !lbs || !steps)
+        return false;
+      for (auto [iv, lb, step] : llvm::zip(*ivs, *lbs, *steps))
+        if (iv == value)
+          return multiple(lb) && multiple(step);
+    }
+    return false;
+  }
+  Operation *def = value.getDefiningOp();
+  if (auto apply = dyn_cast_or_null<affine::AffineApplyOp>(def))
+    return knownMultiple(apply.getAffineMap().getResult(0),
+                         apply.getMapOperands(),
+                         apply.getAffineMap().getNumDims(), factor);
+  if (auto mul = dyn_cast_or_null<arith::MulIOp>(def))
+    return knownMultiple(mul.getLhs(), factor) ||
+           knownMultiple(mul.getRhs(), factor);
+  if (auto add = dyn_cast_or_null<arith::AddIOp>(def))
+    return knownMultiple(add.getLhs(), factor) &&
+           knownMultiple(add.getRhs(), factor);
+  return false;
+}
+
+struct CpuStreamingStoresPass
+    : tessel::impl::CpuStreamingStoresBase<CpuStreamingStoresPass> {
+  using Base::Base;
+
+  /// The function argument `op` writes a large part of through unit-stride
+  /// subviews whose offsets keep each vector of `lanes` aligned to its
+  /// size, when the argument's buffer is; null if there is none.
+  BlockArgument streamedResult(linalg::GenericOp op, func::FuncOp func,
+                               int64_t &lanes) {
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+        op.getNumParallelLoops() != op.getNumLoops() || op.getNumLoops() == 0)
+      return {};
+    OpOperand *init = op.getDpsInitOperand(0);
+    if (!op.getMatchingIndexingMap(init).isIdentity())
+      return {};
+    auto viewType = cast<MemRefType>(init->get().getType());
+    Type element = viewType.getElementType();
+    if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+      return {};
+    lanes = vectorBits / element.getIntOrFloatBitWidth();
+    if (lanes < 2 || !viewType.hasStaticShape() ||
+        viewType.getShape().back() % lanes != 0)
+      return {};
+    // Every vector of the op starts a whole number of vectors from the
+    // view's origin: unit innermost stride, outer strides whole vectors.
+    SmallVector<int64_t> viewStrides = viewType.getStridesAndOffset().first;
+    if (viewStrides.back() != 1)
+      return {};
+    for (auto [extent, stride] :
+         llvm::zip(viewType.getShape().drop_back(),
+                   ArrayRef(viewStrides).drop_back()))
+      if (extent > 1 && (ShapedType::isDynamic(stride) || stride % lanes != 0))
+        return {};
+    SmallVector<memref::SubViewOp> views;
+    Value base = init->get();
+    while (auto view = base.getDefiningOp<memref::SubViewOp>()) {
+      views.push_back(view);
+      base = view.getSource();
+    }
+    auto arg = dyn_cast<BlockArgument>(base);
+    if (!arg || arg.getOwner() != &func.getBody().front())
+      return {};
+    auto argType = cast<MemRefType>(arg.getType());
+    if (!argType.hasStaticShape() || !argType.getLayout().isIdentity() ||
+        argType.getNumElements() * element.getIntOrFloatBitWidth() / 8 <
+            static_cast<int64_t>(minBytes))
+      return {};
+    SmallVector<int64_t> strides = argType.getStridesAndOffset().first;
+    for (memref::SubViewOp view : views) {
+      if (view.getSourceType().getRank() != view.getType().getRank() ||
+          !llvm::all_of(view.getStaticStrides(),
+                        [](int64_t s) { return s == 1; }))
+        return {};
+      for (auto [offset, stride] : llvm::zip(view.getMixedOffsets(), strides))
+        if (stride % lanes != 0 &&
+            !(isa<Value>(offset)
+                  ? knownMultiple(cast<Value>(offset), lanes)
+                  : *getConstantIntValue(offset) % lanes == 0))
+          return {};
+    }
+    return arg;
+  }
+
+  /// Tiles `op` (a clone, inside the aligned branch) by `lanes` along its
+  /// innermost loop, vectorizes the tiles, and stores their vectors to
+  /// `result` non-temporally.
+  LogicalResult stream(IRRewriter &rewriter, linalg::GenericOp op,
+                       int64_t lanes) {
+    SmallVector<int64_t> sizes(op.getNumLoops(), 1);
+    sizes.back() = lanes;
+    scf::SCFTilingOptions options;
+    options.setTileSizes(
+        getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+    rewriter.setInsertionPoint(op);
+    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(op.getOperation()), options);
+    if (failed(tiled))
+      return failure();
+    rewriter.eraseOp(op);
+    Operation *tile = tiled->tiledOps.front();
+    Value view = cast<linalg::GenericOp>(tile).getDpsInits()[0];
+    rewriter.setInsertionPoint(tile);
+    if (failed(linalg::vectorize(rewriter, tile)))
+      return failure();
+    rewriter.eraseOp(tile);
+    auto subview = view.getDefiningOp<memref::SubViewOp>();
+    if (!subview)
+      return failure();
+    // The vectorizer reads the result's old values, which an elementwise
+    // payload does not use: the read would fetch the lines anyway.
+    SmallVector<vector::TransferWriteOp> writes;
+    for (Operation *user : llvm::make_early_inc_range(view.getUsers())) {
+      if (auto write = dyn_cast<vector::TransferWriteOp>(user))
+        writes.push_back(write);
+      else if (isa<vector::TransferReadOp>(user) && user->use_empty())
+        rewriter.eraseOp(user);
+    }
+    if (writes.size() != 1)
+      return failure();
+    vector::TransferWriteOp write = writes.front();
+    // The whole tile at its origin: in bounds, whatever the op says.
+    if (!write.getPermutationMap().isMinorIdentity() || write.getMask() ||
+        write.getVectorType().getShape() !=
+            cast<MemRefType>(view.getType()).getShape() ||
+        !llvm::all_of(write.getIndices(), isZeroInteger))
+      return failure();
+    Location loc = write.getLoc();
+    rewriter.setInsertionPoint(write);
+    auto vectorType = write.getVectorType();
+    auto flatType =
+        VectorType::get({lanes}, vectorType.getElementType());
+    Value flat = vector::ShapeCastOp::create(rewriter, loc, flatType,
+                                             write.getVector());
+    SmallVector<Value> indices = getValueOrCreateConstantIndexOp(
+        rewriter, loc, subview.getMixedOffsets());
+    int64_t bytes = lanes * vectorType.getElementTypeBitWidth() / 8;
+    vector::StoreOp::create(rewriter, loc, flat, subview.getSource(), indices,
+                            /*nontemporal=*/true, llvm::Align(bytes));
+    rewriter.eraseOp(write);
+    if (subview->use_empty())
+      rewriter.eraseOp(subview);
+    // Reads of whole static tiles are in bounds (folding says so), and a
+    // read of one element broadcast (a row's sum) is a load and a
+    // vector.broadcast: both then lower to vector loads instead of one
+    // load per lane.
+    SmallVector<vector::TransferReadOp> reads;
+    tiled->loops.back()->walk([&](vector::TransferReadOp read) {
+      SmallVector<OpFoldResult> folded;
+      (void)read->fold(folded);
+      reads.push_back(read);
+    });
+    for (vector::TransferReadOp read : reads) {
+      VectorType type = read.getVectorType();
+      bool oneElement = !read.getMask() && isa<MemRefType>(read.getShapedType());
+      for (auto [i, expr] : llvm::enumerate(read.getPermutationMap().getResults()))
+        oneElement &= type.getDimSize(i) == 1 || isa<AffineConstantExpr>(expr);
+      if (!oneElement)
+        continue;
+      rewriter.setInsertionPoint(read);
+      Value scalar = memref::LoadOp::create(rewriter, read.getLoc(),
+                                            read.getBase(), read.getIndices());
+      rewriter.replaceOpWithNewOp<vector::BroadcastOp>(read, type, scalar);
+    }
+    rewriter.setInsertionPointAfter(tiled->loops.front());
+    LLVM::FenceOp::create(rewriter, loc, LLVM::AtomicOrdering::seq_cst);
+    return success();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (vectorBits == 0 || func.isExternal() ||
+        !func->hasAttr("tessel.kernel"))
+      return;
+    IRRewriter rewriter(&getContext());
+    // Whether each streamed argument's buffer is aligned, tested once.
+    llvm::DenseMap<std::pair<Value, int64_t>, Value> aligned;
+    SmallVector<linalg::GenericOp> ops;
+    func.walk([&](linalg::GenericOp op) { ops.push_back(op); });
+    for (linalg::GenericOp op : ops) {
+      int64_t lanes = 0;
+      BlockArgument result = streamedResult(op, func, lanes);
+      if (!result || failed(linalg::vectorizeOpPrecondition(op)))
+        continue;
+      int64_t bytes = lanes * cast<MemRefType>(result.getType())
+                                  .getElementTypeBitWidth() /
+                      8;
+      Value &test = aligned[{result, bytes}];
+      Location loc = op.getLoc();
+      if (!test) {
+        rewriter.setInsertionPointToStart(&func.getBody().front());
+        Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(
+            rewriter, loc, result);
+        Value misalignment = arith::RemUIOp::create(
+            rewriter, loc, pointer,
+            arith::ConstantIndexOp::create(rewriter, loc, bytes));
+        test = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::eq, misalignment,
+            arith::ConstantIndexOp::create(rewriter, loc, 0));
+      }
+      rewriter.setInsertionPoint(op);
+      auto branch = scf::IfOp::create(rewriter, loc, TypeRange(), test,
+                                      /*withElseRegion=*/true);
+      rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+      auto clone = cast<linalg::GenericOp>(rewriter.clone(*op));
+      rewriter.moveOpBefore(op, branch.elseBlock()->getTerminator());
+      // An op the vectorizer takes after all is left as it was.
+      if (failed(stream(rewriter, clone, lanes))) {
+        rewriter.moveOpBefore(op, branch);
+        rewriter.eraseOp(branch);
+      }
+    }
+  }
+};
+
+} // namespace
