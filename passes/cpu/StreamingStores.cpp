@@ -159,15 +159,15 @@ struct CpuStreamingStoresPass
   }
 
   /// Tiles `op` (a clone, inside the aligned branch) by `lanes` along its
-  /// innermost loop, vectorizes the tiles, and stores their vectors to
-  /// `result` non-temporally.
+  /// innermost loop, vectorizes the tiles, and stores their vectors
+  /// non-temporally; fails, leaving the branch to be dropped, if the
+  /// vectorized tile is not the expected one write of the whole tile.
   LogicalResult stream(IRRewriter &rewriter, linalg::GenericOp op,
                        int64_t lanes) {
     SmallVector<int64_t> sizes(op.getNumLoops(), 1);
     sizes.back() = lanes;
     scf::SCFTilingOptions options;
-    options.setTileSizes(
-        getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+    options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
     rewriter.setInsertionPoint(op);
     FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
         rewriter, cast<TilingInterface>(op.getOperation()), options);
@@ -204,8 +204,7 @@ struct CpuStreamingStoresPass
     Location loc = write.getLoc();
     rewriter.setInsertionPoint(write);
     auto vectorType = write.getVectorType();
-    auto flatType =
-        VectorType::get({lanes}, vectorType.getElementType());
+    auto flatType = VectorType::get({lanes}, vectorType.getElementType());
     Value flat = vector::ShapeCastOp::create(rewriter, loc, flatType,
                                              write.getVector());
     SmallVector<Value> indices = getValueOrCreateConstantIndexOp(
@@ -228,8 +227,10 @@ struct CpuStreamingStoresPass
     });
     for (vector::TransferReadOp read : reads) {
       VectorType type = read.getVectorType();
-      bool oneElement = !read.getMask() && isa<MemRefType>(read.getShapedType());
-      for (auto [i, expr] : llvm::enumerate(read.getPermutationMap().getResults()))
+      bool oneElement =
+          !read.getMask() && isa<MemRefType>(read.getShapedType());
+      for (auto [i, expr] :
+           llvm::enumerate(read.getPermutationMap().getResults()))
         oneElement &= type.getDimSize(i) == 1 || isa<AffineConstantExpr>(expr);
       if (!oneElement)
         continue;
