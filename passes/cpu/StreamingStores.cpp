@@ -29,7 +29,7 @@ using namespace mlir;
 
 namespace {
 
-bool knownMultiple(Value value, int64_t factor);
+bool knownMultiple(OpFoldResult value, int64_t factor);
 
 /// Whether `expr` (of an affine.apply's `operands`) is a multiple of
 /// `factor` whatever the values of its dims and symbols.
@@ -38,9 +38,10 @@ bool knownMultiple(AffineExpr expr, ValueRange operands, unsigned dims,
   if (expr.getLargestKnownDivisor() % factor == 0)
     return true;
   if (auto dim = dyn_cast<AffineDimExpr>(expr))
-    return knownMultiple(operands[dim.getPosition()], factor);
+    return knownMultiple(OpFoldResult(operands[dim.getPosition()]), factor);
   if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
-    return knownMultiple(operands[dims + symbol.getPosition()], factor);
+    return knownMultiple(OpFoldResult(operands[dims + symbol.getPosition()]),
+                         factor);
   auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
   if (!binary)
     return false;
@@ -56,17 +57,13 @@ bool knownMultiple(AffineExpr expr, ValueRange operands, unsigned dims,
   }
 }
 
-/// Whether the index `value` is a multiple of `factor` in every execution:
+/// Whether the index `ofr` is a multiple of `factor` in every execution:
 /// a constant, a loop's induction variable of such bounds and step, or
 /// sums and products of those (the offsets tiling creates).
-bool knownMultiple(Value value, int64_t factor) {
-  if (std::optional<int64_t> c = getConstantIntValue(value))
+bool knownMultiple(OpFoldResult ofr, int64_t factor) {
+  if (std::optional<int64_t> c = getConstantIntValue(ofr))
     return *c % factor == 0;
-  auto multiple = [&](OpFoldResult v) {
-    if (std::optional<int64_t> c = getConstantIntValue(v))
-      return *c % factor == 0;
-    return knownMultiple(cast<Value>(v), factor);
-  };
+  auto value = cast<Value>(ofr);
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     Operation *owner = arg.getOwner()->getParentOp();
     if (auto loop = dyn_cast<LoopLikeOpInterface>(owner)) {
@@ -77,7 +74,7 @@ bool knownMultiple(Value value, int64_t factor) {
         return false;
       for (auto [iv, lb, step] : llvm::zip(*ivs, *lbs, *steps))
         if (iv == value)
-          return multiple(lb) && multiple(step);
+          return knownMultiple(lb, factor) && knownMultiple(step, factor);
     }
     return false;
   }
@@ -87,11 +84,11 @@ bool knownMultiple(Value value, int64_t factor) {
                          apply.getMapOperands(),
                          apply.getAffineMap().getNumDims(), factor);
   if (auto mul = dyn_cast_or_null<arith::MulIOp>(def))
-    return knownMultiple(mul.getLhs(), factor) ||
-           knownMultiple(mul.getRhs(), factor);
+    return knownMultiple(OpFoldResult(mul.getLhs()), factor) ||
+           knownMultiple(OpFoldResult(mul.getRhs()), factor);
   if (auto add = dyn_cast_or_null<arith::AddIOp>(def))
-    return knownMultiple(add.getLhs(), factor) &&
-           knownMultiple(add.getRhs(), factor);
+    return knownMultiple(OpFoldResult(add.getLhs()), factor) &&
+           knownMultiple(OpFoldResult(add.getRhs()), factor);
   return false;
 }
 
@@ -149,10 +146,7 @@ struct CpuStreamingStoresPass
                         [](int64_t s) { return s == 1; }))
         return {};
       for (auto [offset, stride] : llvm::zip(view.getMixedOffsets(), strides))
-        if (stride % lanes != 0 &&
-            !(isa<Value>(offset)
-                  ? knownMultiple(cast<Value>(offset), lanes)
-                  : *getConstantIntValue(offset) % lanes == 0))
+        if (stride % lanes != 0 && !knownMultiple(offset, lanes))
           return {};
     }
     return arg;

@@ -290,8 +290,8 @@ def test_large_results_are_written_with_streaming_stores(name, fn, spec, referen
     exe = tessel.compile(tessel.trace(fn, x))
     np.testing.assert_allclose(exe(x), reference(x), rtol=tolerance, atol=tolerance)
     small = tuple(shape[:-1]) + (shape[-1] // 64,)
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
     for size, streamed in ((shape, True), (small, False)):
         module = tessel.trace(fn, tessel.TensorSpec(size, dtype))
         pipelines.run_stages(module, pipelines.cpu_stages())
-        x86 = platform.machine().lower() in ("x86_64", "amd64")
         assert ("nontemporal" in str(module)) == (streamed and x86), (name, size)
