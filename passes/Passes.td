@@ -113,7 +113,8 @@ def CpuFuseElementwise : Pass<"cpu-fuse-elementwise"> {
     Upstream's elementwise fusion (a producer with a single use is inlined
     into its consumer's linalg.generic) without the reshape propagation of
     `linalg-fuse-elementwise-ops`, which would turn a batched x @ W's 2-D
-    linalg.matmul back into a generic.
+    linalg.matmul back into a generic. A linalg.transpose whose only user
+    is a linalg.generic is generalized first, so that it fuses as well.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
@@ -152,6 +153,21 @@ def CpuApproximateMath : Pass<"cpu-approximate-math"> {
     "mlir::math::MathDialect",
     "mlir::vector::VectorDialect",
   ];
+}
+
+def CpuInterchangeReductions
+    : Pass<"cpu-interchange-reductions", "mlir::func::FuncOp"> {
+  let summary = "Reduce across rows with the loop along the rows innermost";
+  let description = [{
+    A linalg.generic whose innermost loop is a reduction that walks an input
+    across its rows (a sum over axis 0) has the parallel loop along which
+    that input is contiguous moved innermost (upstream
+    `interchangeGenericOp`), so that each step updates a row of results from
+    a row of the input: whole cache lines, vectorized by LLVM, and results
+    that stay in L1, instead of an element per line. Each result is reduced
+    in the same order. Runs before linalg becomes loops.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
 def CpuPreferVectorWidth : Pass<"cpu-prefer-vector-width", "mlir::ModuleOp"> {

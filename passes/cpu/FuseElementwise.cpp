@@ -3,7 +3,10 @@
 // Upstream's elementwise fusion without its reshape propagation: upstream's
 // pass also pushes reshapes through linalg ops, which turns the 2-D matmul
 // of a batched x @ W (collapse, linalg.matmul, expand) back into a generic
-// that the matmul vectorizer does not handle.
+// that the matmul vectorizer does not handle. A transpose read only by an
+// elementwise generic is generalized first, so that it fuses too: the
+// consumer then reads the transposed input itself, which the schedules
+// see (square CPU tiles, GPU thread tiles that read and write vectors).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +27,14 @@ struct CpuFuseElementwisePass
     : tessel::impl::CpuFuseElementwiseBase<CpuFuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    IRRewriter rewriter(ctx);
+    getOperation()->walk([&](linalg::TransposeOp transpose) {
+      Value result = transpose->getResult(0);
+      if (!result.hasOneUse() || !isa<linalg::GenericOp>(*result.user_begin()))
+        return;
+      rewriter.setInsertionPoint(transpose);
+      (void)linalg::generalizeNamedOp(rewriter, transpose);
+    });
     RewritePatternSet patterns(ctx);
     // A producer with other users would be recomputed: keep it.
     linalg::ControlFusionFn singleUse = [](OpOperand *operand) {

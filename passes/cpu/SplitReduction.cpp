@@ -22,7 +22,25 @@ bool tessel::isSplittableReduction(linalg::LinalgOp op) {
       ShapedType::isDynamicShape(op.getStaticLoopRanges()))
     return false;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  return iterators.back() == utils::IteratorType::reduction;
+  return iterators.back() == utils::IteratorType::reduction &&
+         !acrossRowsLoop(op);
+}
+
+std::optional<unsigned> tessel::acrossRowsLoop(linalg::LinalgOp op) {
+  unsigned innermost = op.getNumLoops() - 1;
+  if (op.getNumLoops() < 2 || !linalg::isReductionIterator(
+                                  op.getIteratorTypesArray()[innermost]))
+    return std::nullopt;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (map.getNumResults() == 0 || !map.isFunctionOfDim(innermost))
+      continue;
+    auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+    if (last && linalg::isParallelIterator(
+                    op.getIteratorTypesArray()[last.getPosition()]))
+      return last.getPosition();
+  }
+  return std::nullopt;
 }
 
 namespace {

@@ -12,8 +12,15 @@
 namespace tessel {
 
 /// Whether loop.split_reduction takes `op`: a linalg.generic on tensors of
-/// static shape whose innermost loop is its only reduction, with one result.
+/// static shape whose innermost loop is its only reduction, with one result,
+/// and that reduces along its inputs' rows (not acrossRowsLoop).
 bool isSplittableReduction(mlir::linalg::LinalgOp op);
+
+/// The parallel loop of `op` along which an input is contiguous when `op`'s
+/// innermost loop is a reduction that walks that input across its rows (a
+/// sum over axis 0): vectors of partial results along the reduction would
+/// gather an element per row, vectors along this loop read whole lines.
+std::optional<unsigned> acrossRowsLoop(mlir::linalg::LinalgOp op);
 
 /// Walks `op` (isSplittableReduction) one row (one point of its parallel
 /// loops) at a time and tiles each row's reduction loop by `lanes` into

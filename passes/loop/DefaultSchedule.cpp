@@ -13,8 +13,10 @@
 // for tensor cores; a long K over too few tiles is split (loop.split_k).
 //
 // CPU: parallel tiles of about 16K points of the root (inner loops whole,
-// so a softmax tile holds whole rows and its reductions are fused), with
-// loop.split_reduction for the reductions over rows (32 lanes); (batched)
+// so a softmax tile holds whole rows and its reductions are fused; loops
+// along which the root reads reduced values whole, so no tile reduces the
+// input again), with loop.split_reduction for the reductions along rows
+// (32 lanes); square tiles for roots that read an input transposed; (batched)
 // matmul kernels get blocks of the result plus loop.vectorize (and
 // loop.split_k for a long K over fewer than 4 tiles), other contractions
 // (grouped convolutions) blocks of their last two parallel loops.
@@ -33,6 +35,8 @@
 #include "passes/loop/DefaultSchedule.h"
 #include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
 
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -65,6 +69,16 @@ int64_t multiprocessors(StringRef target) {
 /// CPU tiles hold about this many points of the root's parallel loops: a
 /// softmax tile of whole rows then stays in L2 between its passes.
 constexpr int64_t kCpuTilePoints = 16384;
+/// CPU tiles of a loop that cuts rows into strips (a column sum's columns)
+/// take a quarter of the loop (kCpuMinTiles), within these bounds: a strip
+/// of at least a cache line, and long runs of each row, which the
+/// prefetchers follow (sum over axis 0 of 4096x4096 on the 2-core Sapphire
+/// Rapids VM: 10.6 ms in strips of 64, 4.4 ms in strips of 512; softmax
+/// over axis 0: 37.7 and 24.7 ms).
+constexpr int64_t kCpuMinStrip = 16;
+constexpr int64_t kCpuMaxStrip = 512;
+/// The sides of a CPU transpose's square tiles.
+constexpr int64_t kCpuTransposeTile = 64;
 /// Parallel tiles a CPU matmul should have at least (a few cores' worth):
 /// fewer, and its K is split (loop.split_k) when long enough.
 constexpr int64_t kCpuMinTiles = 4;
@@ -170,6 +184,129 @@ static bool transposedAlong(TilingInterface root, int64_t dim) {
     return map.getNumResults() > 0 && map.isFunctionOfDim(innermost) &&
            map.getResults().back() == getAffineDimExpr(dim, op.getContext());
   });
+}
+
+/// Whether `value` is computed by a chain of its block's ops that reduces.
+static bool computedByReduction(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  SetVector<Operation *> slice;
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  options.filter = [&](Operation *op) {
+    return op->getBlock() == def->getBlock();
+  };
+  (void)getBackwardSlice(def, &slice, options);
+  return llvm::any_of(slice, [](Operation *op) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    return linalgOp && linalgOp.getNumReductionLoops() > 0;
+  });
+}
+
+/// Which of `iterators` are reductions.
+static SmallVector<bool>
+reductionLoops(ArrayRef<utils::IteratorType> iterators) {
+  return llvm::map_to_vector(iterators, [](utils::IteratorType it) {
+    return it == utils::IteratorType::reduction;
+  });
+}
+
+/// The loops of `root` that a CPU tile keeps whole: its reductions, and
+/// those along which it reads a value that the kernel reduces (a softmax's
+/// row maxima, broadcast along the row; column means, along the columns):
+/// tiles split along them would each reduce the whole input again.
+static SmallVector<bool> wholeLoops(TilingInterface root) {
+  SmallVector<bool> whole = reductionLoops(root.getLoopIteratorTypes());
+  auto op = dyn_cast<linalg::LinalgOp>(root.getOperation());
+  if (!op)
+    return whole;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    if (!computedByReduction(input->get()))
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(input);
+    for (unsigned d = 0; d < whole.size(); ++d)
+      if (!map.isFunctionOfDim(d))
+        whole[d] = true;
+  }
+  return whole;
+}
+
+/// The inputs of `root` that a linalg op of the kernel computes by
+/// reducing, with that op.
+static SmallVector<std::pair<OpOperand *, linalg::LinalgOp>>
+reducedInputs(linalg::LinalgOp root) {
+  SmallVector<std::pair<OpOperand *, linalg::LinalgOp>> found;
+  for (OpOperand *input : root.getDpsInputOperands())
+    if (auto producer = input->get().getDefiningOp<linalg::LinalgOp>();
+        producer && producer.getNumReductionLoops() > 0)
+      found.push_back({input, producer});
+  return found;
+}
+
+/// Points that the reductions fused into a CPU tile of `root` walk per
+/// point of the root's loops beyond those it keeps whole (a mean's sum:
+/// the reduced extent; a softmax's row sums: 1, the row being whole).
+static int64_t fusedReductionWork(linalg::LinalgOp root,
+                                  ArrayRef<int64_t> extents) {
+  int64_t work = 1;
+  for (auto [input, producer] : reducedInputs(root)) {
+    int64_t reduced = 1, broadcast = 1;
+    for (auto [extent, it] : llvm::zip(producer.getStaticLoopRanges(),
+                                       producer.getIteratorTypesArray()))
+      if (it == utils::IteratorType::reduction)
+        reduced *= extent;
+    AffineMap read = root.getMatchingIndexingMap(input);
+    for (auto [d, extent] : llvm::enumerate(extents))
+      if (!read.isFunctionOfDim(d))
+        broadcast *= extent;
+    work = std::max(work, reduced / broadcast);
+  }
+  return work;
+}
+
+/// The loops of `root` along which CPU tiles would cut an operand into
+/// strips of its rows: the operand, of the root or of a reduction fused
+/// into it, is contiguous along the loop and read whole along another (a
+/// column sum's input). Such strips are tiled wide (kCpuMaxStrip).
+static SmallVector<bool> stripLoops(linalg::LinalgOp root,
+                                    ArrayRef<bool> whole) {
+  SmallVector<bool> strips(root.getNumLoops(), false);
+  // Marks the loops of `op` (through `toRoot`, as the root's) along which
+  // an operand read whole along a loop of `opWhole` is contiguous.
+  auto mark = [&](linalg::LinalgOp op, ArrayRef<bool> opWhole,
+                  function_ref<std::optional<unsigned>(unsigned)> toRoot) {
+    for (AffineMap map : op.getIndexingMapsArray()) {
+      if (map.getNumResults() == 0)
+        continue;
+      auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+      if (!last || !llvm::any_of(llvm::seq<unsigned>(opWhole.size()),
+                                 [&](unsigned d) {
+                                   return opWhole[d] && map.isFunctionOfDim(d);
+                                 }))
+        continue;
+      if (std::optional<unsigned> d = toRoot(last.getPosition()))
+        strips[*d] = true;
+    }
+  };
+  mark(root, whole, [](unsigned d) { return std::optional<unsigned>(d); });
+  for (auto [input, producer] : reducedInputs(root)) {
+    SmallVector<bool> reduced =
+        reductionLoops(producer.getIteratorTypesArray());
+    AffineMap read = root.getMatchingIndexingMap(input);
+    AffineMap written =
+        producer.getIndexingMapMatchingResult(cast<OpResult>(input->get()));
+    // The root's loop that reads the result dimension the producer's loop
+    // `p` writes.
+    mark(producer, reduced, [&](unsigned p) -> std::optional<unsigned> {
+      for (auto [r, w] : llvm::zip(read.getResults(), written.getResults()))
+        if (w == getAffineDimExpr(p, root.getContext()))
+          if (auto d = dyn_cast<AffineDimExpr>(r))
+            return d.getPosition();
+      return std::nullopt;
+    });
+  }
+  return strips;
 }
 
 std::optional<PointwiseTiling>
@@ -344,6 +481,51 @@ struct LoopDefaultSchedulePass
                            sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
   }
 
+  /// Square parallel tiles for a root whose innermost loop walks an input
+  /// across its rows (a transpose): tiles of whole rows would read one
+  /// cache line, and one page, per point of the input; a tile of its
+  /// innermost loop and of the loop that walks the input's rows reads and
+  /// writes whole lines that stay in L1. False, and no schedule, for any
+  /// other root, one that reduces, or one small enough to be one tile.
+  bool addCpuTransposeSchedule(OpBuilder &sb, func::FuncOp func,
+                               TilingInterface root, ArrayRef<int64_t> extents,
+                               ArrayRef<int64_t> parallel,
+                               std::optional<unsigned> result) {
+    int64_t inner = static_cast<int64_t>(extents.size()) - 1;
+    if (parallel.empty() || parallel.back() != inner)
+      return false;
+    auto across = llvm::find_if(llvm::reverse(parallel.drop_back()),
+                                [&](int64_t d) {
+                                  return transposedAlong(root, d);
+                                });
+    if (across == llvm::reverse(parallel.drop_back()).end())
+      return false;
+    int64_t points = 1;
+    for (int64_t d : parallel)
+      points *= extents[d];
+    bool reduces = false;
+    func.walk([&](linalg::LinalgOp op) {
+      reduces |= op.getNumReductionLoops() > 0;
+    });
+    if (points <= kCpuTilePoints || reduces)
+      return false;
+    SmallVector<int64_t> sizes(extents.size(), 0);
+    for (int64_t d : parallel)
+      sizes[d] = 1;
+    createSchedule(sb, func, result);
+    Location loc = func.getLoc();
+    SmallVector<Value> tiles;
+    for (int64_t d : {*across, inner}) {
+      SmallVector<int64_t> choices = powersOfTwoUpTo(extents[d]);
+      tiles.push_back(knob(sb, loc, ("tile_" + Twine(d)).str(),
+                           pick(choices, kCpuTransposeTile), choices));
+      sizes[d] = ShapedType::kDynamic;
+    }
+    loop::TileOp::create(sb, loc, tiles, sb.getDenseI64ArrayAttr(sizes),
+                         ArrayAttr(), sb.getUnitAttr());
+    return true;
+  }
+
   /// The CPU schedule of `root`: parallel tiles, plus loop.vectorize for a
   /// matmul kernel. A root small enough to be one tile gets none (unless it
   /// is a matmul, which is vectorized whole).
@@ -445,11 +627,21 @@ struct LoopDefaultSchedulePass
       addUnrollKnob(sb, loc);
       return;
     }
-    // Tiles of about kCpuTilePoints: inner loops whole, the first that
-    // overflows split (its tile size is the knob), outer ones by 1.
-    int64_t volume = 1;
+    if (addCpuTransposeSchedule(sb, func, root, extents, parallel, result))
+      return;
+    // Tiles of about kCpuTilePoints: the loops that must stay whole
+    // (wholeLoops), then inner loops whole, the first that overflows split
+    // (its tile size is the knob), outer ones by 1.
+    SmallVector<bool> whole = wholeLoops(root);
+    auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
+    int64_t volume = linalgRoot ? fusedReductionWork(linalgRoot, extents) : 1;
+    for (auto [d, w] : llvm::enumerate(whole))
+      if (w)
+        volume *= extents[d];
     std::optional<int64_t> split;
     for (int64_t d : llvm::reverse(parallel)) {
+      if (whole[d])
+        continue;
       if (split) {
         sizes[d] = 1;
       } else if (volume * extents[d] > kCpuTilePoints) {
@@ -479,9 +671,13 @@ struct LoopDefaultSchedulePass
     Value tile, lanesKnob;
     if (split) {
       SmallVector<int64_t> choices = powersOfTwoUpTo(extents[*split]);
+      int64_t preferred = std::max<int64_t>(1, kCpuTilePoints / volume);
+      if (linalgRoot && stripLoops(linalgRoot, whole)[*split])
+        preferred = std::max(
+            preferred, std::clamp(extents[*split] / kCpuMinTiles, kCpuMinStrip,
+                                  kCpuMaxStrip));
       tile = knob(sb, loc, ("tile_" + Twine(*split)).str(),
-                  pick(choices, std::max<int64_t>(1, kCpuTilePoints / volume)),
-                  choices);
+                  pick(choices, preferred), choices);
     }
     // Four AVX2 vectors of partial results: independent adds enough to
     // cover the add latency (8 lanes: softmax 4096^2 20.6-23.7 ms, 32

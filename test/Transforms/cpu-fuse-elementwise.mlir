@@ -29,3 +29,27 @@ func.func @chain(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>, %init: tensor<8x16
   } -> tensor<2x4x16xf32>
   return %r : tensor<2x4x16xf32>
 }
+
+// A transpose read only by an elementwise generic fuses into it: the
+// generic reads the input through the transposed map. One feeding a
+// matmul stays a linalg.transpose (the matmul's tile copies its slice).
+// CHECK-LABEL: func.func @transposes
+// CHECK: linalg.transpose
+// CHECK: linalg.matmul
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8x16xf32>) outs(%{{.*}} : tensor<16x8xf32>)
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.transpose
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @transposes(%x: tensor<8x16xf32>) -> (tensor<16x8xf32>, tensor<16x16xf32>) {
+  %e = tensor.empty() : tensor<16x8xf32>
+  %t = linalg.transpose ins(%x : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) permutation = [1, 0]
+  %m0 = tensor.empty() : tensor<16x16xf32>
+  %t2 = linalg.transpose ins(%x : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) permutation = [1, 0]
+  %mm = linalg.matmul ins(%t2, %x : tensor<16x8xf32>, tensor<8x16xf32>) outs(%m0 : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%t : tensor<16x8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<16x8xf32>
+  return %r, %mm : tensor<16x8xf32>, tensor<16x16xf32>
+}

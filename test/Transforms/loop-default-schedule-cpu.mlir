@@ -225,16 +225,20 @@ func.func private @returned_producer(%x: tensor<2x4x5xf32>, %w: tensor<2x5x3xf32
 
 // Rows of 1000 in 32 lanes: the reduction splits the first 992 columns
 // into vectors of partial results; the last 8 are reduced after them, by a
-// copy of the reduction that starts from their sum.
+// copy of the reduction that starts from their sum. A tile's points count
+// the reduced columns: 16 rows of 1000.
 // CHECK-LABEL: func.func private @row_sums_remainder
+// CHECK: loop.knob "tile_0" = 16
 // CHECK: loop.knob "lanes" = 32 choices [1, 8, 16, 32, 64]
 // APPLY-LABEL: func.func private @row_sums_remainder
-// APPLY: %[[HEAD:.*]] = tensor.extract_slice %arg0[0, 0] [64, 992] [1, 1]
+// APPLY: scf.forall (%{{.*}}) = (0) to (64) step (16)
+// APPLY: %[[ROWS:.*]] = tensor.extract_slice %arg0[%{{.*}}, 0] [16, 1000] [1, 1]
+// APPLY: %[[HEAD:.*]] = tensor.extract_slice %[[ROWS]][0, 0] [16, 992] [1, 1]
 // APPLY: %[[SUMS:.*]] = scf.for
 // APPLY: scf.for {{.*}} to %c992 step %c32 iter_args({{.*}}) -> (vector<1x32xf32>)
 // APPLY: linalg.reduce
-// APPLY: %[[TAIL:.*]] = tensor.extract_slice %arg0[0, 992] [64, 8] [1, 1]
-// APPLY: linalg.generic {{.*}} ins(%[[TAIL]] : tensor<64x8xf32>) outs(%[[SUMS]] : tensor<64xf32>)
+// APPLY: %[[TAIL:.*]] = tensor.extract_slice %[[ROWS]][0, 992] [16, 8] [1, 1]
+// APPLY: linalg.generic {{.*}} ins(%[[TAIL]] : tensor<16x8xf32>) outs(%[[SUMS]] : tensor<16xf32>)
 #rs_in = affine_map<(d0, d1) -> (d0, d1)>
 #rs_out = affine_map<(d0, d1) -> (d0)>
 func.func private @row_sums_remainder(%a: tensor<64x1000xf32>) -> tensor<64xf32> attributes {tessel.kernel = "reduction"} {
@@ -285,4 +289,113 @@ func.func private @two_roots(%a: tensor<6x11xi32>) -> (tensor<6xi32>, tensor<6x1
     linalg.yield %y : i32
   } -> tensor<6x11xi32>
   return %max, %abs : tensor<6xi32>, tensor<6x11xi32>
+}
+
+// -----
+
+// A root that walks its input across rows (x.T + 1 per batch): square
+// tiles of its innermost loop and of the loop along the input's rows, the
+// batch by 1, so each tile reads 64 whole lines of 64 rows, not one line
+// per point as tiles of whole result rows would.
+// A small one is one tile.
+// CHECK-LABEL: func.func private @small_transpose
+// CHECK: loop.schedule @transposing target "cpu" {
+// CHECK-NEXT: %[[A:.*]] = loop.knob "tile_1" = 64 choices [1, 2, 4, 8, 16, 32, 64, 128, 256]
+// CHECK-NEXT: %[[B:.*]] = loop.knob "tile_2" = 64 choices [1, 2, 4, 8, 16, 32, 64, 128, 256, 300]
+// CHECK-NEXT: loop.tile [1, %[[A]], %[[B]]] parallel
+// CHECK-NEXT: }
+// CHECK-NOT: loop.schedule
+// APPLY-LABEL: func.func private @transposing
+// APPLY: scf.forall ({{.*}}) = (0, 0, 0) to (2, 256, 300) step (1, 64, 64)
+// APPLY: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x?x64xf32>) outs(%{{.*}} : tensor<1x64x?xf32>)
+#tp_in = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+#tp_id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func private @transposing(%x: tensor<2x300x256xf32>) -> tensor<2x256x300xf32> attributes {tessel.kernel = "elementwise"} {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<2x256x300xf32>
+  %r = linalg.generic {indexing_maps = [#tp_in, #tp_id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<2x300x256xf32>) outs(%e : tensor<2x256x300xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %one : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x256x300xf32>
+  return %r : tensor<2x256x300xf32>
+}
+func.func private @small_transpose(%x: tensor<64x32xf32>) -> tensor<32x64xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<32x64xf32>
+  %r = linalg.transpose ins(%x : tensor<64x32xf32>) outs(%e : tensor<32x64xf32>) permutation = [1, 0]
+  return %r : tensor<32x64xf32>
+}
+
+// -----
+
+// x - mean(x, axis=0): the column sums are broadcast along the rows, so a
+// tile keeps the rows whole (tiles of a few rows would each sum the whole
+// input again) and takes strips of the columns: a quarter of them, wide
+// runs of each row. The column sum reduces across rows: no vectors of
+// partial results along them (loop.split_reduction), which would gather an
+// element per row.
+// CHECK-LABEL: func.func private @centered
+// CHECK: loop.schedule @centered target "cpu" {
+// CHECK-NEXT: %[[T:.*]] = loop.knob "tile_1" = 256 choices [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+// CHECK-NEXT: loop.tile [0, %[[T]]] parallel
+// CHECK-NEXT: }
+// APPLY-LABEL: func.func private @centered
+// APPLY: scf.forall (%[[J:.*]]) = (0) to (1024) step (256)
+// APPLY: linalg.generic {{.*}} ins(%{{.*}} : tensor<256x256xf32>) outs(%{{.*}} : tensor<1x256xf32>)
+// APPLY: arith.addf
+// APPLY: linalg.generic {{.*}} outs(%{{.*}} : tensor<256x256xf32>)
+// APPLY: arith.subf
+#c_in = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c_out = affine_map<(d0, d1, d2) -> (d0, d1)>
+#c_id = affine_map<(d0, d1) -> (d0, d1)>
+#c_bc = affine_map<(d0, d1) -> (0, d1)>
+func.func private @centered(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 3.906250e-03 : f32
+  %e1 = tensor.empty() : tensor<1x1024xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %s = linalg.generic {indexing_maps = [#c_in, #c_out], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<256x1024xf32>) outs(%f : tensor<1x1024xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.addf %acc, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x1024xf32>
+  %e2 = tensor.empty() : tensor<256x1024xf32>
+  %r = linalg.generic {indexing_maps = [#c_id, #c_bc, #c_id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<256x1024xf32>, tensor<1x1024xf32>) outs(%e2 : tensor<256x1024xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %0 = arith.mulf %sum, %scale : f32
+    %1 = arith.subf %in, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<256x1024xf32>
+  return %r : tensor<256x1024xf32>
+}
+
+// -----
+
+// A row mean: the root scales 64 sums, but each of its points carries a
+// reduction of 1000 fused into its tile: tiles of 16 rows.
+// CHECK-LABEL: func.func private @row_means
+// CHECK: loop.schedule @row_means target "cpu" {
+// CHECK-NEXT: %[[T:.*]] = loop.knob "tile_0" = 16
+// CHECK-NEXT: %[[L:.*]] = loop.knob "lanes" = 32
+// CHECK-NEXT: loop.tile [%[[T]]] parallel
+// CHECK-NEXT: loop.split_reduction lanes [%[[L]]]
+#m_in = affine_map<(d0, d1) -> (d0, d1)>
+#m_out = affine_map<(d0, d1) -> (d0)>
+#m_id = affine_map<(d0) -> (d0)>
+func.func private @row_means(%x: tensor<64x1000xf32>) -> tensor<64xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 1.000000e-03 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %s = linalg.generic {indexing_maps = [#m_in, #m_out], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<64x1000xf32>) outs(%f : tensor<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.addf %acc, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<64xf32>
+  %r = linalg.generic {indexing_maps = [#m_id, #m_id], iterator_types = ["parallel"]} ins(%s : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %scale : f32
+    linalg.yield %0 : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
 }

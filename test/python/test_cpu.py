@@ -295,3 +295,62 @@ def test_large_results_are_written_with_streaming_stores(name, fn, spec, referen
         module = tessel.trace(fn, tessel.TensorSpec(size, dtype))
         pipelines.run_stages(module, pipelines.cpu_stages())
         assert ("nontemporal" in str(module)) == (streamed and x86), (name, size)
+
+
+@pytest.mark.parametrize(
+    "name, fn, spec, reference",
+    [
+        ("scale", lambda x: x.T * 2.0, ((300, 257), np.float32), lambda x: x.T * 2.0),
+        ("plus_itself", lambda x: x + x.T, ((129, 129), np.float32), lambda x: x + x.T),
+        ("batched", lambda x: tessel.ops.transpose(x, (0, 2, 1)), ((3, 130, 67), np.float32),
+         lambda x: x.transpose(0, 2, 1)),
+        ("half", lambda x: x.T - 1.0, ((200, 190), np.float16), lambda x: x.T - np.float16(1)),
+        ("compare", lambda x: x.T > 0.0, ((140, 150), np.float32), lambda x: x.T > 0),
+        ("rotated", lambda x: tessel.ops.transpose(x, (2, 0, 1)), ((33, 20, 70), np.int32),
+         lambda x: x.transpose(2, 0, 1)),
+    ],
+)
+def test_transposing_kernels_take_square_tiles(name, fn, spec, reference):
+    """Kernels that read an input across its rows run in square tiles of the
+    result (whose edges these shapes leave partial) and match numpy."""
+    from tessel import schedules
+
+    shape, dtype = spec
+    x = _random(shape, dtype, np.random.default_rng(1))
+    module = tessel.trace(fn, x)
+    tiles = [k for k in schedules.knobs(schedules.default_schedules(module, "cpu")) if k.name.startswith("tile_")]
+    assert len(tiles) == 2, tiles  # tiles of whole rows would take one
+    np.testing.assert_array_equal(tessel.compile(module)(x), reference(x))
+
+
+def _softmax0(x):
+    e = np.exp(x - x.max(0, keepdims=True))
+    return e / e.sum(0, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    "name, fn, spec, reference, knobs",
+    [
+        ("sum", lambda x: tessel.ops.sum(x, axis=0), ((300, 700), np.float32), lambda x: x.sum(0), {"tile_0"}),
+        ("max_int", lambda x: tessel.ops.max(x, axis=0), ((257, 300), np.int32), lambda x: x.max(0), {"tile_0"}),
+        ("softmax", lambda x: tessel.ops.softmax(x, axis=0), ((300, 500), np.float32), _softmax0, {"tile_1"}),
+        ("centered", lambda x: x - tessel.ops.mean(x, axis=0, keepdims=True), ((130, 1000), np.float32),
+         lambda x: x - x.mean(0, keepdims=True), {"tile_1"}),
+        ("middle_axis", lambda x: tessel.ops.sum(x, axis=1), ((8, 300, 70), np.float32), lambda x: x.sum(1),
+         {"tile_1"}),
+        ("half_mean", lambda x: tessel.ops.mean(x, axis=0), ((200, 300), np.float16),
+         lambda x: x.astype(np.float32).mean(0).astype(np.float16), {"tile_0"}),
+    ],
+)
+def test_reductions_across_rows_tile_the_rows_not_the_reduction(name, fn, spec, reference, knobs):
+    """A reduction over an outer axis, and the ops that read its results,
+    run in tiles of strips of the rows that keep the reduced loop whole (no
+    tile reduces the whole input again), and match numpy."""
+    from tessel import schedules
+
+    shape, dtype = spec
+    x = _random(shape, dtype, np.random.default_rng(2))
+    module = tessel.trace(fn, x)
+    assert {k.name for k in schedules.knobs(schedules.default_schedules(module, "cpu"))} == knobs
+    tolerance = 1e-2 if dtype == np.float16 else 1e-5
+    np.testing.assert_allclose(tessel.compile(module)(x), reference(x), rtol=tolerance, atol=tolerance)

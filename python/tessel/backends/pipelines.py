@@ -63,7 +63,7 @@ _STREAMING_BITS = host.vector_bits() if platform.machine().lower() in ("x86_64",
 CPU_LOWER = (
     "lower-to-llvm",
     "builtin.module(func.func(loop-vector-access),cpu-serialize-inner-foralls,func.func(scf-forall-to-parallel),"
-    "cpu-expand-strided-copies,func.func(loop-unroll),"
+    "cpu-expand-strided-copies,func.func(cpu-interchange-reductions,loop-unroll),"
     # Large results written past the caches (x86: movntps).
     f"func.func(cpu-streaming-stores{{vector-bits={_STREAMING_BITS}}}),convert-linalg-to-loops,"
     "convert-vector-to-scf{full-unroll},"
