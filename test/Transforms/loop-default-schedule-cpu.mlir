@@ -138,7 +138,8 @@ func.func private @prime(%a: tensor<37x29xf32>, %b: tensor<29x53xf32>) -> tensor
 // -----
 
 // Where the power-of-two block would leave a padded edge tile and a divisor
-// of the extent above half of it is whole register blocks, the divisor:
+// of the extent within a factor of two is whole register blocks, the
+// divisor (the largest below the power of two first):
 // 3136 columns (a 3x3 convolution's 56x56 pixels) in blocks of 112 (AVX2,
 // 16-column register blocks) or 224 (AVX-512, 32), not 128 or 256. The
 // 96 rows are one block.
@@ -154,6 +155,31 @@ func.func private @divisor_blocks(%a: tensor<96x576xf32>, %b: tensor<576x3136xf3
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<96x3136xf32>) -> tensor<96x3136xf32>
   %mm = linalg.matmul ins(%a, %b : tensor<96x576xf32>, tensor<576x3136xf32>) outs(%f : tensor<96x3136xf32>) -> tensor<96x3136xf32>
   return %mm : tensor<96x3136xf32>
+}
+
+// -----
+
+// 1000 is a multiple of no power-of-two block: blocks that divide it, so
+// every tile has the same static size, padded by register blocks as
+// little as may be (AVX2: rows in 100 = 25 x 4, columns in 125, padded to
+// 128 = 8 x 16; AVX-512: rows in 200 = 25 x 8, columns in 250, padded to
+// 256 = 8 x 32), and K in 5 blocks of 200 (whole register blocks of 4),
+// not 4 of 252 (1008, padded).
+// CHECK-LABEL: func.func private @thousand
+// CHECK: loop.knob "block_m" = 100 choices
+// CHECK-NEXT: loop.knob "block_n" = 125 choices
+// APPLY-LABEL: func.func private @thousand
+// APPLY: scf.forall ({{.*}}) = (0, 0) to (1000, 1000) step (100, 125)
+// APPLY: scf.for %{{.*}} = %c0 to %c1000 step %c200
+// AVX512-LABEL: func.func private @thousand
+// AVX512: loop.knob "block_m" = 200 choices
+// AVX512-NEXT: loop.knob "block_n" = 250 choices
+func.func private @thousand(%a: tensor<1000x1000xf32>, %b: tensor<1000x1000xf32>) -> tensor<1000x1000xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1000x1000xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1000x1000xf32>) -> tensor<1000x1000xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<1000x1000xf32>, tensor<1000x1000xf32>) outs(%f : tensor<1000x1000xf32>) -> tensor<1000x1000xf32>
+  return %mm : tensor<1000x1000xf32>
 }
 
 // -----
