@@ -155,6 +155,22 @@ def CpuApproximateMath : Pass<"cpu-approximate-math"> {
   ];
 }
 
+def CpuCollapseReductions
+    : Pass<"cpu-collapse-reductions", "mlir::func::FuncOp"> {
+  let summary = "Merge a reduction's trailing reduced axes into one loop";
+  let description = [{
+    A linalg.generic whose trailing loops are two or more reductions (a sum
+    of a whole tensor, a mean over H and W), along which every operand is
+    contiguous and which read only function arguments or constants, has
+    those loops merged into one (upstream `collapseOpIterationDims`; the
+    inputs are read through tensor.collapse_shape). CPU schedules split a
+    single innermost reduction into vectors of partial results; several
+    reduction loops left a chain of dependent scalar adds per result.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def CpuInterchangeReductions
     : Pass<"cpu-interchange-reductions", "mlir::func::FuncOp"> {
   let summary = "Reduce across rows with the loop along the rows innermost";

@@ -354,3 +354,31 @@ def test_reductions_across_rows_tile_the_rows_not_the_reduction(name, fn, spec, 
     assert {k.name for k in schedules.knobs(schedules.default_schedules(module, "cpu"))} == knobs
     tolerance = 1e-2 if dtype == np.float16 else 1e-5
     np.testing.assert_allclose(tessel.compile(module)(x), reference(x), rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize(
+    "name, fn, spec, reference",
+    [
+        ("sum_all", lambda x: tessel.ops.sum(x), ((300, 700), np.float32), lambda x: x.sum()),
+        ("sum_squares", lambda x: tessel.ops.sum(x * x), ((123, 457), np.float32), lambda x: (x * x).sum()),
+        ("spatial_mean", lambda x: tessel.ops.mean(x, axis=(2, 3)), ((4, 64, 7, 7), np.float32),
+         lambda x: x.mean((2, 3))),
+        ("max_trailing", lambda x: tessel.ops.max(x, axis=(1, 2), keepdims=True), ((16, 90, 70), np.float32),
+         lambda x: x.max((1, 2), keepdims=True)),
+        ("int_sum_all", lambda x: tessel.ops.sum(x), ((300, 501), np.int32), lambda x: x.sum(dtype=np.int32)),
+        ("share", lambda x: x / tessel.ops.sum(x), ((200, 300), np.float32), lambda x: x / x.sum()),
+    ],
+)
+def test_reductions_over_several_trailing_axes(name, fn, spec, reference):
+    """Reductions over several trailing axes reduce them as one loop in
+    vectors of partial results (cpu-collapse-reductions, then
+    loop.split_reduction) and match numpy."""
+    from tessel import schedules
+
+    shape, dtype = spec
+    x = _random(shape, dtype, np.random.default_rng(3))
+    module = tessel.trace(fn, x)
+    # x * x fuses into the sum first, which then reads x.
+    assert "lanes" in {k.name for k in schedules.knobs(schedules.default_schedules(module, "cpu"))}, name
+    expected = reference(x.astype(np.float64) if dtype == np.float32 else x)
+    np.testing.assert_allclose(tessel.compile(module)(x), expected, rtol=1e-4, atol=1e-3)

@@ -39,10 +39,12 @@ def linalg_stage(target: str) -> tuple[str, str]:
     the input would run in one thread. The CPU copies, which is faster than
     testing each element of the patches."""
     fold = "" if target == "cpu" else "{fold-padding}"
+    # CPU reductions over several axes as one loop, for loop.split_reduction.
+    collapse = "cpu-collapse-reductions," if target == "cpu" else ""
     return (
         "graph-to-linalg",
         "builtin.module(graph-to-linalg,canonicalize,cse,"
-        f"func.func(cpu-fuse-elementwise,linalg-im2col{fold},linalg-sink-reshapes),canonicalize,"
+        f"func.func(cpu-fuse-elementwise,{collapse}linalg-im2col{fold},linalg-sink-reshapes),canonicalize,"
         "host-dedupe-kernel-results)",
     )
 
