@@ -136,9 +136,23 @@ def CpuExpandStridedCopies : Pass<"cpu-expand-strided-copies"> {
     LLVM lowering copies contiguous buffers with memcpy, and any other pair
     through the runtime's generic copy, one memcpy call per element. This
     pass rewrites those copies as linalg.copy, whose loops (after
-    convert-linalg-to-loops) LLVM vectorizes. Runs on buffers.
+    convert-linalg-to-loops) LLVM vectorizes. A copy of 1 MiB or more at
+    the top of a `tessel.kernel` function (a concatenation's parts placed
+    into the result, which no schedule tiles) is cut into chunks of about
+    64 KiB of its outer dimension under an scf.parallel, for
+    async-parallel-for to run as tasks. Runs on buffers, after
+    scf-forall-to-parallel.
   }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+  let options = [
+    Option<"parallelBytes", "parallel-bytes", "int64_t", "1048576",
+           "Smallest kernel-level copy, in bytes, copied in parallel "
+           "chunks (0: none)">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
 }
 
 def CpuApproximateMath : Pass<"cpu-approximate-math"> {

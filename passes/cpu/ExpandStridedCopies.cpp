@@ -4,15 +4,21 @@
 // but any other copy (a tile padded into a block buffer, a slice of a
 // strided view) into a call of the runtime's generic copy, which calls
 // memcpy once per element. As a linalg.copy it becomes a loop nest whose
-// innermost loop LLVM vectorizes.
+// innermost loop LLVM vectorizes. A large one that a kernel runs on its own
+// (a concatenation's parts, placed into the result) is cut into chunks of
+// its outer dimension under an scf.parallel, which runs them as tasks of
+// the async runtime like a schedule's tiles.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_CPUEXPANDSTRIDEDCOPIES
@@ -29,8 +35,53 @@ bool isContiguous(MemRefType type) {
          memref::isStaticShapeAndContiguousRowMajor(type);
 }
 
+/// Parallel copies run in chunks of about this many bytes.
+constexpr int64_t kChunkBytes = 1 << 16;
+
+/// Replaces `copy` (static shape, at the top of a kernel) by a parallel
+/// loop over chunks of its outer dimension, each a linalg.copy of a subview.
+void copyInParallel(RewriterBase &rewriter, memref::CopyOp copy,
+                    MemRefType type) {
+  Location loc = copy.getLoc();
+  int64_t bytesPerOuter =
+      type.getNumElements() / type.getDimSize(0) *
+      llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+  int64_t chunk = std::max<int64_t>(1, kChunkBytes / bytesPerOuter);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value outer =
+      arith::ConstantIndexOp::create(rewriter, loc, type.getDimSize(0));
+  Value step = arith::ConstantIndexOp::create(rewriter, loc, chunk);
+  auto loop = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                      ValueRange{outer}, ValueRange{step});
+  rewriter.setInsertionPointToStart(loop.getBody());
+  Value start = loop.getInductionVars()[0];
+  AffineExpr i = rewriter.getAffineDimExpr(0);
+  OpFoldResult rows = affine::makeComposedFoldedAffineMin(
+      rewriter, loc,
+      AffineMap::get(1, 0, {rewriter.getAffineConstantExpr(chunk),
+                            type.getDimSize(0) - i},
+                     rewriter.getContext()),
+      {start});
+  SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+  offsets[0] = start;
+  SmallVector<OpFoldResult> sizes =
+      getAsIndexOpFoldResult(rewriter.getContext(), type.getShape());
+  sizes[0] = rows;
+  SmallVector<OpFoldResult> strides(type.getRank(), rewriter.getIndexAttr(1));
+  auto part = [&](Value buffer) {
+    return memref::SubViewOp::create(rewriter, loc, buffer, offsets, sizes,
+                                     strides);
+  };
+  Value source = part(copy.getSource());
+  Value target = part(copy.getTarget());
+  linalg::CopyOp::create(rewriter, loc, source, target);
+  rewriter.eraseOp(copy);
+}
+
 struct CpuExpandStridedCopiesPass
     : tessel::impl::CpuExpandStridedCopiesBase<CpuExpandStridedCopiesPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     SmallVector<memref::CopyOp> strided;
     getOperation()->walk([&](memref::CopyOp copy) {
@@ -43,6 +94,16 @@ struct CpuExpandStridedCopiesPass
     IRRewriter rewriter(&getContext());
     for (memref::CopyOp copy : strided) {
       rewriter.setInsertionPoint(copy);
+      auto type = cast<MemRefType>(copy.getTarget().getType());
+      auto func = dyn_cast<func::FuncOp>(copy->getParentOp());
+      if (parallelBytes > 0 && func && func->hasAttr("tessel.kernel") &&
+          type.hasStaticShape() && type.getRank() > 0 &&
+          type.getDimSize(0) > 1 &&
+          type.getNumElements() * type.getElementTypeBitWidth() / 8 >=
+              parallelBytes) {
+        copyInParallel(rewriter, copy, type);
+        continue;
+      }
       rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
                                                   copy.getTarget());
     }

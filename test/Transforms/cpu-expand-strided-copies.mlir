@@ -1,4 +1,5 @@
 // RUN: tessel-opt %s -cpu-expand-strided-copies | FileCheck %s
+// RUN: tessel-opt %s -cpu-expand-strided-copies=parallel-bytes=0 | FileCheck %s --check-prefix=SERIAL
 
 // A copy between contiguous buffers stays a memref.copy (LLVM lowers it to
 // memcpy); one with a strided side becomes a linalg.copy (loops).
@@ -19,5 +20,33 @@ func.func @copies(%a: memref<4x8xf32>, %b: memref<4x8xf32>, %c: memref<4x16xf32>
 // CHECK: memref.copy %arg0, %arg1 : memref<*xf32> to memref<*xf32>
 func.func @unranked(%a: memref<*xf32>, %b: memref<*xf32>) {
   memref.copy %a, %b : memref<*xf32> to memref<*xf32>
+  return
+}
+
+// A kernel's copy of 1 MiB or more (a concatenation's part placed into the
+// result) runs as chunks of rows under an scf.parallel: 16 rows of 4 KiB,
+// the last chunk cut short; smaller copies, and copies outside kernels,
+// stay whole; parallel-bytes=0 keeps every copy whole.
+// SERIAL-NOT: scf.parallel
+// CHECK-LABEL: func.func @concat_part
+// CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%c300) step (%c16) {
+// CHECK: %[[N:.*]] = affine.min #{{.*}}(%[[I]])
+// CHECK: %[[S:.*]] = memref.subview %arg0[%[[I]], 0] [%[[N]], 1024] [1, 1]
+// CHECK: %[[T:.*]] = memref.subview %{{.*}}[%[[I]], 0] [%[[N]], 1024] [1, 1]
+// CHECK: linalg.copy ins(%[[S]] : {{.*}}) outs(%[[T]] : {{.*}})
+// CHECK-NOT: scf.parallel
+// CHECK: linalg.copy
+// CHECK-LABEL: func.func @host_copy
+// CHECK-NOT: scf.parallel
+func.func @concat_part(%a: memref<300x1024xf32>, %small: memref<8x8xf32>, %out: memref<300x2048xf32>, %out2: memref<8x16xf32>) attributes {tessel.kernel = "elementwise"} {
+  %dst = memref.subview %out[0, 0] [300, 1024] [1, 1] : memref<300x2048xf32> to memref<300x1024xf32, strided<[2048, 1]>>
+  memref.copy %a, %dst : memref<300x1024xf32> to memref<300x1024xf32, strided<[2048, 1]>>
+  %dst2 = memref.subview %out2[0, 8] [8, 8] [1, 1] : memref<8x16xf32> to memref<8x8xf32, strided<[16, 1], offset: 8>>
+  memref.copy %small, %dst2 : memref<8x8xf32> to memref<8x8xf32, strided<[16, 1], offset: 8>>
+  return
+}
+func.func @host_copy(%a: memref<300x1024xf32>, %out: memref<300x2048xf32>) {
+  %dst = memref.subview %out[0, 0] [300, 1024] [1, 1] : memref<300x2048xf32> to memref<300x1024xf32, strided<[2048, 1]>>
+  memref.copy %a, %dst : memref<300x1024xf32> to memref<300x1024xf32, strided<[2048, 1]>>
   return
 }

@@ -382,3 +382,15 @@ def test_reductions_over_several_trailing_axes(name, fn, spec, reference):
     assert "lanes" in {k.name for k in schedules.knobs(schedules.default_schedules(module, "cpu"))}, name
     expected = reference(x.astype(np.float64) if dtype == np.float32 else x)
     np.testing.assert_allclose(tessel.compile(module)(x), expected, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_large_concatenations_match_numpy(axis):
+    """Parts of 1 MiB or more are copied into the result in parallel chunks
+    (cpu-expand-strided-copies), the last chunk partial."""
+    rng = np.random.default_rng(4)
+    parts = [rng.standard_normal((3, 301, 350 + 7 * i)).astype(np.float32) for i in range(3)]
+    if axis != 2:
+        parts = [p[:, :, :350] for p in parts]
+    exe = tessel.compile(tessel.trace(lambda *xs: tessel.ops.concatenate(xs, axis), *parts))
+    np.testing.assert_array_equal(exe(*parts), np.concatenate(parts, axis))
