@@ -199,7 +199,7 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
   // many blocks are taken when they divide K in whole register blocks, as
   // a padded K copies the tile's A (K = 1000: 5 blocks of 200, not 4 of
   // 252).
-  int64_t blocks = llvm::divideCeil(k, depth);
+  int64_t blocks = std::max<int64_t>(1, llvm::divideCeil(k, depth));
   for (int64_t more = blocks; more <= 2 * blocks; ++more)
     if (k % more == 0 && (k / more) % registerTile[2] == 0) {
       blocks = more;

@@ -272,7 +272,8 @@ static int64_t fusedReductionWork(linalg::LinalgOp root,
     for (auto [d, extent] : llvm::enumerate(extents))
       if (!read.isFunctionOfDim(d))
         broadcast *= extent;
-    work = std::max(work, reduced / broadcast);
+    if (broadcast > 0) // else the root has no points (an empty tensor)
+      work = std::max(work, reduced / broadcast);
   }
   return work;
 }
@@ -544,6 +545,9 @@ struct LoopDefaultSchedulePass
   void addCpuSchedule(func::FuncOp func, TilingInterface root,
                       ArrayRef<int64_t> extents, StringAttr kind,
                       std::optional<unsigned> result) {
+    // An empty root (a loop of extent 0) has nothing to schedule.
+    if (llvm::is_contained(extents, 0))
+      return;
     OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
     Location loc = func.getLoc();
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();

@@ -394,3 +394,21 @@ def test_large_concatenations_match_numpy(axis):
         parts = [p[:, :, :350] for p in parts]
     exe = tessel.compile(tessel.trace(lambda *xs: tessel.ops.concatenate(xs, axis), *parts))
     np.testing.assert_array_equal(exe(*parts), np.concatenate(parts, axis))
+
+
+@pytest.mark.parametrize(
+    "fn, shape, expected",
+    [
+        (lambda x: tessel.ops.softmax(x, axis=0), (0, 5), np.zeros((0, 5))),
+        (lambda x: x - tessel.ops.mean(x, axis=0, keepdims=True), (0, 300), np.zeros((0, 300))),
+        (lambda x: x.T * 2.0, (0, 300), np.zeros((300, 0))),
+        (lambda x: x @ np.ones((300, 7), np.float32), (0, 300), np.zeros((0, 7))),
+        (lambda x: x @ np.ones((0, 7), np.float32), (300, 0), np.zeros((300, 7))),
+    ],
+    ids=["softmax_axis0", "centered", "transposed", "matmul_no_rows", "matmul_no_depth"],
+)
+def test_empty_tensors_compile_and_match_numpy(fn, shape, expected):
+    """Kernels with a loop of extent 0 get no schedule (tile and block sizes
+    would divide by it) and give numpy's empty or zero results."""
+    x = np.zeros(shape, np.float32)
+    np.testing.assert_array_equal(tessel.compile(tessel.trace(fn, x))(x), expected.astype(np.float32))
