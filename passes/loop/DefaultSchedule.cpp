@@ -256,9 +256,10 @@ reducedInputs(linalg::LinalgOp root) {
   return found;
 }
 
-/// Points that the reductions fused into a CPU tile of `root` walk per
-/// point of the root's loops beyond those it keeps whole (a mean's sum:
-/// the reduced extent; a softmax's row sums: 1, the row being whole).
+/// Points that the reductions fused into a CPU tile of `root` (no extent
+/// of which is 0) walk per point of the root's loops beyond those it keeps
+/// whole (a mean's sum: the reduced extent; a softmax's row sums: 1, the
+/// row being whole).
 static int64_t fusedReductionWork(linalg::LinalgOp root,
                                   ArrayRef<int64_t> extents) {
   int64_t work = 1;
@@ -272,8 +273,7 @@ static int64_t fusedReductionWork(linalg::LinalgOp root,
     for (auto [d, extent] : llvm::enumerate(extents))
       if (!read.isFunctionOfDim(d))
         broadcast *= extent;
-    if (broadcast > 0) // else the root has no points (an empty tensor)
-      work = std::max(work, reduced / broadcast);
+    work = std::max(work, reduced / broadcast);
   }
   return work;
 }
