@@ -312,7 +312,9 @@ def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
     gets no schedule (gpu-map-kernels runs it in one thread).
     CPU: parallel tiles (tasks of the async runtime) of about 16K points
     of the root's iteration space, inner loops whole; matmul kernels get
-    blocks of the result and loop.vectorize (cache and register blocks).
+    blocks of the result and loop.vectorize (cache and register blocks);
+    long reductions to a single value get loop.grid_reduce (rows reduced
+    as parallel tasks) in the schedule of the kernel's first root.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
@@ -356,7 +358,10 @@ def LoopApplySchedules : Pass<"loop-apply-schedule", "mlir::ModuleOp"> {
     `loop.grid_reduce` splits the kernel's reductions to a single value
     into rows of partials, a block each, and moves their combination and
     the single-value ops after it into one block, both marked like
-    loop.warp_reduce. On GPUs, ops the schedules leave untiled get
+    loop.warp_reduce; on the CPU it goes first, the rows as parallel tasks
+    in vectors of partial results (loop.split_reduction) and the
+    combination computed once, and schedules of roots that are single
+    values are then done. On GPUs, ops the schedules leave untiled get
     pointwise nests of their own. The schedule op is erased once applied.
     Run loop-validate first.
   }];

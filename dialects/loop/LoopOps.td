@@ -259,39 +259,53 @@ def Loop_WarpReduceOp : Loop_ValuesOp<"warp_reduce"> {
 }
 
 def Loop_GridReduceOp : Loop_ValuesOp<"grid_reduce", [AttrSizedOperandSegments]> {
-  let summary = "Reduces to a single value across the grid, in parts (GPU)";
+  let summary = "Reduces to a single value in parts computed in parallel";
   let description = [{
     For kernels that reduce a tensor to a single value (a sum, a mean, the
     maximum of a 1-D softmax): each such reduction is cut into `parts`
-    rows of equal length (its loops merged into one, then split), one block
-    per row, whose `threads` threads share the row as in
-    `loop.warp_reduce`. One block then combines the rows' partial results
-    and computes the single-value ops that follow. The kernel's other ops
-    (those over tensors, which read the value) are tiled like elementwise
-    kernels. A part count must divide the number of elements reduced; one
-    part reduces the whole tensor in one block. The primitive covers the
-    whole kernel: its schedule has no `loop.tile` and is the kernel's only
-    schedule.
+    rows of equal length (its loops merged into one, then split), whose
+    partial results are computed in parallel, then combined. A part count
+    must divide the number of elements reduced.
+
+    On GPUs, one block computes each row, its `threads` threads sharing
+    the row as in `loop.warp_reduce`; one block then combines the rows'
+    partial results and computes the single-value ops that follow. The
+    kernel's other ops (those over tensors, which read the value) are tiled
+    like elementwise kernels. One part reduces the whole tensor in one
+    block. The primitive covers the whole kernel: its schedule has no
+    `loop.tile` and is the kernel's only schedule.
+
+    On the CPU, which takes no `threads`, each row is a parallel task,
+    walked in vectors of partial results when the schedule also has
+    `loop.split_reduction` (rows shorter than its lanes are not split). The
+    combination and the single-value ops after it are computed once, before
+    the tiles of the kernel's other ops, which the schedule's `loop.tile`
+    tiles as in other kernels.
     ```mlir
     %parts = loop.knob "parts" = 256 choices [1, 2, 4, 8, 16, 32, 64, 128, 256]
     %threads = loop.knob "threads" = 256 choices [32, 64, 128, 256, 512, 1024]
     loop.grid_reduce parts [%parts] threads [%threads]
+    // CPU:
+    loop.grid_reduce parts [%parts]
     ```
   }];
   let arguments = (ins Variadic<Index>:$dynamic_parts,
                        DenseI64ArrayAttr:$static_parts,
                        Variadic<Index>:$dynamic_threads,
-                       DenseI64ArrayAttr:$static_threads);
+                       DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{}">:$static_threads);
   let assemblyFormat = [{
     `parts` custom<DynamicIndexList>($dynamic_parts, $static_parts)
-    `threads` custom<DynamicIndexList>($dynamic_threads, $static_threads)
+    (`threads` custom<DynamicIndexList>($dynamic_threads, $static_threads)^)?
     attr-dict
   }];
   let extraClassDeclaration = [{
     int64_t getResolvedParts() {
       return resolveValues(getDynamicParts(), getStaticParts()).front();
     }
-    int64_t getResolvedThreads() {
+    /// The thread count, absent on the CPU.
+    std::optional<int64_t> getResolvedThreads() {
+      if (getStaticThreads().empty())
+        return std::nullopt;
       return resolveValues(getDynamicThreads(), getStaticThreads()).front();
     }
   }];

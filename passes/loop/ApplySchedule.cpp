@@ -26,6 +26,7 @@
 #include "passes/loop/DefaultSchedule.h"
 #include "passes/loop/GridReduce.h"
 #include "passes/loop/MmaConfig.h"
+#include "passes/loop/RowReduction.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
@@ -421,11 +422,55 @@ struct LoopApplySchedulesPass
     registerVectorizeMatmulInterfaces(registry);
   }
 
+  /// Carries out the CPU schedules' loop.grid_reduce first: it rewrites
+  /// all the kernel's reductions to single values, which the roots of its
+  /// other schedules may read. Schedules of roots that are single values
+  /// (a sum, a mean) then have nothing left to tile, and go.
+  LogicalResult splitCpuSingleValueReductions(RewriterBase &rewriter,
+                                              SymbolTable &symbols) {
+    auto schedules = llvm::to_vector(getOperation().getOps<loop::ScheduleOp>());
+    for (loop::ScheduleOp schedule : schedules) {
+      if (!schedule)
+        continue;
+      auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
+      auto func = symbols.lookup<func::FuncOp>(schedule.getKernel());
+      if (schedule.getTarget() != "cpu" || grids.empty() || !func)
+        continue;
+      loop::GridReduceOp grid = *grids.begin();
+      SmallVector<loop::ScheduleOp> singleValued;
+      for (loop::ScheduleOp other : schedules) {
+        if (!other || other.getKernel() != schedule.getKernel())
+          continue;
+        FailureOr<TilingInterface> root = scheduledRoot(
+            other, func, findKernelRoots(func), other.getResult());
+        if (failed(root))
+          return failure();
+        auto linalgRoot = dyn_cast_if_present<linalg::LinalgOp>(
+            root->getOperation());
+        if (linalgRoot && isSingleValueResult(linalgRoot))
+          singleValued.push_back(other);
+      }
+      int64_t lanes = 1;
+      for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>())
+        lanes = split.getResolvedLanes();
+      if (failed(cpuGridReduce(rewriter, grid, func, lanes)))
+        return failure();
+      rewriter.eraseOp(grid);
+      for (loop::ScheduleOp other : singleValued) {
+        llvm::replace(schedules, other, loop::ScheduleOp());
+        rewriter.eraseOp(other);
+      }
+    }
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     IRRewriter rewriter(&getContext());
     llvm::SetVector<func::FuncOp> gpuKernels;
+    if (failed(splitCpuSingleValueReductions(rewriter, symbols)))
+      return signalPassFailure();
     // Roots are found before any tiling changes the kernels.
     SmallVector<std::tuple<loop::ScheduleOp, TilingInterface,
                            llvm::SmallPtrSet<Operation *, 4>>>
@@ -438,7 +483,8 @@ struct LoopApplySchedulesPass
             << schedule.getKernel() << "', which is not a func.func";
         return signalPassFailure();
       }
-      // loop.grid_reduce covers the whole kernel; the rest are leftovers.
+      // On GPUs, loop.grid_reduce covers the whole kernel; the rest are
+      // leftovers.
       if (auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
           !grids.empty()) {
         if (failed(gridReduce(rewriter, *grids.begin(), func)))

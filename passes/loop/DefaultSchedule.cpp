@@ -79,6 +79,12 @@ constexpr int64_t kCpuMinStrip = 16;
 constexpr int64_t kCpuMaxStrip = 512;
 /// The sides of a CPU transpose's square tiles.
 constexpr int64_t kCpuTransposeTile = 64;
+/// Rows of a CPU reduction to a single value split in parts
+/// (loop.grid_reduce): at least this many elements each, a few tens of
+/// microseconds of one core, which dwarf a task's start.
+constexpr int64_t kCpuRowPoints = 32768;
+/// At most this many parts: enough tasks to even out the cores' loads.
+constexpr int64_t kCpuMaxParts = 64;
 /// Parallel tiles a CPU matmul should have at least (a few cores' worth):
 /// fewer, and its K is split (loop.split_k) when long enough.
 constexpr int64_t kCpuMinTiles = 4;
@@ -182,6 +188,40 @@ int64_t blockSizeFor(int64_t n, int64_t limit) {
   return limit;
 }
 
+/// Part counts of loop.grid_reduce for a kernel's reductions to single
+/// values: the default, its choices, and the longest reduction's elements.
+struct GridParts {
+  int64_t parts;
+  SmallVector<int64_t> choices;
+  int64_t longest;
+};
+
+/// Parts of at least `rowPoints` elements of the longest reduction to a
+/// single value of `func`, at most `maxParts`, dividing every such
+/// reduction; the choices are the powers of two up to `maxParts` that
+/// divide them all, and the default. None when the kernel has no such
+/// reduction.
+std::optional<GridParts> gridParts(func::FuncOp func, int64_t rowPoints,
+                                   int64_t maxParts) {
+  SmallVector<linalg::GenericOp> reductions = singleValueReductions(func);
+  if (reductions.empty())
+    return std::nullopt;
+  int64_t common = 0, longest = 0;
+  for (linalg::GenericOp op : reductions) {
+    common = std::gcd(common, reducedElements(op));
+    longest = std::max(longest, reducedElements(op));
+  }
+  int64_t parts = std::clamp<int64_t>(longest / rowPoints, 1, maxParts);
+  while (common % parts)
+    --parts;
+  SmallVector<int64_t> choices = {parts};
+  for (int64_t p = 1; p <= maxParts && common % p == 0; p *= 2)
+    choices.push_back(p);
+  llvm::sort(choices);
+  choices.erase(llvm::unique(choices), choices.end());
+  return GridParts{parts, choices, longest};
+}
+
 } // namespace
 
 /// Whether an input of `root` that walks its innermost loop is contiguous
@@ -224,17 +264,27 @@ reductionLoops(ArrayRef<utils::IteratorType> iterators) {
   });
 }
 
+/// Whether `value` is a single value (a tensor of one element).
+static bool isSingleValue(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
 /// The loops of `root` that a CPU tile keeps whole: its reductions, and
 /// those along which it reads a value that the kernel reduces (a softmax's
 /// row maxima, broadcast along the row; column means, along the columns):
-/// tiles split along them would each reduce the whole input again.
-static SmallVector<bool> wholeLoops(TilingInterface root) {
+/// tiles split along them would each reduce the whole input again. Single
+/// values do not count when `singleValuesOnce` (loop.grid_reduce computes
+/// them before the tiles).
+static SmallVector<bool> wholeLoops(TilingInterface root,
+                                    bool singleValuesOnce) {
   SmallVector<bool> whole = reductionLoops(root.getLoopIteratorTypes());
   auto op = dyn_cast<linalg::LinalgOp>(root.getOperation());
   if (!op)
     return whole;
   for (OpOperand *input : op.getDpsInputOperands()) {
-    if (!computedByReduction(input->get()))
+    if (!computedByReduction(input->get()) ||
+        (singleValuesOnce && isSingleValue(input->get())))
       continue;
     AffineMap map = op.getMatchingIndexingMap(input);
     for (unsigned d = 0; d < whole.size(); ++d)
@@ -245,13 +295,14 @@ static SmallVector<bool> wholeLoops(TilingInterface root) {
 }
 
 /// The inputs of `root` that a linalg op of the kernel computes by
-/// reducing, with that op.
+/// reducing, with that op; but single values when `singleValuesOnce`.
 static SmallVector<std::pair<OpOperand *, linalg::LinalgOp>>
-reducedInputs(linalg::LinalgOp root) {
+reducedInputs(linalg::LinalgOp root, bool singleValuesOnce) {
   SmallVector<std::pair<OpOperand *, linalg::LinalgOp>> found;
   for (OpOperand *input : root.getDpsInputOperands())
     if (auto producer = input->get().getDefiningOp<linalg::LinalgOp>();
-        producer && producer.getNumReductionLoops() > 0)
+        producer && producer.getNumReductionLoops() > 0 &&
+        !(singleValuesOnce && isSingleValue(input->get())))
       found.push_back({input, producer});
   return found;
 }
@@ -259,11 +310,12 @@ reducedInputs(linalg::LinalgOp root) {
 /// Points that the reductions fused into a CPU tile of `root` (no extent
 /// of which is 0) walk per point of the root's loops beyond those it keeps
 /// whole (a mean's sum: the reduced extent; a softmax's row sums: 1, the
-/// row being whole).
+/// row being whole). `singleValuesOnce` as for wholeLoops.
 static int64_t fusedReductionWork(linalg::LinalgOp root,
-                                  ArrayRef<int64_t> extents) {
+                                  ArrayRef<int64_t> extents,
+                                  bool singleValuesOnce) {
   int64_t work = 1;
-  for (auto [input, producer] : reducedInputs(root)) {
+  for (auto [input, producer] : reducedInputs(root, singleValuesOnce)) {
     int64_t reduced = 1, broadcast = 1;
     for (auto [extent, it] : llvm::zip(producer.getStaticLoopRanges(),
                                        producer.getIteratorTypesArray()))
@@ -282,8 +334,9 @@ static int64_t fusedReductionWork(linalg::LinalgOp root,
 /// strips of its rows: the operand, of the root or of a reduction fused
 /// into it, is contiguous along the loop and read whole along another (a
 /// column sum's input). Such strips are tiled wide (kCpuMaxStrip).
-static SmallVector<bool> stripLoops(linalg::LinalgOp root,
-                                    ArrayRef<bool> whole) {
+/// `singleValuesOnce` as for wholeLoops.
+static SmallVector<bool> stripLoops(linalg::LinalgOp root, ArrayRef<bool> whole,
+                                    bool singleValuesOnce) {
   SmallVector<bool> strips(root.getNumLoops(), false);
   // Marks the loops of `op` (through `toRoot`, as the root's) along which
   // an operand read whole along a loop of `opWhole` is contiguous.
@@ -303,7 +356,7 @@ static SmallVector<bool> stripLoops(linalg::LinalgOp root,
     }
   };
   mark(root, whole, [](unsigned d) { return std::optional<unsigned>(d); });
-  for (auto [input, producer] : reducedInputs(root)) {
+  for (auto [input, producer] : reducedInputs(root, singleValuesOnce)) {
     SmallVector<bool> reduced =
         reductionLoops(producer.getIteratorTypesArray());
     AffineMap read = root.getMatchingIndexingMap(input);
@@ -544,7 +597,7 @@ struct LoopDefaultSchedulePass
   /// is a matmul, which is vectorized whole).
   void addCpuSchedule(func::FuncOp func, TilingInterface root,
                       ArrayRef<int64_t> extents, StringAttr kind,
-                      std::optional<unsigned> result) {
+                      std::optional<unsigned> result, bool mayCoverKernel) {
     // An empty root (a loop of extent 0) has nothing to schedule.
     if (llvm::is_contained(extents, 0))
       return;
@@ -645,12 +698,25 @@ struct LoopDefaultSchedulePass
     }
     if (addCpuTransposeSchedule(sb, func, root, extents, parallel, result))
       return;
+    // Reductions to single values (a sum, a 1-D softmax's), long enough,
+    // in parts on all cores (loop.grid_reduce), which the first root's
+    // schedule holds; they are then computed before the tiles.
+    std::optional<GridParts> grid;
+    if (mayCoverKernel) {
+      grid = gridParts(func, kCpuRowPoints, kCpuMaxParts);
+      if (grid && (grid->parts == 1 ||
+                   !gridReductionUnfit(func, grid->parts, /*gpu=*/false)
+                        .empty()))
+        grid.reset();
+    }
     // Tiles of about kCpuTilePoints: the loops that must stay whole
     // (wholeLoops), then inner loops whole, the first that overflows split
     // (its tile size is the knob), outer ones by 1.
-    SmallVector<bool> whole = wholeLoops(root);
+    SmallVector<bool> whole = wholeLoops(root, grid.has_value());
     auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
-    int64_t volume = linalgRoot ? fusedReductionWork(linalgRoot, extents) : 1;
+    int64_t volume =
+        linalgRoot ? fusedReductionWork(linalgRoot, extents, grid.has_value())
+                   : 1;
     for (auto [d, w] : llvm::enumerate(whole))
       if (w)
         volume *= extents[d];
@@ -681,14 +747,22 @@ struct LoopDefaultSchedulePass
                                      [&](int64_t l) { return l <= extent; });
     });
     bool splitsReductions = reduces && lanes.size() > 1;
-    if (!split && !splitsReductions)
+    if (!split && !splitsReductions && !grid)
       return;
     createSchedule(sb, func, result);
     Value tile, lanesKnob;
+    if (grid) {
+      Value parts = knob(sb, loc, "parts", grid->parts, grid->choices);
+      loop::GridReduceOp::create(
+          sb, loc, ValueRange{parts},
+          sb.getDenseI64ArrayAttr({ShapedType::kDynamic}), ValueRange{},
+          sb.getDenseI64ArrayAttr({}));
+    }
     if (split) {
       SmallVector<int64_t> choices = powersOfTwoUpTo(extents[*split]);
       int64_t preferred = std::max<int64_t>(1, kCpuTilePoints / volume);
-      if (linalgRoot && stripLoops(linalgRoot, whole)[*split])
+      if (linalgRoot &&
+          stripLoops(linalgRoot, whole, grid.has_value())[*split])
         preferred = std::max(
             preferred, std::clamp(extents[*split] / kCpuMinTiles, kCpuMinStrip,
                                   kCpuMaxStrip));
@@ -854,35 +928,20 @@ struct LoopDefaultSchedulePass
   /// single block, when none does or the reductions cannot be split).
   /// False when it cannot take them or they are shorter than a warp.
   bool addGridReduceSchedule(func::FuncOp func) {
-    SmallVector<linalg::GenericOp> reductions = singleValueReductions(func);
-    if (reductions.empty())
+    std::optional<GridParts> grid = gridParts(func, 4096, 4096);
+    if (!grid || grid->longest < loop::kWarpSize)
       return false;
-    int64_t common = 0, longest = 0;
-    for (linalg::GenericOp op : reductions) {
-      common = std::gcd(common, reducedElements(op));
-      longest = std::max(longest, reducedElements(op));
-    }
-    if (longest < loop::kWarpSize)
-      return false;
-    constexpr int64_t kMaxParts = 4096, kRowPoints = 4096;
-    int64_t parts = std::clamp<int64_t>(longest / kRowPoints, 1, kMaxParts);
-    while (common % parts)
-      --parts;
-    SmallVector<int64_t> choices = {parts};
-    for (int64_t p = 1; p <= kMaxParts && common % p == 0; p *= 2)
-      choices.push_back(p);
-    if (!gridReductionUnfit(func, parts).empty()) {
-      if (parts == 1 || !gridReductionUnfit(func, 1).empty())
+    if (!gridReductionUnfit(func, grid->parts, /*gpu=*/true).empty()) {
+      if (grid->parts == 1 || !gridReductionUnfit(func, 1, true).empty())
         return false;
-      parts = 1;
-      choices = {1};
+      grid->parts = 1;
+      grid->choices = {1};
     }
-    llvm::sort(choices);
-    choices.erase(llvm::unique(choices), choices.end());
+    int64_t parts = grid->parts, longest = grid->longest;
     OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
     createSchedule(sb, func, std::nullopt);
     Location loc = func.getLoc();
-    Value vparts = knob(sb, loc, "parts", parts, choices);
+    Value vparts = knob(sb, loc, "parts", parts, grid->choices);
     Value threads = knob(sb, loc, "threads", defaultRowThreads(longest / parts),
                          {32, 64, 128, 256, 512, 1024});
     loop::GridReduceOp::create(
@@ -907,7 +966,7 @@ struct LoopDefaultSchedulePass
     }
     SmallVector<int64_t> extents = *maybeExtents;
     if (target == "cpu") {
-      addCpuSchedule(func, root, extents, kind, result);
+      addCpuSchedule(func, root, extents, kind, result, mayCoverKernel);
       return false;
     }
     if (kind && kind.getValue() == "contraction" &&

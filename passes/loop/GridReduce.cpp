@@ -10,12 +10,15 @@
 // values through warp shuffles. Elementwise producers are first fused into
 // the reduction, so that its rows read their inputs. Each stage is a launch
 // of its own (the second waits for every block of the first), which a
-// kernel may have.
+// kernel may have. On the CPU the rows are parallel tasks, each walked in
+// vectors of partial results (loop.split_reduction), and the combination
+// is computed once, before the tiles of the kernel's other ops.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/loop/GridReduce.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/cpu/SplitReduction.h"
 #include "passes/loop/RowReduction.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -97,12 +100,13 @@ Value cloneIn(RewriterBase &rewriter, Operation *op) {
 }
 
 /// Moves `ops` (at the top level of a kernel) into a one-iteration
-/// scf.forall mapped to a block, whose results replace their values read
-/// elsewhere. The forall goes after the last op that defines a value they
+/// scf.forall with `mapping` (a block on GPUs), whose results replace their
+/// values read elsewhere. The forall goes after the last op that defines a value they
 /// read; fails when something reads their values before that. Their
 /// operands that isClonedIn are cloned in.
 FailureOr<scf::ForallOp> computeInOneBlock(RewriterBase &rewriter,
-                                           ArrayRef<Operation *> ops) {
+                                           ArrayRef<Operation *> ops,
+                                           ArrayAttr mapping) {
   llvm::SmallPtrSet<Operation *, 8> moved(ops.begin(), ops.end());
   Block *body = ops.front()->getBlock();
   Operation *lastDef = nullptr, *firstReader = nullptr;
@@ -142,11 +146,9 @@ FailureOr<scf::ForallOp> computeInOneBlock(RewriterBase &rewriter,
   for (Value v : escaping)
     outs.push_back(bufferization::AllocTensorOp::create(
         rewriter, loc, cast<RankedTensorType>(v.getType()), ValueRange{}));
-  MLIRContext *ctx = rewriter.getContext();
   auto forall = scf::ForallOp::create(
       rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)}, outs,
-      rewriter.getArrayAttr(
-          {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+      mapping ? std::optional<ArrayAttr>(mapping) : std::nullopt);
   Block *tile = forall.getBody();
   for (Operation *op : ops) {
     rewriter.moveOpBefore(op, tile->getTerminator());
@@ -261,74 +263,144 @@ FailureOr<linalg::LinalgOp> mergeReductionLoops(RewriterBase &rewriter,
   return collapsed->collapsedOp;
 }
 
+/// The rows of a reduction to a single value (splitIntoRows): the tiled
+/// partials, null for one part, and the op that combines them (the merged
+/// reduction itself for one part).
+struct Rows {
+  TilingInterface partials;
+  linalg::LinalgOp combined;
+};
+
+/// Splits `reduction` into `parts` rows for `primitive`: its elementwise
+/// producers fused in, its loops merged into one and cut into rows
+/// (upstream splitReduction), whose part loop is tiled by one (with
+/// `mapping`).
+FailureOr<Rows> splitIntoRows(RewriterBase &rewriter,
+                              loop::GridReduceOp primitive,
+                              linalg::GenericOp reduction, int64_t parts,
+                              ArrayAttr mapping) {
+  Location loc = reduction.getLoc();
+  auto fail = [&](const Twine &message) {
+    InFlightDiagnostic diag = primitive.emitError(message);
+    diag.attachNote(loc) << "the reduction";
+    return diag;
+  };
+  FailureOr<linalg::GenericOp> fused =
+      fuseElementwiseProducers(rewriter, reduction);
+  if (failed(fused))
+    return fail("could not fuse the elementwise producers of a reduction");
+  FailureOr<linalg::LinalgOp> combined = mergeReductionLoops(rewriter, *fused);
+  if (failed(combined))
+    return fail("could not merge the loops of a reduction");
+  if (parts == 1)
+    return Rows{TilingInterface(), *combined};
+  auto rank = static_cast<unsigned>(
+      cast<ShapedType>((*combined)->getResult(0).getType()).getRank());
+  rewriter.setInsertionPoint(*combined);
+  FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
+      rewriter, *combined, [&](linalg::LinalgOp) {
+        return linalg::SplitReductionOptions{parts, rank,
+                                             /*innerParallel=*/false};
+      });
+  if (failed(split))
+    return fail("could not split a reduction into " + Twine(parts) + " parts");
+  // A row per tile: the part loop is the only parallel loop of more than
+  // one point.
+  auto partials = cast<TilingInterface>(split->splitLinalgOp.getOperation());
+  SmallVector<int64_t> sizes;
+  for (auto [it, extent] :
+       llvm::zip(split->splitLinalgOp.getIteratorTypesArray(),
+                 split->splitLinalgOp.getStaticLoopRanges()))
+    sizes.push_back(it == utils::IteratorType::parallel && extent > 1);
+  SmallVector<Attribute> rowMapping;
+  if (mapping)
+    rowMapping = llvm::to_vector(mapping.getValue());
+  llvm::SmallPtrSet<Operation *, 1> returned;
+  FailureOr<TilingInterface> tiled =
+      tileAndFuseRoot(rewriter, partials, sizes, /*sequential=*/false,
+                      rowMapping, returned);
+  if (failed(tiled))
+    return fail("could not tile the partial reductions");
+  return Rows{*tiled, split->resultCombiningLinalgOp};
+}
+
+/// Moves the combination `combined` of a reduction's rows, with the
+/// single-value ops that read it, into a one-iteration scf.forall with
+/// `mapping`. A consumer that also reads a value computed after something
+/// else reads the reduction cannot join; then all consumers are left out,
+/// and the combination alone always fits.
+LogicalResult computeCombinationOnce(RewriterBase &rewriter,
+                                     loop::GridReduceOp primitive,
+                                     linalg::LinalgOp combined,
+                                     ArrayAttr mapping) {
+  if (succeeded(computeInOneBlock(
+          rewriter, singleValueStage(combined, /*consumers=*/true),
+          mapping)) ||
+      succeeded(computeInOneBlock(
+          rewriter, singleValueStage(combined, /*consumers=*/false),
+          mapping)))
+    return success();
+  InFlightDiagnostic diag = primitive.emitError(
+      "could not move the combination of a reduction into one block");
+  diag.attachNote(combined.getLoc()) << "the combination";
+  return diag;
+}
+
 } // namespace
 
 LogicalResult tessel::gridReduce(RewriterBase &rewriter,
                                  loop::GridReduceOp primitive,
                                  func::FuncOp func) {
   int64_t parts = primitive.getResolvedParts();
-  int64_t threads = primitive.getResolvedThreads();
+  std::optional<int64_t> maybeThreads = primitive.getResolvedThreads();
+  if (!maybeThreads)
+    return primitive.emitError("needs `threads` on GPU targets");
+  int64_t threads = *maybeThreads;
   MLIRContext *ctx = rewriter.getContext();
   auto blockX = rewriter.getArrayAttr(
       {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
   for (linalg::GenericOp reduction : singleValueReductions(func)) {
-    Location loc = reduction.getLoc();
-    auto fail = [&](const Twine &message) {
-      InFlightDiagnostic diag = primitive.emitError(message);
-      diag.attachNote(loc) << "the reduction";
-      return diag;
-    };
-    FailureOr<linalg::GenericOp> fused =
-        fuseElementwiseProducers(rewriter, reduction);
-    if (failed(fused))
-      return fail("could not fuse the elementwise producers of a reduction");
-    FailureOr<linalg::LinalgOp> combined =
-        mergeReductionLoops(rewriter, *fused);
-    if (failed(combined))
-      return fail("could not merge the loops of a reduction");
+    FailureOr<Rows> rows =
+        splitIntoRows(rewriter, primitive, reduction, parts, blockX);
+    if (failed(rows))
+      return failure();
     int64_t stageThreads = threads;
-    if (parts > 1) {
-      auto rank = static_cast<unsigned>(
-          cast<ShapedType>((*combined)->getResult(0).getType()).getRank());
-      rewriter.setInsertionPoint(*combined);
-      FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
-          rewriter, *combined, [&](linalg::LinalgOp) {
-            return linalg::SplitReductionOptions{parts, rank,
-                                                 /*innerParallel=*/false};
-          });
-      if (failed(split))
-        return fail("could not split a reduction into " + Twine(parts) +
-                    " parts");
-      // One block per row of partials: the part loop is the only parallel
-      // loop of more than one point.
-      auto partials = cast<TilingInterface>(split->splitLinalgOp.getOperation());
-      SmallVector<int64_t> sizes;
-      for (auto [it, extent] :
-           llvm::zip(split->splitLinalgOp.getIteratorTypesArray(),
-                     split->splitLinalgOp.getStaticLoopRanges()))
-        sizes.push_back(it == utils::IteratorType::parallel && extent > 1);
-      llvm::SmallPtrSet<Operation *, 1> returned;
-      FailureOr<TilingInterface> tiled = tileAndFuseRoot(
-          rewriter, partials, sizes, /*sequential=*/false,
-          llvm::to_vector(blockX.getValue()), returned);
-      if (failed(tiled))
-        return fail("could not tile the partial reductions");
-      (*tiled)->setAttr(loop::kWarpReduceAttrName,
-                        rewriter.getI64IntegerAttr(threads));
-      combined = split->resultCombiningLinalgOp;
+    if (rows->partials) {
+      rows->partials->setAttr(loop::kWarpReduceAttrName,
+                              rewriter.getI64IntegerAttr(threads));
       stageThreads = std::min(threads, defaultRowThreads(parts));
     }
-    // A consumer that also reads a value computed after something else
-    // reads the reduction cannot join the block; then all consumers are
-    // left to run on their own, and the combination alone always fits.
-    if (failed(computeInOneBlock(
-            rewriter, singleValueStage(*combined, /*consumers=*/true))) &&
-        failed(computeInOneBlock(
-            rewriter, singleValueStage(*combined, /*consumers=*/false))))
-      return fail("could not move the combination of a reduction into one "
-                  "block");
-    (*combined)->setAttr(loop::kWarpReduceAttrName,
-                         rewriter.getI64IntegerAttr(stageThreads));
+    if (failed(computeCombinationOnce(rewriter, primitive, rows->combined,
+                                      blockX)))
+      return failure();
+    rows->combined->setAttr(loop::kWarpReduceAttrName,
+                            rewriter.getI64IntegerAttr(stageThreads));
+  }
+  return success();
+}
+
+LogicalResult tessel::cpuGridReduce(RewriterBase &rewriter,
+                                    loop::GridReduceOp primitive,
+                                    func::FuncOp func, int64_t lanes) {
+  int64_t parts = primitive.getResolvedParts();
+  for (linalg::GenericOp reduction : singleValueReductions(func)) {
+    FailureOr<Rows> rows =
+        splitIntoRows(rewriter, primitive, reduction, parts, ArrayAttr());
+    if (failed(rows))
+      return failure();
+    if (failed(computeCombinationOnce(rewriter, primitive, rows->combined,
+                                      ArrayAttr())))
+      return failure();
+    // The rows in vectors of partial results (one part: the reduction). A
+    // row shorter than the lanes is left whole, as loop.split_reduction
+    // leaves the remainders it reduces after its vectors.
+    auto row = rows->partials
+                   ? cast<linalg::LinalgOp>(rows->partials.getOperation())
+                   : rows->combined;
+    if (lanes > 1 && isSplittableReduction(row) &&
+        row.getStaticLoopRanges().back() >= lanes &&
+        failed(splitReduction(rewriter, row, lanes)))
+      return failure();
   }
   return success();
 }

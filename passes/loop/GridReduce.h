@@ -23,6 +23,17 @@ mlir::LogicalResult gridReduce(mlir::RewriterBase &rewriter,
                                loop::GridReduceOp primitive,
                                mlir::func::FuncOp func);
 
+/// Carries out CPU `primitive` on kernel `func` (gridReductionUnfit holds
+/// with its part count, which divides every reduction): each reduction to
+/// a single value, its loops merged into one, is split into rows of
+/// partial results, one parallel task (scf.forall iteration) per row, each
+/// walked in `lanes` partial results (loop.split_reduction; 1: none). The
+/// combination and the single-value ops that read it move into a
+/// one-iteration scf.forall, computed once before the root's tiles.
+mlir::LogicalResult cpuGridReduce(mlir::RewriterBase &rewriter,
+                                  loop::GridReduceOp primitive,
+                                  mlir::func::FuncOp func, int64_t lanes);
+
 } // namespace tessel
 
 #endif // TESSEL_PASSES_LOOP_GRIDREDUCE_H

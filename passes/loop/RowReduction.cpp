@@ -33,26 +33,28 @@ std::optional<KernelRows> tessel::kernelRows(func::FuncOp func,
   return rows;
 }
 
-/// Whether loop.warp_reduce can combine partials of a reduction whose body
-/// yields `combiner` over `type` values through warp shuffles.
-static bool isShuffleReducible(Operation *combiner, Type type) {
-  if (!combiner || !arith::getNeutralElement(combiner))
-    return false;
-  if (type.isF32() || type.isInteger(32) || type.isInteger(64))
-    return true;
-  return (type.isF16() || type.isBF16()) &&
-         isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
-             arith::MinNumFOp>(combiner);
-}
-
-Operation *tessel::shuffleCombiner(linalg::GenericOp op) {
+Operation *tessel::reductionCombiner(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   Operation *combiner = body.getTerminator()->getOperand(0).getDefiningOp();
   BlockArgument out = body.getArguments().back();
-  if (!isShuffleReducible(combiner, out.getType()) ||
+  if (!combiner || !arith::getNeutralElement(combiner) ||
       !llvm::is_contained(combiner->getOperands(), out))
     return nullptr;
   return combiner;
+}
+
+Operation *tessel::shuffleCombiner(linalg::GenericOp op) {
+  Operation *combiner = reductionCombiner(op);
+  if (!combiner)
+    return nullptr;
+  Type type = op.getRegion().front().getArguments().back().getType();
+  if (type.isF32() || type.isInteger(32) || type.isInteger(64))
+    return combiner;
+  return (type.isF16() || type.isBF16()) &&
+                 isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+                     arith::MinNumFOp>(combiner)
+             ? combiner
+             : nullptr;
 }
 
 std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
@@ -114,24 +116,23 @@ bool tessel::isSingleValueOp(linalg::LinalgOp op) {
                       [](int64_t extent) { return extent == 1; });
 }
 
+bool tessel::isSingleValueResult(linalg::LinalgOp op) {
+  return llvm::all_of(
+      llvm::zip(op.getIteratorTypesArray(), op.getStaticLoopRanges()),
+      [](auto loop) {
+        return std::get<0>(loop) != utils::IteratorType::parallel ||
+               std::get<1>(loop) == 1;
+      });
+}
+
 SmallVector<linalg::GenericOp>
 tessel::singleValueReductions(func::FuncOp func) {
   SmallVector<linalg::GenericOp> found;
-  for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (ShapedType::isDynamicShape(ranges) || op.getNumReductionLoops() == 0)
-      continue;
-    bool single = true;
-    int64_t points = 1;
-    for (auto [it, extent] : llvm::zip(op.getIteratorTypesArray(), ranges)) {
-      if (it == utils::IteratorType::parallel)
-        single &= extent == 1;
-      else
-        points *= extent;
-    }
-    if (single && points > 1)
+  for (auto op : func.getBody().front().getOps<linalg::GenericOp>())
+    if (!ShapedType::isDynamicShape(op.getStaticLoopRanges()) &&
+        op.getNumReductionLoops() > 0 && isSingleValueResult(op) &&
+        reducedElements(op) > 1)
       found.push_back(op);
-  }
   return found;
 }
 
@@ -144,15 +145,21 @@ int64_t tessel::reducedElements(linalg::GenericOp reduction) {
   return points;
 }
 
-std::string tessel::gridReductionUnfit(func::FuncOp func, int64_t parts) {
+std::string tessel::gridReductionUnfit(func::FuncOp func, int64_t parts,
+                                      bool gpu) {
   SmallVector<linalg::GenericOp> reductions = singleValueReductions(func);
   if (reductions.empty())
     return "it has no reduction to a single value";
   for (linalg::GenericOp op : reductions) {
-    if (op.getNumDpsInits() != 1 || !shuffleCombiner(op))
+    if (op.getNumDpsInits() != 1)
+      return "a reduction to a single value has several results";
+    if (gpu && !shuffleCombiner(op))
       return "a reduction to a single value does not combine f32, i32 or "
              "i64 values with an op that has a neutral element, nor take "
              "the maximum or minimum of f16 or bf16 ones";
+    if (!gpu && !reductionCombiner(op))
+      return "a reduction to a single value does not combine its values "
+             "with an op that has a neutral element";
     SmallVector<unsigned> dims;
     op.getReductionDims(dims);
     bool projected =

@@ -31,6 +31,11 @@ struct KernelRows {
 std::optional<KernelRows> kernelRows(mlir::func::FuncOp func,
                                      mlir::TilingInterface root);
 
+/// The op that combines `op`'s reduced values when the body yields
+/// combiner(out, ...) for a combiner with a neutral element (what upstream
+/// splitReduction needs), else null.
+mlir::Operation *reductionCombiner(mlir::linalg::GenericOp op);
+
 /// The op that combines `op`'s reduced values, when loop.warp_reduce can
 /// combine partials of it through warp shuffles, else null: the body yields
 /// combiner(out, ...) for a combiner with a neutral element over f32, i32
@@ -57,6 +62,10 @@ int64_t defaultRowThreads(int64_t columns);
 /// single values.
 bool isSingleValueOp(mlir::linalg::LinalgOp op);
 
+/// Whether every parallel loop of `op` has extent 1: its result is a
+/// single value (a sum to a scalar, an op on single values).
+bool isSingleValueResult(mlir::linalg::LinalgOp op);
+
 /// The reductions at the top level of `func` that leave a single value, in
 /// order: generics of static shape whose parallel loops have extent 1 and
 /// whose reduction loops more than one point.
@@ -68,11 +77,13 @@ int64_t reducedElements(mlir::linalg::GenericOp reduction);
 
 /// Why loop.grid_reduce cannot take the reductions to a single value of
 /// `func`'s kernel in `parts` parts, or "" when it can: there is one, each
-/// has a shuffleCombiner, its reduction loops are consecutive and every
+/// has one result and a shuffleCombiner on GPUs (a reductionCombiner on
+/// the CPU), its reduction loops are consecutive and every
 /// operand reads them in order at its last indices (merged, they are a
 /// row); more than one part also needs projected permutations and no
 /// linalg.index (upstream splitReduction). Divisibility is the caller's.
-std::string gridReductionUnfit(mlir::func::FuncOp func, int64_t parts);
+std::string gridReductionUnfit(mlir::func::FuncOp func, int64_t parts,
+                               bool gpu);
 
 } // namespace tessel
 

@@ -369,19 +369,26 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
   return parts;
 }
 
-/// Checks loop.grid_reduce: a GPU schedule of nothing else, for a kernel
-/// whose reductions to a single value it can take (gridReductionUnfit),
-/// in a part count that divides each.
+/// Checks loop.grid_reduce: on GPUs a schedule of nothing else with a
+/// thread count, on the CPU one without, for a kernel whose reductions to
+/// a single value it can take (gridReductionUnfit), in a part count that
+/// divides each.
 LogicalResult validateGridReduce(loop::ScheduleOp schedule, func::FuncOp func,
                                  loop::GridReduceOp grid) {
-  if (schedule.getTarget() == "cpu")
-    return grid.emitError("is for GPU targets, not target 'cpu'");
-  for (Operation &op : schedule.getBody().getOps())
-    if (!isa<loop::KnobOp>(op) && &op != grid.getOperation())
-      return op.emitError("cannot be combined with loop.grid_reduce, which "
-                          "schedules the whole kernel");
+  bool gpu = schedule.getTarget() != "cpu";
+  std::optional<int64_t> threads = grid.getResolvedThreads();
+  if (gpu && !threads)
+    return grid.emitError("needs `threads` on GPU targets");
+  if (!gpu && threads)
+    return grid.emitError("takes no `threads` on the CPU, whose rows are "
+                          "walked in vectors by loop.split_reduction");
+  if (gpu)
+    for (Operation &op : schedule.getBody().getOps())
+      if (!isa<loop::KnobOp>(op) && &op != grid.getOperation())
+        return op.emitError("cannot be combined with loop.grid_reduce, which "
+                            "schedules the whole kernel");
   int64_t parts = grid.getResolvedParts();
-  std::string why = gridReductionUnfit(func, parts);
+  std::string why = gridReductionUnfit(func, parts, gpu);
   if (!why.empty())
     return grid.emitError("cannot apply to kernel '")
            << schedule.getKernel() << "': " << why;
@@ -397,18 +404,23 @@ LogicalResult validateGridReduce(loop::ScheduleOp schedule, func::FuncOp func,
     diag.attachNote(op.getLoc()) << "the reduction";
     return diag;
   }
-  if (grid.getResolvedThreads() > kMaxThreadsPerBlock)
+  if (threads && *threads > kMaxThreadsPerBlock)
     return grid.emitError(valueName(grid.getDynamicThreads(),
                                     grid.getStaticThreads(), 0, "threads"))
-           << " = " << grid.getResolvedThreads() << " exceeds the limit of "
+           << " = " << *threads << " exceeds the limit of "
            << kMaxThreadsPerBlock << " threads per block";
   return success();
 }
 
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
+  // On the CPU, loop.grid_reduce leaves the root to the other primitives.
   if (auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
-      !grids.empty())
-    return validateGridReduce(schedule, func, *grids.begin());
+      !grids.empty()) {
+    if (failed(validateGridReduce(schedule, func, *grids.begin())))
+      return failure();
+    if (schedule.getTarget() != "cpu")
+      return success();
+  }
   FailureOr<TilingInterface> maybeRoot = scheduledRoot(
       schedule, func, findKernelRoots(func), schedule.getResult());
   if (failed(maybeRoot))
@@ -525,9 +537,12 @@ struct LoopValidateSchedulesPass
   void runOnOperation() override {
     SymbolTable symbols(getOperation());
     bool failedAny = false;
-    llvm::StringMap<unsigned> schedulesOf;
-    for (auto schedule : getOperation().getOps<loop::ScheduleOp>())
+    llvm::StringMap<unsigned> schedulesOf, gridReducesOf;
+    for (auto schedule : getOperation().getOps<loop::ScheduleOp>()) {
       ++schedulesOf[schedule.getKernel()];
+      if (!schedule.getBody().getOps<loop::GridReduceOp>().empty())
+        ++gridReducesOf[schedule.getKernel()];
+    }
     for (auto schedule : getOperation().getOps<loop::ScheduleOp>()) {
       auto func = symbols.lookup<func::FuncOp>(schedule.getKernel());
       if (!func) {
@@ -536,11 +551,18 @@ struct LoopValidateSchedulesPass
         failedAny = true;
         continue;
       }
+      // On the CPU, loop.grid_reduce splits all the kernel's reductions
+      // to single values, once.
+      bool cpu = schedule.getTarget() == "cpu";
       if (!schedule.getBody().getOps<loop::GridReduceOp>().empty() &&
-          schedulesOf[schedule.getKernel()] > 1) {
+          (cpu ? gridReducesOf[schedule.getKernel()]
+               : schedulesOf[schedule.getKernel()]) > 1) {
         schedule.emitError("kernel '")
-            << schedule.getKernel() << "' has other schedules, but "
-            << "loop.grid_reduce schedules all of it";
+            << schedule.getKernel()
+            << (cpu ? "' has loop.grid_reduce in another schedule, but it "
+                      "splits all the kernel's reductions to single values"
+                    : "' has other schedules, but loop.grid_reduce "
+                      "schedules all of it");
         failedAny = true;
         continue;
       }

@@ -221,3 +221,93 @@ func.func private @reshaped_result(%a: tensor<64x32xf32>) -> (tensor<4x16x32xf32
 loop.schedule @reshaped_result target "cpu" {
   loop.tile [16, 0] parallel
 }
+
+// -----
+
+// loop.grid_reduce on the CPU: the mean's two loops merged and split into
+// 4 rows of 1536, a task each (an scf.forall without mapping); the
+// combination and the scaling are computed once, in a one-iteration forall
+// (which canonicalization inlines), not in the tiles of the subtraction
+// that reads the mean, which its own loop.tile tiles in parallel.
+// CHECK-LABEL: func.func private @centered
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [4, 1536]
+// CHECK: %[[PARTS:.*]] = scf.forall (%[[I:[a-z0-9_]+]]) in (4) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<4xf32>)
+// CHECK: tensor.extract_slice %[[ROWS]][%[[I]], 0] [1, 1536]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-NOT: mapping
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[PARTS]] : tensor<4xf32>)
+// CHECK: %[[MEAN:.*]] = linalg.generic
+// CHECK: arith.mulf
+// CHECK-NOT: mapping
+// CHECK: scf.forall (%{{.*}}) = (0) to (64) step (16) shared_outs
+// CHECK: linalg.generic
+// CHECK-SAME: %[[MEAN]]
+// CHECK: arith.subf
+// CHECK-NOT: mapping
+// CHECK-NOT: loop.schedule
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#all = affine_map<(d0, d1) -> ()>
+#none = affine_map<() -> ()>
+func.func private @centered(%a: tensor<64x96xf32>) -> tensor<64x96xf32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 1.62760422E-4 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction", "reduction"]}
+      ins(%a : tensor<64x96xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %m = linalg.generic {indexing_maps = [#none, #none], iterator_types = []}
+      ins(%s : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.mulf %x, %scale : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<64x96xf32>
+  %r = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %m : tensor<64x96xf32>, tensor<f32>) outs(%e : tensor<64x96xf32>) {
+  ^bb0(%x: f32, %v: f32, %o: f32):
+    %y = arith.subf %x, %v : f32
+    linalg.yield %y : f32
+  } -> tensor<64x96xf32>
+  return %r : tensor<64x96xf32>
+}
+loop.schedule @centered target "cpu" {
+  loop.grid_reduce parts [4]
+  loop.tile [16, 0] parallel
+}
+
+// -----
+
+// A sum to a scalar: its schedule's root is the sum itself, which the rows
+// and their combination now compute; nothing is left to tile. Each row of
+// 128 is walked in 16 lanes.
+// CHECK-LABEL: func.func private @total
+// CHECK: %[[PARTS:.*]] = scf.forall (%{{.*}}) in (8) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<8xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c16
+// CHECK: arith.addf %{{.*}} : vector<1x16xf32>
+// CHECK: linalg.reduce
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[PARTS]] : tensor<8xf32>)
+// CHECK: return %[[SUM]]
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+func.func private @total(%a: tensor<1024xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1024xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @total target "cpu" {
+  loop.grid_reduce parts [8]
+  loop.split_reduction lanes [16]
+}

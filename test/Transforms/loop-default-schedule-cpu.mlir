@@ -425,3 +425,84 @@ func.func private @row_means(%x: tensor<64x1000xf32>) -> tensor<64xf32> attribut
   } -> tensor<64xf32>
   return %r : tensor<64xf32>
 }
+
+// -----
+
+// A 1-D softmax of 2^20 points: its max and sum reduce to single values,
+// each split into 32 rows of 32768 (loop.grid_reduce) and walked in lanes;
+// computed once, they no longer keep the root's loop whole, which is tiled
+// like an elementwise kernel.
+// CHECK-LABEL: func.func private @softmax_1d
+// CHECK: loop.schedule @softmax_1d target "cpu" {
+// CHECK-NEXT: %[[P:.*]] = loop.knob "parts" = 32 choices [1, 2, 4, 8, 16, 32, 64]
+// CHECK-NEXT: loop.grid_reduce parts [%[[P]]]{{$}}
+// CHECK-NEXT: %[[T:.*]] = loop.knob "tile_0" = 16384
+// CHECK-NEXT: %[[L:.*]] = loop.knob "lanes" = 32
+// CHECK-NEXT: loop.tile [%[[T]]] parallel
+// CHECK-NEXT: loop.split_reduction lanes [%[[L]]]
+// APPLY-LABEL: func.func private @softmax_1d
+// APPLY: scf.forall (%{{.*}}) in (32) {{.*}} -> (tensor<32xf32>)
+// APPLY: arith.maximumf %{{.*}} : vector<1x32xf32>
+// APPLY: linalg.generic {{.*}}iterator_types = ["reduction"]
+// APPLY: scf.forall (%{{.*}}) in (32) {{.*}} -> (tensor<32xf32>)
+// APPLY: math.exp
+// APPLY: arith.addf %{{.*}} : vector<1x32xf32>
+// APPLY: linalg.generic {{.*}}iterator_types = ["reduction"]
+// APPLY: scf.forall (%{{.*}}) = (0) to (1048576) step (16384)
+// APPLY: math.exp
+// APPLY: arith.divf
+#s_in = affine_map<(d0) -> (d0)>
+#s_out = affine_map<(d0) -> ()>
+func.func private @softmax_1d(%x: tensor<1048576xf32>) -> tensor<1048576xf32> attributes {tessel.kernel = "reduction"} {
+  %lowest = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %fm = linalg.fill ins(%lowest : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %m = linalg.generic {indexing_maps = [#s_in, #s_out], iterator_types = ["reduction"]} ins(%x : tensor<1048576xf32>) outs(%fm : tensor<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.maximumf %acc, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<1048576xf32>
+  %ex = linalg.generic {indexing_maps = [#s_in, #s_out, #s_in], iterator_types = ["parallel"]} ins(%x, %m : tensor<1048576xf32>, tensor<f32>) outs(%e : tensor<1048576xf32>) {
+  ^bb0(%in: f32, %max: f32, %out: f32):
+    %0 = arith.subf %in, %max : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<1048576xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#s_in, #s_out], iterator_types = ["reduction"]} ins(%ex : tensor<1048576xf32>) outs(%fs : tensor<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.addf %acc, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<f32>
+  %r = linalg.generic {indexing_maps = [#s_in, #s_out, #s_in], iterator_types = ["parallel"]} ins(%ex, %s : tensor<1048576xf32>, tensor<f32>) outs(%e : tensor<1048576xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %0 = arith.divf %in, %sum : f32
+    linalg.yield %0 : f32
+  } -> tensor<1048576xf32>
+  return %r : tensor<1048576xf32>
+}
+
+// -----
+
+// A sum of 2^17 - 1 points, a prime: no part count divides it, so one core
+// sums it in vectors of partial results.
+// CHECK-LABEL: func.func private @odd_sum
+// CHECK: loop.schedule @odd_sum target "cpu" {
+// CHECK-NEXT: %[[L:.*]] = loop.knob "lanes" = 32
+// CHECK-NEXT: loop.split_reduction lanes [%[[L]]]
+// CHECK-NEXT: }
+#o_in = affine_map<(d0) -> (d0)>
+#o_out = affine_map<(d0) -> ()>
+func.func private @odd_sum(%x: tensor<131071xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#o_in, #o_out], iterator_types = ["reduction"]} ins(%x : tensor<131071xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.addf %acc, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -881,8 +881,64 @@ func.func private @host(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.
   return %s : tensor<f32>
 }
 loop.schedule @host target "cpu" {
-  // expected-error @below {{is for GPU targets, not target 'cpu'}}
+  // expected-error @below {{takes no `threads` on the CPU, whose rows are walked in vectors by loop.split_reduction}}
   loop.grid_reduce parts [1] threads [128]
+}
+
+// -----
+
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+func.func private @threadless(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @threadless target "sm_90" {
+  // expected-error @below {{needs `threads` on GPU targets}}
+  loop.grid_reduce parts [8]
+}
+
+// -----
+
+// On the CPU, one schedule of a kernel splits all its reductions to single
+// values; the others tile its other roots.
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+func.func private @split_twice(%a: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<f32>) attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  %ev = tensor.empty() : tensor<1000xf32>
+  %n = linalg.generic {indexing_maps = [#in, #in], iterator_types = ["parallel"]}
+      ins(%a : tensor<1000xf32>) outs(%ev : tensor<1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<1000xf32>
+  return %n, %s : tensor<1000xf32>, tensor<f32>
+}
+// expected-error @below {{kernel 'split_twice' has loop.grid_reduce in another schedule, but it splits all the kernel's reductions to single values}}
+loop.schedule @split_twice target "cpu" {
+  loop.grid_reduce parts [4]
+}
+// expected-error @below {{kernel 'split_twice' has loop.grid_reduce in another schedule, but it splits all the kernel's reductions to single values}}
+loop.schedule @split_twice result 0 target "cpu" {
+  loop.grid_reduce parts [2]
+  loop.tile [100] parallel
 }
 
 // -----

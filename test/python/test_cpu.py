@@ -384,6 +384,53 @@ def test_reductions_over_several_trailing_axes(name, fn, spec, reference):
     np.testing.assert_allclose(tessel.compile(module)(x), expected, rtol=1e-4, atol=1e-3)
 
 
+def _log_softmax(x):
+    shifted = x - x.max()
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+@pytest.mark.parametrize(
+    "name, fn, spec, reference, parts",
+    [
+        ("sum", lambda x: tessel.ops.sum(x), ((1 << 17,), np.float32), lambda x: x.sum(), True),
+        ("centered", lambda x: x - tessel.ops.mean(x), ((512, 384), np.float32), lambda x: x - x.mean(), True),
+        ("variance", lambda x: tessel.ops.mean((x - tessel.ops.mean(x)) ** 2), ((640, 320), np.float32),
+         lambda x: x.var(), True),
+        ("max", lambda x: tessel.ops.max(x), ((640, 320), np.float32), lambda x: x.max(), True),
+        ("int_min", lambda x: tessel.ops.min(x), ((700, 300), np.int32), lambda x: x.min(), True),
+        ("softmax_1d", lambda x: tessel.ops.softmax(x, axis=0), ((3 << 16,), np.float32),
+         lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(), True),
+        ("log_softmax_1d", lambda x: tessel.ops.log_softmax(x, axis=0), ((3 << 16,), np.float32), _log_softmax,
+         True),
+        ("with_tensor_result", lambda x: (tessel.ops.sum(x), x * 2.0), ((400, 500), np.float32),
+         lambda x: (x.sum(), x * 2), True),
+        # A prime count of elements has no part count that divides it.
+        ("prime", lambda x: tessel.ops.sum(x), ((131071,), np.float32), lambda x: x.sum(), False),
+    ],
+)
+def test_reductions_to_a_single_value_run_in_parallel_parts(name, fn, spec, reference, parts):
+    """A long reduction to a single value is split into rows reduced in
+    parallel and then combined (loop.grid_reduce), computed once before the
+    tiles of the ops that read it; every part count the schedule offers
+    gives numpy's results."""
+    from tessel import schedules
+
+    shape, dtype = spec
+    x = _random(shape, dtype, np.random.default_rng(5))
+    module = tessel.trace(fn, x)
+    base = schedules.default_schedules(module, "cpu")
+    knobs = {k.name: k for k in schedules.knobs(base)}
+    assert ("parts" in knobs) == parts, name
+    expected = reference(x.astype(np.float64) if dtype == np.float32 else x)
+    choices = knobs["parts"].domain if parts else [None]
+    for count in choices:
+        module = base if count is None else schedules.with_knobs(base, {knobs["parts"].key: count})
+        got = tessel.compile(module)(x)
+        pairs = zip(got, expected) if isinstance(got, tuple) else [(got, expected)]
+        for g, e in pairs:
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4, err_msg=f"{name}, {count} parts")
+
+
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_large_concatenations_match_numpy(axis):
     """Parts of 1 MiB or more are copied into the result in parallel chunks
