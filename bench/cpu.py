@@ -130,8 +130,8 @@ def _softmax_numpy(x: np.ndarray) -> np.ndarray:
 
 def workloads(quick: bool) -> list[Workload]:
     """The issue's workloads, plus a matmul that no register block divides,
-    a batched matmul (attention scores) and a convolution; ``quick`` shrinks
-    every shape for a smoke run."""
+    a sum to a single value, a batched matmul (attention scores) and a
+    convolution; ``quick`` shrinks every shape for a smoke run."""
     rng = np.random.default_rng(0)
 
     def normal(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -170,6 +170,14 @@ def workloads(quick: bool) -> list[Workload]:
             goal=Goal("numpy", 2.0), rtol=1e-4,
         ),
     ]
+    # A reduction to a single value, in parts on all cores (loop.grid_reduce):
+    # memory-bound, but not a fused kernel, so no goal.
+    result.append(
+        Workload(
+            f"sum {rows}x{cols}", (normal(rows, cols),),
+            traced=lambda x: ops.sum(x), numpy=lambda x: x.sum(), torch=lambda x: x.sum(), goal=None, rtol=1e-4,
+        )
+    )
     # The small chain measures what a call costs beyond its kernel (argument
     # checks, result buffers, task dispatch): no goal.
     result += [
