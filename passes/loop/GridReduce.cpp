@@ -101,9 +101,9 @@ Value cloneIn(RewriterBase &rewriter, Operation *op) {
 
 /// Moves `ops` (at the top level of a kernel) into a one-iteration
 /// scf.forall with `mapping` (a block on GPUs), whose results replace their
-/// values read elsewhere. The forall goes after the last op that defines a value they
-/// read; fails when something reads their values before that. Their
-/// operands that isClonedIn are cloned in.
+/// values read elsewhere. The forall goes after the last op that defines a
+/// value they read; fails when something reads their values before that.
+/// Their operands that isClonedIn are cloned in.
 FailureOr<scf::ForallOp> computeInOneBlock(RewriterBase &rewriter,
                                            ArrayRef<Operation *> ops,
                                            ArrayAttr mapping) {

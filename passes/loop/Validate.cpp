@@ -376,6 +376,9 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
 LogicalResult validateGridReduce(loop::ScheduleOp schedule, func::FuncOp func,
                                  loop::GridReduceOp grid) {
   bool gpu = schedule.getTarget() != "cpu";
+  if (!llvm::hasSingleElement(schedule.getBody().getOps<loop::GridReduceOp>()))
+    return grid.emitError("is one of several in the schedule; one splits all "
+                          "the kernel's reductions to single values");
   std::optional<int64_t> threads = grid.getResolvedThreads();
   if (gpu && !threads)
     return grid.emitError("needs `threads` on GPU targets");

@@ -908,6 +908,28 @@ loop.schedule @threadless target "sm_90" {
 
 // -----
 
+#in = affine_map<(d0) -> (d0)>
+#out = affine_map<(d0) -> ()>
+func.func private @two_grids(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
+      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @two_grids target "cpu" {
+  // expected-error @below {{is one of several in the schedule; one splits all the kernel's reductions to single values}}
+  loop.grid_reduce parts [4]
+  loop.grid_reduce parts [8]
+}
+
+// -----
+
 // On the CPU, one schedule of a kernel splits all its reductions to single
 // values; the others tile its other roots.
 #in = affine_map<(d0) -> (d0)>
