@@ -928,7 +928,8 @@ struct LoopDefaultSchedulePass
   /// single block, when none does or the reductions cannot be split).
   /// False when it cannot take them or they are shorter than a warp.
   bool addGridReduceSchedule(func::FuncOp func) {
-    std::optional<GridParts> grid = gridParts(func, 4096, 4096);
+    constexpr int64_t kRowPoints = 4096, kMaxParts = 4096;
+    std::optional<GridParts> grid = gridParts(func, kRowPoints, kMaxParts);
     if (!grid || grid->longest < loop::kWarpSize)
       return false;
     if (!gridReductionUnfit(func, grid->parts, /*gpu=*/true).empty()) {
