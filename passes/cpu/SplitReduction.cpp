@@ -26,6 +26,11 @@ bool tessel::isSplittableReduction(linalg::LinalgOp op) {
          !acrossRowsLoop(op);
 }
 
+bool tessel::takesLanes(linalg::LinalgOp op, int64_t lanes) {
+  return isSplittableReduction(op) &&
+         op.getStaticLoopRanges().back() >= lanes;
+}
+
 std::optional<unsigned> tessel::acrossRowsLoop(linalg::LinalgOp op) {
   unsigned innermost = op.getNumLoops() - 1;
   if (op.getNumLoops() < 2 || !linalg::isReductionIterator(

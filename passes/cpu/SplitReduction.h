@@ -16,6 +16,12 @@ namespace tessel {
 /// and that reduces along its inputs' rows (not acrossRowsLoop).
 bool isSplittableReduction(mlir::linalg::LinalgOp op);
 
+/// Whether loop.split_reduction of `lanes` takes `op`: isSplittableReduction
+/// and not shorter than the lanes. A shorter one is left whole: the
+/// remainder of a reduction already split, reduced after its vectors, or a
+/// row of loop.grid_reduce shorter than the lanes.
+bool takesLanes(mlir::linalg::LinalgOp op, int64_t lanes);
+
 /// The parallel loop of `op` along which an input is contiguous when `op`'s
 /// innermost loop is a reduction that walks that input across its rows (a
 /// sum over axis 0): vectors of partial results along the reduction would

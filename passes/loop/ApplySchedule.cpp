@@ -579,8 +579,8 @@ struct LoopApplySchedulesPass
       for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>()) {
         // The root's own reductions: itself and those it reads in its block,
         // but not another schedule's root, which its own schedule splits
-        // (a kernel with several roots has a schedule each). A reduction
-        // shorter than the lanes is the remainder of one already split.
+        // (a kernel with several roots has a schedule each); those that
+        // take the lanes (takesLanes).
         SetVector<Operation *> producers;
         BackwardSliceOptions options;
         options.filter = [&](Operation *op) {
@@ -591,10 +591,8 @@ struct LoopApplySchedulesPass
         SmallVector<linalg::LinalgOp> reductions;
         for (Operation *op : producers)
           if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-              linalgOp && isSplittableReduction(linalgOp) &&
-              (op == root.getOperation() || !roots.contains(op)) &&
-              linalgOp.getStaticLoopRanges().back() >=
-                  split.getResolvedLanes())
+              linalgOp && takesLanes(linalgOp, split.getResolvedLanes()) &&
+              (op == root.getOperation() || !roots.contains(op)))
             reductions.push_back(linalgOp);
         for (linalg::LinalgOp op : reductions)
           if (failed(splitReduction(rewriter, op, split.getResolvedLanes())))

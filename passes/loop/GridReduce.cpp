@@ -391,15 +391,11 @@ LogicalResult tessel::cpuGridReduce(RewriterBase &rewriter,
     if (failed(computeCombinationOnce(rewriter, primitive, rows->combined,
                                       ArrayAttr())))
       return failure();
-    // The rows in vectors of partial results (one part: the reduction). A
-    // row shorter than the lanes is left whole, as loop.split_reduction
-    // leaves the remainders it reduces after its vectors.
+    // The rows in vectors of partial results (one part: the reduction).
     auto row = rows->partials
                    ? cast<linalg::LinalgOp>(rows->partials.getOperation())
                    : rows->combined;
-    if (lanes > 1 && isSplittableReduction(row) &&
-        row.getStaticLoopRanges().back() >= lanes &&
-        failed(splitReduction(rewriter, row, lanes)))
+    if (takesLanes(row, lanes) && failed(splitReduction(rewriter, row, lanes)))
       return failure();
   }
   return success();
