@@ -295,10 +295,13 @@ LogicalResult VectorizeOp::verify() {
   if (failed(verifyList(*this, "sizes (rows, columns, depth)", "size",
                         getDynamicSizes(), getStaticSizes(), 3)) ||
       failed(verifyList(*this, "depth value", "depth", getDynamicDepth(),
-                        getStaticDepth(), 1)))
+                        getStaticDepth(), 1)) ||
+      failed(verifyList(*this, "rows value", "rows", getDynamicRows(),
+                        getStaticRows(), 1)))
     return failure();
-  if (llvm::is_contained(getResolvedSizes(), 0) || getResolvedDepth() == 0)
-    return emitOpError("sizes and depth must be positive");
+  if (llvm::is_contained(getResolvedSizes(), 0) || getResolvedDepth() == 0 ||
+      getResolvedRows() == 0)
+    return emitOpError("sizes, depth and rows must be positive");
   return success();
 }
 

@@ -317,23 +317,28 @@ def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
     For CPU schedules of (batched) matmul kernels, after a
     `loop.tile ... parallel` (or alone, for the whole matmul): the tile's
     matmul, one batch index at a time, walks K in equal cache blocks of at
-    most `depth` (the A and B blocks of a step are first copied into
-    contiguous buffers, sparing a TLB miss per row), and each block in
-    register blocks of `sizes` = (rows, columns, depth), each one
-    `vector.contract` lowered to outer products, whose accumulator stays in
-    registers across the depth loop. A tile that the sizes do not divide is
-    padded with zeros; a size larger than the tile is rejected.
+    most `depth`. The B block of a step is first copied into a buffer that
+    every row of the tile then reads. The tile's rows are walked in blocks
+    of at most `rows` (whole register blocks that divide the tile's rows),
+    whose A block stays in L2 while every column strip of B passes it; each
+    row block in register blocks of `sizes` = (rows, columns, depth), each
+    one `vector.contract` lowered to outer products, whose accumulator
+    stays in registers across the depth loop. A tile that the sizes do not
+    divide is padded with zeros; a size larger than the tile is rejected.
     ```mlir
-    loop.vectorize [%reg_m, %reg_n, %reg_k] depth [%block_k]
+    loop.vectorize [%reg_m, %reg_n, %reg_k] depth [%block_k] rows [%cache_m]
     ```
   }];
   let arguments = (ins Variadic<Index>:$dynamic_sizes,
                        DenseI64ArrayAttr:$static_sizes,
                        Variadic<Index>:$dynamic_depth,
-                       DenseI64ArrayAttr:$static_depth);
+                       DenseI64ArrayAttr:$static_depth,
+                       Variadic<Index>:$dynamic_rows,
+                       DenseI64ArrayAttr:$static_rows);
   let assemblyFormat = [{
     custom<DynamicIndexList>($dynamic_sizes, $static_sizes)
-    `depth` custom<DynamicIndexList>($dynamic_depth, $static_depth) attr-dict
+    `depth` custom<DynamicIndexList>($dynamic_depth, $static_depth)
+    `rows` custom<DynamicIndexList>($dynamic_rows, $static_rows) attr-dict
   }];
   let extraClassDeclaration = [{
     llvm::SmallVector<int64_t> getResolvedSizes() {
@@ -341,6 +346,9 @@ def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
     }
     int64_t getResolvedDepth() {
       return resolveValues(getDynamicDepth(), getStaticDepth()).front();
+    }
+    int64_t getResolvedRows() {
+      return resolveValues(getDynamicRows(), getStaticRows()).front();
     }
   }];
 }

@@ -18,15 +18,17 @@ namespace tessel {
 /// Tiles the (batched) matmul `op` (on tensors, of static K; batch loops
 /// are walked one index at a time, each a 2-D linalg.matmul) with scf.for
 /// along K into cache blocks of at most `depth` (equal ones, rounded up to
-/// whole register blocks; the A and B blocks of a step are copied into
-/// contiguous tensors), then into register blocks of `registerTile` =
-/// (rows, columns, depth), each vectorized into a vector.contract whose
-/// accumulator is hoisted out of the depth loop. A tile that these do not
-/// divide, or of dynamic rows or columns (the edge of a tiling that does not
-/// divide the matmul), is first padded with zeros to static multiples of
-/// them. Emits an error and fails when it cannot.
+/// whole register blocks; the B block of a step is copied into a contiguous
+/// buffer), each along its rows into blocks of at most `rows` (whole
+/// register blocks that divide the rows), then into register blocks of
+/// `registerTile` = (rows, columns, depth), each vectorized into a
+/// vector.contract whose accumulator is hoisted out of the depth loop. A
+/// tile that these do not divide, or of dynamic rows or columns (the edge
+/// of a tiling that does not divide the matmul), is first padded with zeros
+/// to static multiples of them. Emits an error and fails when it cannot.
 mlir::LogicalResult vectorizeMatmul(mlir::RewriterBase &rewriter,
-                                    mlir::linalg::LinalgOp op, int64_t depth,
+                                    mlir::linalg::LinalgOp op, int64_t rows,
+                                    int64_t depth,
                                     llvm::ArrayRef<int64_t> registerTile);
 
 /// The matmul of a kernel that loop.vectorize can take: the kernel's root

@@ -572,6 +572,7 @@ struct LoopApplySchedulesPass
           return signalPassFailure();
         }
         if (failed(vectorizeMatmul(rewriter, matmul,
+                                   vectorize.getResolvedRows(),
                                    vectorize.getResolvedDepth(),
                                    vectorize.getResolvedSizes())))
           return signalPassFailure();

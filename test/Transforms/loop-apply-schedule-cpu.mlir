@@ -2,9 +2,9 @@
 
 // A CPU schedule of a matmul kernel: parallel tiles of 8x16 (an scf.forall
 // without mapping: tasks of the async runtime), K in blocks of 32 (B blocks
-// packed), then 4x16x8 register blocks that are vector.contracts
-// whose accumulator is a loop-carried vector (read before, written after
-// the depth loop).
+// packed: the tile's two row blocks of 4 read each), then 4x16x8 register
+// blocks that are vector.contracts whose accumulator is a loop-carried
+// vector (read before, written after the depth loop).
 // CHECK-LABEL: func.func private @matmul
 // (The one-tile row loop folds away.)
 // CHECK: scf.forall (%{{.*}}) = (0) to (32) step (16)
@@ -17,9 +17,10 @@
 // CHECK: tensor.extract_slice %[[B]][0, 0] [32, 16] [1, 1]
 // CHECK: tensor.insert_slice %{{.*}} : tensor<1x16xf32> into tensor<32x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c8 step %c4
+// CHECK: %[[AROWS:.*]] = tensor.extract_slice %[[A]][%{{.*}}, 0] [4, 32] [1, 1]
 // CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<4x16xf32>, vector<4x16xf32>
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ACC]]) -> (vector<4x16xf32>)
-// CHECK: tensor.extract_slice %[[A]]
+// CHECK: tensor.extract_slice %[[AROWS]]
 // CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x16xf32> into vector<4x16xf32>
 // CHECK: vector.transfer_write {{.*}} : vector<4x16xf32>, tensor<4x16xf32>
 // CHECK-NOT: loop.schedule
@@ -34,13 +35,14 @@ func.func private @matmul(%a: tensor<8x64xf32>, %b: tensor<64x32xf32>) -> tensor
 loop.schedule @matmul target "cpu" {
   %rows = loop.knob "reg_m" = 4 choices [1, 2, 4, 8]
   loop.tile [8, 16, 0] parallel
-  loop.vectorize [%rows, 16, 8] depth [32]
+  loop.vectorize [%rows, 16, 8] depth [32] rows [4]
 }
 
 // -----
 
 // Without a loop.tile, loop.vectorize takes the whole matmul; a depth of K
-// or more leaves K unblocked (nothing packed).
+// or more leaves K unblocked, and rows covering the matmul's leave B read
+// once, in place (nothing packed).
 // CHECK-LABEL: func.func private @whole
 // CHECK-NOT: scf.forall
 // CHECK-NOT: linalg.copy
@@ -50,7 +52,27 @@ func.func private @whole(%a: tensor<6x8xf32>, %b: tensor<8x12xf32>, %c: tensor<6
   return %mm : tensor<6x12xf32>
 }
 loop.schedule @whole target "cpu" {
-  loop.vectorize [2, 4, 4] depth [8]
+  loop.vectorize [2, 4, 4] depth [8] rows [8]
+}
+
+// -----
+
+// K in one block, rows in blocks of 4: each of the two row blocks reads the
+// whole B, which is first copied into rows one cache line longer (12 + 16).
+// CHECK-LABEL: func.func private @row_blocks
+// CHECK: %[[B:.*]] = tensor.empty() : tensor<8x28xf32>
+// CHECK: tensor.extract_slice %[[B]][0, 0] [8, 12] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}} : tensor<1x4xf32> into tensor<8x12xf32>
+// CHECK: %[[ROWS:.*]] = scf.for %{{.*}} = %c0 to %c8 step %c4
+// CHECK-NOT: tensor.empty
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x4xf32> into vector<4x4xf32>
+// CHECK: return %[[ROWS]]
+func.func private @row_blocks(%a: tensor<8x8xf32>, %b: tensor<8x12xf32>, %c: tensor<8x12xf32>) -> tensor<8x12xf32> attributes {tessel.kernel = "contraction"} {
+  %mm = linalg.matmul ins(%a, %b : tensor<8x8xf32>, tensor<8x12xf32>) outs(%c : tensor<8x12xf32>) -> tensor<8x12xf32>
+  return %mm : tensor<8x12xf32>
+}
+loop.schedule @row_blocks target "cpu" {
+  loop.vectorize [4, 4, 4] depth [8] rows [4]
 }
 
 // -----
@@ -81,7 +103,7 @@ func.func private @edges(%a: tensor<10x24xf32>, %b: tensor<24x20xf32>) -> tensor
 }
 loop.schedule @edges target "cpu" {
   loop.tile [8, 16, 0] parallel
-  loop.vectorize [4, 16, 4] depth [16]
+  loop.vectorize [4, 16, 4] depth [16] rows [8]
 }
 
 // -----
@@ -141,7 +163,7 @@ func.func private @batched(%a: tensor<3x8x16xf32>, %b: tensor<16x32xf32>) -> ten
 }
 loop.schedule @batched target "cpu" {
   loop.tile [2, 4, 16, 0] parallel
-  loop.vectorize [4, 16, 4] depth [16]
+  loop.vectorize [4, 16, 4] depth [16] rows [4]
 }
 
 // -----
@@ -182,7 +204,7 @@ func.func private @split(%a: tensor<20x256xf32>, %b: tensor<256x24xf32>, %bias: 
 loop.schedule @split target "cpu" {
   loop.split_k parts [4]
   loop.tile [16, 16] parallel
-  loop.vectorize [4, 16, 4] depth [32]
+  loop.vectorize [4, 16, 4] depth [32] rows [4]
 }
 
 // -----

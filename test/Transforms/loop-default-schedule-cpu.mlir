@@ -69,21 +69,23 @@ func.func private @softmax_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> 
 
 // A matmul kernel with an epilogue: knobs for the parts of K (parts of at
 // least 16; too short a K to split by default), the result blocks (powers of
-// two and divisors of M and N), the K block and the register block; the
-// matmul and its fill are fused into each parallel tile and vectorized, the
-// epilogue follows in the tile.
+// two and divisors of M and N; 128 rows, as 256 would leave fewer than 4
+// tiles), the K block, the row block (by default one register block) and
+// the register block; the matmul and its fill are fused into each parallel
+// tile and vectorized, the epilogue follows in the tile.
 // CHECK-LABEL: func.func private @matmul_relu
 // CHECK: loop.schedule @matmul_relu target "cpu" {
 // CHECK-NEXT: %[[SK:.*]] = loop.knob "split_k" = 1 choices [1, 2]
 // CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [8, 16, 32, 64, 128]
 // CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 128 choices [8, 16, 32, 64, 128, 256]
 // CHECK-NEXT: %[[BK:.*]] = loop.knob "block_k" = 32 choices [16, 32]
+// CHECK-NEXT: %[[CM:.*]] = loop.knob "cache_m" = 8 choices [8, 16, 32, 64, 128]
 // CHECK-NEXT: %[[RM:.*]] = loop.knob "reg_m" = 4 choices [1, 2, 4, 6, 8, 12, 16]
 // CHECK-NEXT: %[[RN:.*]] = loop.knob "reg_n" = 16 choices [1, 2, 4, 8, 16, 24, 32, 48, 64]
 // CHECK-NEXT: %[[RK:.*]] = loop.knob "reg_k" = 4 choices [1, 2, 4, 8, 16]
 // CHECK-NEXT: loop.split_k parts [%[[SK]]]
 // CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] parallel
-// CHECK-NEXT: loop.vectorize [%[[RM]], %[[RN]], %[[RK]]] depth [%[[BK]]]
+// CHECK-NEXT: loop.vectorize [%[[RM]], %[[RN]], %[[RK]]] depth [%[[BK]]] rows [%[[CM]]]
 // With AVX-512's 32 vector registers, register blocks of 8x32 (16 of them
 // accumulators) and result blocks 256 columns wide.
 // AVX512-LABEL: loop.schedule @matmul_relu target "cpu" {
@@ -119,6 +121,7 @@ func.func private @matmul_relu(%a: tensor<128x32xf32>, %b: tensor<32x256xf32>) -
 // CHECK: loop.knob "block_m" = 37 choices [8, 16, 32, 37]
 // CHECK-NEXT: loop.knob "block_n" = 53 choices [8, 16, 32, 53]
 // CHECK-NEXT: loop.knob "block_k" = 29 choices [16, 29]
+// CHECK-NEXT: loop.knob "cache_m" = 8 choices [8, 16, 32, 37]
 // CHECK-NEXT: loop.knob "reg_m" = 4
 // CHECK-NEXT: loop.knob "reg_n" = 16
 // CHECK-NEXT: loop.knob "reg_k" = 4
@@ -161,18 +164,18 @@ func.func private @divisor_blocks(%a: tensor<96x576xf32>, %b: tensor<576x3136xf3
 
 // 1000 is a multiple of no power-of-two block: blocks that divide it, so
 // every tile has the same static size, padded by register blocks as
-// little as may be (AVX2: rows in 100 = 25 x 4, columns in 125, padded to
-// 128 = 8 x 16; AVX-512: rows in 200 = 25 x 8, columns in 250, padded to
-// 256 = 8 x 32), and K in 5 blocks of 200 (whole register blocks of 4),
-// not 4 of 252 (1008, padded).
+// little as may be (AVX2: rows in 500 = 125 x 4, columns in 125, padded to
+// 128 = 8 x 16; AVX-512: rows in 500, padded to 504 = 63 x 8, columns in
+// 250, padded to 256 = 8 x 32), and K in 2 equal blocks of 500 (of at most
+// 512, in whole register blocks of 4).
 // CHECK-LABEL: func.func private @thousand
-// CHECK: loop.knob "block_m" = 100 choices
+// CHECK: loop.knob "block_m" = 500 choices
 // CHECK-NEXT: loop.knob "block_n" = 125 choices
 // APPLY-LABEL: func.func private @thousand
-// APPLY: scf.forall ({{.*}}) = (0, 0) to (1000, 1000) step (100, 125)
-// APPLY: scf.for %{{.*}} = %c0 to %c1000 step %c200
+// APPLY: scf.forall ({{.*}}) = (0, 0) to (1000, 1000) step (500, 125)
+// APPLY: scf.for %{{.*}} = %c0 to %c1000 step %c500
 // AVX512-LABEL: func.func private @thousand
-// AVX512: loop.knob "block_m" = 200 choices
+// AVX512: loop.knob "block_m" = 500 choices
 // AVX512-NEXT: loop.knob "block_n" = 250 choices
 func.func private @thousand(%a: tensor<1000x1000xf32>, %b: tensor<1000x1000xf32>) -> tensor<1000x1000xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32

@@ -392,7 +392,7 @@ loop.schedule @cpu_mm target "cpu" {
   %rn = loop.knob "reg_n" = 32 choices [16, 32]
   loop.tile [32, 16, 0] parallel
   // expected-error @below {{knob 'reg_n' = 32 exceeds the tile's 16 columns}}
-  loop.vectorize [8, %rn, 8] depth [32]
+  loop.vectorize [8, %rn, 8] depth [32] rows [8]
 }
 
 // -----
@@ -407,7 +407,7 @@ func.func private @cpu_mm(%a: tensor<96x64xf32>, %b: tensor<64x80xf32>) -> tenso
 loop.schedule @cpu_mm target "sm_90" {
   loop.tile [32, 16, 0] mapping [#gpu.block<y>, #gpu.block<x>]
   // expected-error @below {{is for the CPU, not target 'sm_90'}}
-  loop.vectorize [8, 16, 8] depth [32]
+  loop.vectorize [8, 16, 8] depth [32] rows [8]
 }
 
 // -----
@@ -426,7 +426,7 @@ func.func private @cpu_ew(%a: tensor<64x1000xf32>) -> tensor<64x1000xf32> attrib
 loop.schedule @cpu_ew target "cpu" {
   loop.tile [4, 0] parallel
   // expected-error @below {{cannot apply to kernel 'cpu_ew': the kernel has 0 contractions, not exactly one}}
-  loop.vectorize [8, 16, 8] depth [32]
+  loop.vectorize [8, 16, 8] depth [32] rows [8]
 }
 
 // -----
@@ -638,7 +638,7 @@ func.func private @mm(%a: tensor<16x64xf32>, %b: tensor<64x16xf32>) -> tensor<16
 }
 loop.schedule @mm target "cpu" {
   loop.tile [8, 8, 0] parallel
-  loop.vectorize [4, 8, 4] depth [64]
+  loop.vectorize [4, 8, 4] depth [64] rows [8]
   // expected-error @below {{cannot be combined with loop.vectorize, which writes the tile's loops itself}}
   loop.unroll factor [4]
 }

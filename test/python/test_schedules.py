@@ -174,7 +174,7 @@ def test_cpu_default_schedules_have_knobs_with_legal_defaults():
     fn, args, _ = CPU_CASES["matmul_epilogue"]()
     scheduled = schedules.default_schedules(tessel.trace(fn, *args), "cpu")
     found = {k.name: k for k in schedules.knobs(scheduled)}
-    assert set(found) == {"block_m", "block_n", "block_k", "reg_m", "reg_n", "reg_k", "split_k"}
+    assert set(found) == {"block_m", "block_n", "block_k", "cache_m", "reg_m", "reg_n", "reg_k", "split_k"}
     # K = 80 in parts of at least 16.
     assert found["split_k"].domain == (1, 2, 4)
     # Blocks are powers of two or divisors of the matmul (96 x 120, K 80):
@@ -182,6 +182,9 @@ def test_cpu_default_schedules_have_knobs_with_legal_defaults():
     assert found["block_m"].domain == (8, 12, 16, 24, 32, 48, 64, 96)
     assert found["block_n"].domain == (8, 10, 12, 15, 16, 20, 24, 30, 32, 40, 60, 64, 120)
     assert found["block_k"].domain == (16, 20, 32, 40, 64, 80)
+    # Row blocks take the rows' choices; one register block by default.
+    assert found["cache_m"].domain == found["block_m"].domain
+    assert found["cache_m"].value == 8
     assert all(k.value in k.domain for k in found.values())
     assert "parallel" in str(scheduled) and "loop.vectorize" in str(scheduled)
 

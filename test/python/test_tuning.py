@@ -53,7 +53,7 @@ def test_tasks_are_one_kernel_each_that_compiles_alone():
     found = tasks(schedules.default_schedules(_model(), "cpu"))
     assert [t.name for t in found] == ["mlp_kernel0", "mlp_kernel1"]
     mm = found[0]
-    assert [k.name for k in mm.knobs] == ["split_k", "block_m", "block_n", "block_k", "reg_m", "reg_n", "reg_k"]
+    assert [k.name for k in mm.knobs] == ["split_k", "block_m", "block_n", "block_k", "cache_m", "reg_m", "reg_n", "reg_k"]
     assert mm.is_legal(mm.default)
     # A task module holds one kernel and an entry that calls it.
     exe = tessel.compile(mm.module, entry=ENTRY)

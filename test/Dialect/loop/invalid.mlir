@@ -217,15 +217,31 @@ loop.schedule @k target "cpu" {
 func.func @k() { return }
 loop.schedule @k target "cpu" {
   // expected-error @+1 {{needs 3 sizes (rows, columns, depth), got 2}}
-  loop.vectorize [8, 16] depth [64]
+  loop.vectorize [8, 16] depth [64] rows [8]
 }
 
 // -----
 
 func.func @k() { return }
 loop.schedule @k target "cpu" {
-  // expected-error @+1 {{sizes and depth must be positive}}
-  loop.vectorize [8, 16, 8] depth [0]
+  // expected-error @+1 {{sizes, depth and rows must be positive}}
+  loop.vectorize [8, 16, 8] depth [0] rows [8]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  // expected-error @+1 {{sizes, depth and rows must be positive}}
+  loop.vectorize [8, 16, 8] depth [64] rows [0]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  // expected-error @+1 {{needs 1 rows value, got 2}}
+  loop.vectorize [8, 16, 8] depth [64] rows [8, 8]
 }
 
 // -----

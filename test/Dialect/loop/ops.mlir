@@ -71,13 +71,14 @@ loop.schedule @matmul_kernel result 2 target "sm_80" {
 // register-blocked matmuls.
 // CHECK-LABEL: loop.schedule @matmul_kernel result 3 target "cpu" {
 // CHECK: loop.tile [%[[BM:block_m]], 64, 0] parallel
-// CHECK-NEXT: loop.vectorize [8, %[[RN:reg_n]], 8] depth [%[[BK:block_k]]]
+// CHECK-NEXT: loop.vectorize [8, %[[RN:reg_n]], 8] depth [%[[BK:block_k]]] rows [%[[CM:cache_m]]]
 loop.schedule @matmul_kernel result 3 target "cpu" {
   %bm = loop.knob "block_m" = 128 choices [64, 128]
   %rn = loop.knob "reg_n" = 16 choices [8, 16, 32]
   %bk = loop.knob "block_k" = 256 range [64, 512] step 64
+  %cm = loop.knob "cache_m" = 8 choices [8, 16, 32]
   loop.tile [%bm, 64, 0] parallel
-  loop.vectorize [8, %rn, 8] depth [%bk]
+  loop.vectorize [8, %rn, 8] depth [%bk] rows [%cm]
 }
 
 // CHECK-LABEL: loop.schedule @matmul_kernel result 4 target "cpu" {
