@@ -324,7 +324,9 @@ def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
     row block in register blocks of `sizes` = (rows, columns, depth), each
     one `vector.contract` lowered to outer products, whose accumulator
     stays in registers across the depth loop. A tile that the sizes do not
-    divide is padded with zeros; a size larger than the tile is rejected.
+    divide is padded with zeros, and of a tiling that does not divide the
+    matmul, only the partial edge tiles are; a size larger than the tile is
+    rejected.
     ```mlir
     loop.vectorize [%reg_m, %reg_n, %reg_k] depth [%block_k] rows [%cache_m]
     ```

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 using namespace mlir;
@@ -81,7 +82,12 @@ LogicalResult packB(RewriterBase &rewriter, linalg::MatmulOp op) {
 /// Pads the matmul tile `op` with zeros to static extents that `multiples`
 /// divide (its rows and columns may be dynamic at the edges of a tiling that
 /// does not divide the matmul): zero rows of A and columns of B give C
-/// entries that are sliced away, and zero depth adds nothing.
+/// entries that are sliced away, and zero depth adds nothing. The slice is
+/// materialized in the tile's own C, so that the result is that buffer, as
+/// an unpadded tile's is (versionFullTiles yields either; were they
+/// different buffers, deallocation would track at run time which to free).
+/// Not a linalg.copy, whose destination canonicalization may move from a
+/// filled C to the buffer before the fill, which then needs a copy.
 FailureOr<linalg::MatmulOp> padTo(RewriterBase &rewriter, linalg::MatmulOp op,
                                   ArrayRef<int64_t> multiples) {
   SmallVector<int64_t> bounds = op.getStaticLoopRanges();
@@ -98,7 +104,8 @@ FailureOr<linalg::MatmulOp> padTo(RewriterBase &rewriter, linalg::MatmulOp op,
   options.setPaddingDimensions({0, 1, 2})
       .setPadToMultipleOf(multiples)
       .setPaddingValues(zeros)
-      .setCopyBackOp(linalg::LinalgPaddingOptions::CopyBackOp::None);
+      .setCopyBackOp(linalg::LinalgPaddingOptions::CopyBackOp::
+                         BufferizationMaterializeInDestination);
   linalg::LinalgOp padded;
   SmallVector<Value> replacements;
   SmallVector<tensor::PadOp> pads;
@@ -158,56 +165,12 @@ FailureOr<linalg::MatmulOp> asMatmul(RewriterBase &rewriter,
   return matmul;
 }
 
-} // namespace
-
-linalg::LinalgOp tessel::findVectorizableMatmul(func::FuncOp func,
-                                                TilingInterface root,
-                                                std::string &why) {
-  linalg::LinalgOp matmul = findRootContraction(func, root, why);
-  if (!matmul)
-    return {};
-  if (!matmulBatchLoops(matmul, /*broadcast=*/true) ||
-      ShapedType::isDynamicShape(matmul.getStaticLoopRanges()) ||
-      !matmul.hasPureTensorSemantics()) {
-    why = "its contraction is not a (batched) matmul of static shape on "
-          "tensors, A (m, k) and B (k, n)";
-    return {};
-  }
-  return matmul;
-}
-
-void tessel::registerVectorizeMatmulInterfaces(DialectRegistry &registry) {
-  vector::registerSubsetOpInterfaceExternalModels(registry);
-}
-
-LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
-                                      linalg::LinalgOp contraction,
-                                      int64_t rows, int64_t depth,
-                                      ArrayRef<int64_t> registerTile) {
-  FailureOr<linalg::MatmulOp> matmul = asMatmul(rewriter, contraction);
-  if (failed(matmul))
-    return failure();
-  linalg::MatmulOp op = *matmul;
-  int64_t k = op.getStaticLoopRanges()[2];
-  if (ShapedType::isDynamic(k) || !op.hasPureTensorSemantics())
-    return op.emitError("loop.vectorize needs a matmul on tensors of static "
-                        "depth (K); this tile is ")
-           << op->getResult(0).getType();
-  // K in as few blocks of at most `depth` as cover it, of equal size
-  // rounded up to whole register blocks: padding K to a multiple of
-  // `depth` itself would add up to a block of zeros (K = 576 in blocks of
-  // 256: 768, a third more work; in blocks of 192: none). Up to twice as
-  // many blocks are taken when they divide K in whole register blocks, as
-  // a padded K copies the tile's A (K = 1000: 5 blocks of 200, not 4 of
-  // 252).
-  int64_t blocks = std::max<int64_t>(1, llvm::divideCeil(k, depth));
-  for (int64_t more = blocks; more <= 2 * blocks; ++more)
-    if (k % more == 0 && (k / more) % registerTile[2] == 0) {
-      blocks = more;
-      break;
-    }
-  int64_t blockK =
-      llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
+/// Vectorizes the matmul tile `op` (K static) in K blocks of `blockK` (which
+/// divides K once padded), row blocks of at most `rows` and register blocks
+/// of `registerTile`, first padding it to static multiples of them.
+LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
+                              int64_t rows, int64_t blockK,
+                              ArrayRef<int64_t> registerTile) {
   FailureOr<linalg::MatmulOp> padded =
       padTo(rewriter, op, {registerTile[0], registerTile[1], blockK});
   if (failed(padded))
@@ -265,4 +228,122 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
     depthLoop = hoistLoopInvariantSubsets(rewriter, depthLoop);
   }
   return success();
+}
+
+/// Splits the matmul tile `op`, whose rows or columns are dynamic (the edge
+/// of a tiling that does not divide the matmul), into the tile of full size
+/// (their constant upper bound), on its operands cast to that static shape,
+/// and the partial tile, under an scf.if on the sizes: only the partial
+/// tiles at the edge are then padded, each full tile read in place.
+FailureOr<std::pair<linalg::MatmulOp, linalg::MatmulOp>>
+versionFullTiles(RewriterBase &rewriter, linalg::MatmulOp op) {
+  Location loc = op.getLoc();
+  Value init = op.getDpsInits()[0];
+  auto type = cast<RankedTensorType>(init.getType());
+  SmallVector<int64_t> full(type.getShape());
+  rewriter.setInsertionPoint(op);
+  Value isFull;
+  for (int64_t d : {0, 1}) {
+    if (!type.isDynamicDim(d))
+      continue;
+    FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+        presburger::BoundType::UB, {init, d}, /*stopCondition=*/nullptr,
+        /*closedUB=*/true);
+    if (failed(bound))
+      return op.emitError("loop.vectorize found no constant bound on the ")
+             << (d == 0 ? "rows" : "columns") << " of this matmul tile";
+    full[d] = *bound;
+    Value size = tensor::DimOp::create(rewriter, loc, init, d);
+    Value equal = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::eq, size,
+        arith::ConstantIndexOp::create(rewriter, loc, *bound));
+    isFull = isFull ? arith::AndIOp::create(rewriter, loc, isFull, equal)
+                    : equal;
+  }
+  auto branch = scf::IfOp::create(rewriter, loc, TypeRange{type}, isFull,
+                                  /*withElseRegion=*/true);
+  rewriter.setInsertionPointToStart(branch.thenBlock());
+  int64_t k = op.getStaticLoopRanges()[2];
+  auto toShape = [&](Value v, ArrayRef<int64_t> shape) -> Value {
+    auto from = cast<RankedTensorType>(v.getType());
+    if (from.getShape() == shape)
+      return v;
+    return tensor::CastOp::create(rewriter, loc, from.clone(shape), v);
+  };
+  auto fullTile = linalg::MatmulOp::create(
+      rewriter, loc,
+      ValueRange{toShape(op.getDpsInputs()[0], {full[0], k}),
+                 toShape(op.getDpsInputs()[1], {k, full[1]})},
+      ValueRange{toShape(init, full)});
+  scf::YieldOp::create(rewriter, loc,
+                       toShape(fullTile.getResult(0), type.getShape()));
+  rewriter.setInsertionPointToStart(branch.elseBlock());
+  auto partialTile = cast<linalg::MatmulOp>(rewriter.clone(*op));
+  scf::YieldOp::create(rewriter, loc, partialTile.getResult(0));
+  rewriter.replaceOp(op, branch.getResults());
+  return std::make_pair(fullTile, partialTile);
+}
+
+} // namespace
+
+linalg::LinalgOp tessel::findVectorizableMatmul(func::FuncOp func,
+                                                TilingInterface root,
+                                                std::string &why) {
+  linalg::LinalgOp matmul = findRootContraction(func, root, why);
+  if (!matmul)
+    return {};
+  if (!matmulBatchLoops(matmul, /*broadcast=*/true) ||
+      ShapedType::isDynamicShape(matmul.getStaticLoopRanges()) ||
+      !matmul.hasPureTensorSemantics()) {
+    why = "its contraction is not a (batched) matmul of static shape on "
+          "tensors, A (m, k) and B (k, n)";
+    return {};
+  }
+  return matmul;
+}
+
+void tessel::registerVectorizeMatmulInterfaces(DialectRegistry &registry) {
+  vector::registerSubsetOpInterfaceExternalModels(registry);
+}
+
+LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
+                                      linalg::LinalgOp contraction,
+                                      int64_t rows, int64_t depth,
+                                      ArrayRef<int64_t> registerTile) {
+  FailureOr<linalg::MatmulOp> matmul = asMatmul(rewriter, contraction);
+  if (failed(matmul))
+    return failure();
+  linalg::MatmulOp op = *matmul;
+  int64_t k = op.getStaticLoopRanges()[2];
+  if (ShapedType::isDynamic(k) || !op.hasPureTensorSemantics())
+    return op.emitError("loop.vectorize needs a matmul on tensors of static "
+                        "depth (K); this tile is ")
+           << op->getResult(0).getType();
+  // K in as few blocks of at most `depth` as cover it, of equal size
+  // rounded up to whole register blocks: padding K to a multiple of
+  // `depth` itself would add up to a block of zeros (K = 576 in blocks of
+  // 256: 768, a third more work; in blocks of 192: none). Up to twice as
+  // many blocks are taken when they divide K in whole register blocks, as
+  // a padded K copies the tile's A (K = 1000: 5 blocks of 200, not 4 of
+  // 252).
+  int64_t blocks = std::max<int64_t>(1, llvm::divideCeil(k, depth));
+  for (int64_t more = blocks; more <= 2 * blocks; ++more)
+    if (k % more == 0 && (k / more) % registerTile[2] == 0) {
+      blocks = more;
+      break;
+    }
+  int64_t blockK =
+      llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
+  if (ShapedType::isDynamicShape(op.getStaticLoopRanges())) {
+    FailureOr<std::pair<linalg::MatmulOp, linalg::MatmulOp>> versions =
+        versionFullTiles(rewriter, op);
+    if (failed(versions))
+      return failure();
+    return success(
+        succeeded(vectorizeBlocks(rewriter, versions->first, rows, blockK,
+                                  registerTile)) &&
+        succeeded(vectorizeBlocks(rewriter, versions->second, rows, blockK,
+                                  registerTile)));
+  }
+  return vectorizeBlocks(rewriter, op, rows, blockK, registerTile);
 }

@@ -23,9 +23,11 @@ namespace tessel {
 /// register blocks that divide the rows), then into register blocks of
 /// `registerTile` = (rows, columns, depth), each vectorized into a
 /// vector.contract whose accumulator is hoisted out of the depth loop. A
-/// tile that these do not divide, or of dynamic rows or columns (the edge
-/// of a tiling that does not divide the matmul), is first padded with zeros
-/// to static multiples of them. Emits an error and fails when it cannot.
+/// tile that these do not divide is first padded with zeros to static
+/// multiples of them; one of dynamic rows or columns (a tiling that does
+/// not divide the matmul) is split by an scf.if into the full tile, read in
+/// place at its static size, and the partial edge tile, padded. Emits an
+/// error and fails when it cannot.
 mlir::LogicalResult vectorizeMatmul(mlir::RewriterBase &rewriter,
                                     mlir::linalg::LinalgOp op, int64_t rows,
                                     int64_t depth,

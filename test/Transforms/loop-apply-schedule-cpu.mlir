@@ -77,23 +77,37 @@ loop.schedule @row_blocks target "cpu" {
 
 // -----
 
-// Tiles that do not divide the matmul (10x20 in 8x16 tiles) are padded
-// with zeros to static blocks: rows to a multiple of the register block's
-// 4, columns to 16; the result is the unpadded slice of the padded tile.
-// K = 24 in blocks of at most 16 is two equal blocks of 12, which need no
-// padding (blocks of 16 would pad K to 32).
+// Tiles that do not divide the matmul (10x20 in 8x16 tiles): under an
+// scf.if on the tile's sizes, a full tile (8x16) is cast to its static shape
+// and read in place; a partial edge tile is padded with zeros to static
+// blocks (rows to a multiple of the register block's 4, columns to 16), and
+// the unpadded slice of its result written into the tile's own C. K = 24 in
+// blocks of at most 16 is two equal blocks of 12, which need no padding
+// (blocks of 16 would pad K to 32).
 // CHECK-LABEL: func.func private @edges
-// CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) = (0, 0) to (10, 20) step (8, 16)
+// CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) = (0, 0) to (10, 20) step (8, 16) shared_outs(%[[OUT:.*]] = %{{.*}})
 // CHECK: %[[M:.*]] = affine.min
 // CHECK: %[[N:.*]] = affine.min
+// CHECK: %[[C:.*]] = tensor.extract_slice %[[OUT]][%[[I]], %[[J]]] [%[[M]], %[[N]]]
+// CHECK: %[[ZEROS:.*]] = linalg.fill {{.*}} outs(%[[C]] : tensor<?x?xf32>)
+// CHECK: %[[FULL_M:.*]] = arith.cmpi eq, %[[M]], %c8
+// CHECK: %[[FULL_N:.*]] = arith.cmpi eq, %[[N]], %c16
+// CHECK: %[[FULL:.*]] = arith.andi %[[FULL_M]], %[[FULL_N]]
+// CHECK: %[[TILE:.*]] = scf.if %[[FULL]] -> (tensor<?x?xf32>) {
+// CHECK-NOT: tensor.pad
+// CHECK: tensor.cast %[[ZEROS]] : tensor<?x?xf32> to tensor<8x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+// CHECK: } else {
 // CHECK: tensor.pad
 // CHECK: } : tensor<?x24xf32> to tensor<8x24xf32>
 // CHECK: tensor.pad
 // CHECK: } : tensor<24x?xf32> to tensor<24x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
-// CHECK: %[[OUT:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<8x16xf32> to tensor<?x?xf32>
-// CHECK: tensor.parallel_insert_slice %[[OUT]] into %{{.*}}[%[[I]], %[[J]]] [%[[M]], %[[N]]]
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<8x16xf32> to tensor<?x?xf32>
+// CHECK: bufferization.materialize_in_destination %[[SLICE]] in %[[ZEROS]]
+// CHECK: tensor.parallel_insert_slice %[[TILE]] into %[[OUT]][%[[I]], %[[J]]] [%[[M]], %[[N]]]
 func.func private @edges(%a: tensor<10x24xf32>, %b: tensor<24x20xf32>) -> tensor<10x20xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<10x20xf32>

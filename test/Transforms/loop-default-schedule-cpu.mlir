@@ -162,21 +162,24 @@ func.func private @divisor_blocks(%a: tensor<96x576xf32>, %b: tensor<576x3136xf3
 
 // -----
 
-// 1000 is a multiple of no power-of-two block: blocks that divide it, so
-// every tile has the same static size, padded by register blocks as
-// little as may be (AVX2: rows in 500 = 125 x 4, columns in 125, padded to
-// 128 = 8 x 16; AVX-512: rows in 500, padded to 504 = 63 x 8, columns in
-// 250, padded to 256 = 8 x 32), and K in 2 equal blocks of 500 (of at most
-// 512, in whole register blocks of 4).
+// 1000 is a multiple of no power-of-two block. Rows in blocks that divide
+// it in whole register blocks, so that every tile is whole (AVX2: 500 =
+// 125 x 4; AVX-512: 200 = 25 x 8); no divisor near the default is whole
+// register blocks of columns (16; 32), so columns in power-of-two blocks
+// (128; 256), whose partial edge tile alone loop.vectorize pads. K in 2
+// equal blocks of 500 (of at most 512, in whole register blocks of 4).
 // CHECK-LABEL: func.func private @thousand
 // CHECK: loop.knob "block_m" = 500 choices
-// CHECK-NEXT: loop.knob "block_n" = 125 choices
+// CHECK-NEXT: loop.knob "block_n" = 128 choices
 // APPLY-LABEL: func.func private @thousand
-// APPLY: scf.forall ({{.*}}) = (0, 0) to (1000, 1000) step (500, 125)
+// APPLY: scf.forall ({{.*}}) = (0, 0) to (1000, 1000) step (500, 128)
+// APPLY: scf.if
 // APPLY: scf.for %{{.*}} = %c0 to %c1000 step %c500
+// APPLY: } else {
+// APPLY: tensor.pad
 // AVX512-LABEL: func.func private @thousand
-// AVX512: loop.knob "block_m" = 500 choices
-// AVX512-NEXT: loop.knob "block_n" = 250 choices
+// AVX512: loop.knob "block_m" = 200 choices
+// AVX512-NEXT: loop.knob "block_n" = 256 choices
 func.func private @thousand(%a: tensor<1000x1000xf32>, %b: tensor<1000x1000xf32>) -> tensor<1000x1000xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1000x1000xf32>

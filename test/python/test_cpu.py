@@ -140,6 +140,36 @@ def test_matmul(a_shape, b_shape, dtype):
     np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol, atol=tol * np.abs(expected).max())
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        # 70 rows in tiles of 32 and 50 columns in tiles of 16: partial edge
+        # tiles in both, each full tile read in place.
+        {"block_m": 32, "block_n": 16, "block_k": 16, "cache_m": 8, "reg_m": 4, "reg_n": 16},
+        # Full tiles of 10 rows are not whole register blocks of 4: they are
+        # padded as well as the edge.
+        {"block_m": 10, "block_n": 16, "block_k": 32, "cache_m": 8, "reg_m": 4, "reg_n": 16},
+    ],
+    ids=["edges", "padded_full_tiles"],
+)
+def test_matmul_tiles_that_leave_partial_edges(knobs, dtype):
+    """A matmul (with a bias and relu epilogue) in blocks that do not divide
+    it: full tiles and partial edge tiles (versioned by an scf.if, the edge
+    padded) give numpy's result, for f32 and for f16, whose f32 accumulator
+    is a buffer of its own in each tile."""
+    from tessel import schedules
+
+    rng = np.random.default_rng(11)
+    a, b, bias = _random((70, 45), dtype, rng), _random((45, 50), dtype, rng), _random((50,), dtype, rng)
+    base = schedules.default_schedules(tessel.trace(lambda x, w, c: tessel.ops.relu(x @ w + c), a, b, bias), "cpu")
+    found = {k.name: k for k in schedules.knobs(base)}
+    got = tessel.compile(schedules.with_knobs(base, {found[n].key: v for n, v in knobs.items()}))(a, b, bias)
+    expected = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
+    tol = 2e-3 if dtype == np.float16 else 1e-5
+    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol, atol=tol * np.abs(expected).max())
+
+
 def test_fused_group_constants_and_several_results():
     src = """
     func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
