@@ -317,16 +317,16 @@ def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
     For CPU schedules of (batched) matmul kernels, after a
     `loop.tile ... parallel` (or alone, for the whole matmul): the tile's
     matmul, one batch index at a time, walks K in equal cache blocks of at
-    most `depth`. The B block of a step is first copied into a buffer that
-    every row of the tile then reads. The tile's rows are walked in blocks
-    of at most `rows` (whole register blocks that divide the tile's rows),
-    whose A block stays in L2 while every column strip of B passes it; each
-    row block in register blocks of `sizes` = (rows, columns, depth), each
-    one `vector.contract` lowered to outer products, whose accumulator
-    stays in registers across the depth loop. A tile that the sizes do not
-    divide is padded with zeros, and of a tiling that does not divide the
-    matmul, only the partial edge tiles are; a size larger than the tile is
-    rejected.
+    most `depth`, and each K step in blocks of at most `rows` of the tile's
+    rows (whole register blocks that divide them), whose A rows stay in
+    cache while every column strip of the step's B block passes them; the
+    B block is first copied into a buffer that they all read (when there
+    are several). Each row block is walked in register blocks of `sizes` =
+    (rows, columns, depth), each one `vector.contract` lowered to outer
+    products, whose accumulator stays in registers across the depth loop.
+    A tile that the sizes do not divide is padded with zeros, and of a
+    tiling that does not divide the matmul, only the partial edge tiles
+    are; a size larger than the tile is rejected.
     ```mlir
     loop.vectorize [%reg_m, %reg_n, %reg_k] depth [%block_k] rows [%cache_m]
     ```

@@ -178,9 +178,10 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
   op = *padded;
   SmallVector<int64_t> bounds = op.getStaticLoopRanges();
   // Row blocks of whole register blocks that divide the tile's rows (a
-  // partial block would be of dynamic size).
-  int64_t rowBlock =
-      std::max(registerTile[0], rows - rows % registerTile[0]);
+  // partial block would be of dynamic size; the padded rows are whole
+  // register blocks).
+  int64_t rowBlock = std::min(rows, bounds[0]);
+  rowBlock = std::max(registerTile[0], rowBlock - rowBlock % registerTile[0]);
   while (bounds[0] % rowBlock != 0)
     rowBlock -= registerTile[0];
   Operation *target = op;

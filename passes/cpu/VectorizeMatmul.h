@@ -18,9 +18,10 @@ namespace tessel {
 /// Tiles the (batched) matmul `op` (on tensors, of static K; batch loops
 /// are walked one index at a time, each a 2-D linalg.matmul) with scf.for
 /// along K into cache blocks of at most `depth` (equal ones, rounded up to
-/// whole register blocks; the B block of a step is copied into a contiguous
-/// buffer), each along its rows into blocks of at most `rows` (whole
-/// register blocks that divide the rows), then into register blocks of
+/// whole register blocks), each along its rows into blocks of at most
+/// `rows` (whole register blocks that divide the rows; when there are
+/// several, the B block of a step is first copied into a buffer they all
+/// read), then into register blocks of
 /// `registerTile` = (rows, columns, depth), each vectorized into a
 /// vector.contract whose accumulator is hoisted out of the depth loop. A
 /// tile that these do not divide is first padded with zeros to static
