@@ -119,6 +119,26 @@ def CpuFuseElementwise : Pass<"cpu-fuse-elementwise"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def CpuGatherRows : Pass<"cpu-gather-rows"> {
+  let summary = "Read a gather's index once per row of its innermost loop";
+  let description = [{
+    A parallel linalg.generic on tensors whose body reads a tensor
+    (tensor.extract) at an index taken from an input that is the same along
+    the innermost loop (an embedding lookup, `table[ids]`), and whose
+    innermost loop has 16 or more points, is tiled to one point of every
+    other loop (scf.for), its unit dims dropped, and those inputs read once
+    before the row (tensor.extract of the rank-0 slice). Lowered to loops,
+    the index would otherwise be loaded at every point of the row, a load
+    LLVM cannot hoist, as the output might alias it; with it read once, the
+    row is a copy that LLVM vectorizes (an embedding of 32x128 ids into a
+    30000x768 table: 1.33 -> 0.54 ms on the 2-core Sapphire Rapids VM,
+    torch 0.47). Runs after loop-apply-schedule, on the tiles.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def CpuSerializeInnerForalls : Pass<"cpu-serialize-inner-foralls"> {
   let summary = "Turn scf.forall loops nested in another forall into scf.for";
   let description = [{

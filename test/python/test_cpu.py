@@ -170,6 +170,22 @@ def test_matmul_tiles_that_leave_partial_edges(knobs, dtype):
     np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol, atol=tol * np.abs(expected).max())
 
 
+@pytest.mark.parametrize("id_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_embedding_rows_read_their_id_once(dtype, id_dtype):
+    """Embedding lookups whose rows are long enough for cpu-gather-rows
+    (one id read per row): alone, and fused with a positional add and a
+    relu, with negative ids (numpy's wrap-around) among them."""
+    rng = np.random.default_rng(13)
+    table, pos = _random((50, 40), dtype, rng), _random((7, 40), dtype, rng)
+    ids = rng.integers(-50, 50, size=(3, 7)).astype(id_dtype)
+    lookup = tessel.compile(tessel.trace(lambda t, i: tessel.ops.take(t, i, axis=0), table, ids))
+    np.testing.assert_array_equal(lookup(table, ids), np.take(table, ids, axis=0))
+    fused = tessel.compile(tessel.trace(lambda t, i, p: tessel.ops.relu(tessel.ops.take(t, i, axis=0) + p),
+                                        table, ids, pos))
+    np.testing.assert_array_equal(fused(table, ids, pos), np.maximum(np.take(table, ids, axis=0) + pos, 0))
+
+
 def test_fused_group_constants_and_several_results():
     src = """
     func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {

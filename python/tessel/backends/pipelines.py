@@ -91,11 +91,13 @@ def default_schedule_pass(target: str, *, allow_tf32: bool = False) -> str:
 
 
 def schedule(target: str, *, allow_tf32: bool = False) -> tuple[str, str]:
-    """Default schedules for kernels that have none, validated, then applied."""
+    """Default schedules for kernels that have none, validated, then applied;
+    on the CPU, gathers then read their index once per row."""
+    rows = "func.func(cpu-gather-rows),canonicalize," if target == "cpu" else ""
     return (
         "schedule",
         f"builtin.module({default_schedule_pass(target, allow_tf32=allow_tf32)},loop-validate,"
-        "loop-apply-schedule,canonicalize,cse)",
+        f"loop-apply-schedule,canonicalize,{rows}cse)",
     )
 
 
