@@ -622,15 +622,17 @@ struct LoopDefaultSchedulePass
       // spills; 1024^3 on the 2-core EPYC VM: 30.6 ms with 8x16x8, 26.3 ms
       // with 4x16x4). AVX-512, 32: 8x32 (2-core Sapphire Rapids VM: 24.6
       // ms with 4x16 and 128 columns per block, 14.7 ms with 8x32 and 256).
-      // Tiles of up to 512 rows, as few as leave the cores 4 tiles, for B
-      // blocks of 512x256 (which stay in L2) copied once per tile, and
-      // walked in row blocks of one register block (whose A rows stay in
-      // L1). On the Sapphire Rapids VM, against 128x256 tiles, K blocks of
-      // 256 and the A of a whole tile per B strip: 1024^3 8.0 -> 6.9 ms,
-      // 2048^3 64 -> 54, 256x1024x1024 2.02 -> 1.81 (torch 6.6, 48, 1.83).
-      // Blocks that do not divide the matmul are padded (loop.vectorize),
-      // so sizes are powers of two whatever the shape, plus the divisors
-      // that tile it exactly. A batched matmul's tiles hold one batch index.
+      // Tiles of the most rows (512, 256, else 128) that leave the cores 4
+      // tiles, so that a B block of 512x256 (which stays in L2) is copied
+      // once for as many rows as may be, walked in row blocks of 8 (one
+      // AVX-512 register block; their A rows stay in L1). On the Sapphire
+      // Rapids VM, against 128x256 tiles, K blocks of 256 and the A of a
+      // whole tile per B strip: 1024^3 8.0 -> 6.9 ms, 2048^3 64 -> 54,
+      // 256x1024x1024 2.02 -> 1.81 (torch 6.6, 48, 1.83).
+      // Blocks that do not divide the matmul are padded (loop.vectorize:
+      // the partial edge tiles), so sizes are powers of two whatever the
+      // shape, plus the divisors that tile it exactly. A batched matmul's
+      // tiles hold one batch index.
       int64_t regN = 2 * std::max<int64_t>(vectorBits / 32, 1);
       int64_t regM = vectorBits >= 512 ? 8 : 4;
       unsigned batch = *matmulBatchLoops(matmul, /*broadcast=*/true);
