@@ -145,3 +145,17 @@ tessel::tileAndFuseRoot(RewriterBase &rewriter, TilingInterface root,
   // The first tiled op is the tiled root.
   return cast<TilingInterface>(result->tiledAndFusedOps.front());
 }
+
+FailureOr<scf::SCFTilingResult>
+tessel::tileInLoops(RewriterBase &rewriter, TilingInterface op,
+                    ArrayRef<int64_t> sizes, ArrayRef<int64_t> interchange) {
+  rewriter.setInsertionPoint(op);
+  scf::SCFTilingOptions options;
+  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  options.setInterchange(interchange);
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, op, options);
+  if (succeeded(tiled))
+    rewriter.replaceOp(op, tiled->replacements);
+  return tiled;
+}

@@ -2,7 +2,8 @@
 //
 // Shared by cpu-tile-and-fuse and loop-apply-schedule: both tile the root of
 // a kernel function (the last linalg op whose result it returns) and fuse
-// every linalg producer into the tile.
+// every linalg producer into the tile. Also the tiling of one op by scf.for
+// loops that the CPU passes share (tileInLoops).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_PASSES_TILEANDFUSEROOT_H
@@ -57,6 +58,14 @@ tileAndFuseRoot(mlir::RewriterBase &rewriter, mlir::TilingInterface root,
                 llvm::ArrayRef<int64_t> sizes, bool sequential,
                 llvm::ArrayRef<mlir::Attribute> mapping,
                 const llvm::SmallPtrSetImpl<mlir::Operation *> &returned);
+
+/// Tiles `op` by `sizes` (0 = untiled) into scf.for loops, nested in the
+/// order of `interchange` (empty: the op's), and replaces `op` with their
+/// results. Returns the tiling, or failure with `op` left as it was.
+mlir::FailureOr<mlir::scf::SCFTilingResult>
+tileInLoops(mlir::RewriterBase &rewriter, mlir::TilingInterface op,
+            llvm::ArrayRef<int64_t> sizes,
+            llvm::ArrayRef<int64_t> interchange = {});
 
 } // namespace tessel
 

@@ -13,9 +13,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TileAndFuseRoot.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace tessel {
@@ -62,18 +62,14 @@ struct CpuGatherRowsPass
     IRRewriter rewriter(ctx);
     SmallVector<Operation *> rows;
     for (linalg::GenericOp op : gathers) {
-      rewriter.setInsertionPoint(op);
       SmallVector<int64_t> sizes(op.getNumLoops(), 1);
       sizes.back() = 0;
-      scf::SCFTilingOptions options;
-      options.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
-      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-          rewriter, cast<TilingInterface>(op.getOperation()), options);
+      FailureOr<scf::SCFTilingResult> tiled = tessel::tileInLoops(
+          rewriter, cast<TilingInterface>(op.getOperation()), sizes);
       if (failed(tiled)) {
         op.emitError("cpu-gather-rows could not tile this gather by rows");
         return signalPassFailure();
       }
-      rewriter.replaceOp(op, tiled->replacements);
       auto row = cast<linalg::GenericOp>(tiled->tiledOps.front());
       // Slices, not reshapes, drop the unit dims: the row stays a view of
       // the tile.

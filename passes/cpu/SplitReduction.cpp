@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/cpu/SplitReduction.h"
+#include "passes/TileAndFuseRoot.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
@@ -142,17 +143,13 @@ LogicalResult tessel::splitReduction(RewriterBase &rewriter,
            << "reduction's index)";
   // One row at a time: the partial results are one vector of `lanes`, and
   // the row is read contiguously.
-  SmallVector<OpFoldResult> rows(op.getNumLoops(), rewriter.getIndexAttr(1));
-  rows.back() = rewriter.getIndexAttr(0);
-  rewriter.setInsertionPoint(op);
-  scf::SCFTilingOptions rowOptions;
-  rowOptions.setTileSizes(rows);
-  FailureOr<scf::SCFTilingResult> perRow = scf::tileUsingSCF(
-      rewriter, cast<TilingInterface>(op.getOperation()), rowOptions);
+  SmallVector<int64_t> rows(op.getNumLoops(), 1);
+  rows.back() = 0;
+  FailureOr<scf::SCFTilingResult> perRow = tileInLoops(
+      rewriter, cast<TilingInterface>(op.getOperation()), rows);
   if (failed(perRow))
     return op.emitError("loop.split_reduction could not tile this reduction "
                         "by rows");
-  rewriter.replaceOp(op, perRow->replacements);
   Operation *row = perRow->tiledOps.front();
   SmallVector<OpFoldResult> sizes(op.getNumLoops(), rewriter.getIndexAttr(0));
   sizes.back() = rewriter.getIndexAttr(lanes);

@@ -13,11 +13,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TileAndFuseRoot.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace tessel {
@@ -160,14 +160,10 @@ struct CpuStreamingStoresPass
                        int64_t lanes) {
     SmallVector<int64_t> sizes(op.getNumLoops(), 1);
     sizes.back() = lanes;
-    scf::SCFTilingOptions options;
-    options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
-    rewriter.setInsertionPoint(op);
-    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-        rewriter, cast<TilingInterface>(op.getOperation()), options);
+    FailureOr<scf::SCFTilingResult> tiled = tessel::tileInLoops(
+        rewriter, cast<TilingInterface>(op.getOperation()), sizes);
     if (failed(tiled))
       return failure();
-    rewriter.eraseOp(op);
     Operation *tile = tiled->tiledOps.front();
     Value view = cast<linalg::GenericOp>(tile).getDpsInits()[0];
     rewriter.setInsertionPoint(tile);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/cpu/VectorizeMatmul.h"
+#include "passes/TileAndFuseRoot.h"
 #include "passes/linalg/Contractions.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -21,20 +22,6 @@ using namespace mlir;
 using namespace tessel;
 
 namespace {
-
-FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *target,
-                                     ArrayRef<int64_t> sizes,
-                                     ArrayRef<int64_t> interchange = {}) {
-  rewriter.setInsertionPoint(target);
-  scf::SCFTilingOptions options;
-  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
-  options.setInterchange(interchange);
-  FailureOr<scf::SCFTilingResult> tiled =
-      scf::tileUsingSCF(rewriter, cast<TilingInterface>(target), options);
-  if (succeeded(tiled))
-    rewriter.replaceOp(target, tiled->replacements);
-  return tiled;
-}
 
 /// Copies the B block of a K step, which every row block of the tile reads,
 /// into a buffer whose rows are one cache line longer than the block's: a
@@ -64,7 +51,8 @@ LogicalResult packB(RewriterBase &rewriter, linalg::MatmulOp op) {
   int64_t columns = type.getShape().back(), segment = 64;
   while (columns % segment != 0)
     segment /= 2;
-  FailureOr<scf::SCFTilingResult> rows = tile(rewriter, copy, {1, segment});
+  FailureOr<scf::SCFTilingResult> rows = tileInLoops(
+      rewriter, cast<TilingInterface>(copy.getOperation()), {1, segment});
   if (failed(rows))
     return op.emitError("loop.vectorize could not tile the copy of a B "
                         "block");
@@ -134,7 +122,8 @@ FailureOr<linalg::MatmulOp> asMatmul(RewriterBase &rewriter,
                    [](int64_t extent) { return extent != 1; })) {
     SmallVector<int64_t> ones(*batch, 1);
     ones.append(3, 0);
-    FailureOr<scf::SCFTilingResult> tiled = tile(rewriter, op, ones);
+    FailureOr<scf::SCFTilingResult> tiled =
+        tileInLoops(rewriter, cast<TilingInterface>(op.getOperation()), ones);
     if (failed(tiled))
       return op.emitError("loop.vectorize could not tile the batch loops");
     op = cast<linalg::LinalgOp>(tiled->tiledOps.front());
@@ -184,30 +173,30 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
   rowBlock = std::max(registerTile[0], rowBlock - rowBlock % registerTile[0]);
   while (bounds[0] % rowBlock != 0)
     rowBlock -= registerTile[0];
-  Operation *target = op;
+  auto target = cast<TilingInterface>(op.getOperation());
   if (blockK < bounds[2]) {
     FailureOr<scf::SCFTilingResult> cacheBlocks =
-        tile(rewriter, op, {0, 0, blockK});
+        tileInLoops(rewriter, target, {0, 0, blockK});
     if (failed(cacheBlocks))
       return op.emitError("loop.vectorize could not tile this matmul by K");
-    target = cacheBlocks->tiledOps.front();
+    target = cast<TilingInterface>(cacheBlocks->tiledOps.front());
   }
   // Every row block reads the whole B block: a copy pays when there are
   // several.
   if (rowBlock < bounds[0]) {
-    if (failed(packB(rewriter, cast<linalg::MatmulOp>(target))))
+    if (failed(packB(rewriter, cast<linalg::MatmulOp>(target.getOperation()))))
       return failure();
     FailureOr<scf::SCFTilingResult> rowBlocks =
-        tile(rewriter, target, {rowBlock, 0, 0});
+        tileInLoops(rewriter, target, {rowBlock, 0, 0});
     if (failed(rowBlocks))
       return op.emitError("loop.vectorize could not tile this matmul by "
                           "rows");
-    target = rowBlocks->tiledOps.front();
+    target = cast<TilingInterface>(rowBlocks->tiledOps.front());
   }
   // In a row block, column strips outside register rows: a strip of B
   // stays in L1 while the block's register rows pass it.
   FailureOr<scf::SCFTilingResult> tiled =
-      tile(rewriter, target, registerTile, /*interchange=*/{1, 0, 2});
+      tileInLoops(rewriter, target, registerTile, /*interchange=*/{1, 0, 2});
   if (failed(tiled))
     return op.emitError("loop.vectorize could not tile this matmul");
   Operation *block = tiled->tiledOps.front();
