@@ -20,10 +20,10 @@ import pytest
 
 import tessel
 from tessel import ops, schedules
-from tessel.tuning import LocalCpuRunner, TuningDatabase, device_key, tasks, tune
+from tessel.tuning import LocalCpuRunner, TuningDatabase, device_key, kernel_keys, tasks, tune
 from tessel.tuning.cost_model import CostModel
 from tessel.tuning.runners import Measurement
-from tessel.tuning.search import CONFIRM, CONFIRM_ROUNDS, ENTRY, _mismatch
+from tessel.tuning.search import CONFIRM, CONFIRM_ROUNDS, ENTRY, RECHECKS, _mismatch
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((256, 96)).astype(np.float32)
@@ -110,15 +110,63 @@ def test_tune_records_every_trial_and_compile_reuses_the_best(tmp_path, runner, 
         assert "loop.schedule @mlp_kernel" in s.best_schedule
     assert progress[-1][-1] is True  # the last report closes the last kernel
     with TuningDatabase(db, readonly=True) as d:
-        # Every trial, then the default and the best points measured again.
-        assert len(d) == sum(s.trials + CONFIRM_ROUNDS * (1 + min(CONFIRM, s.trials - 1)) for s in summaries)
+        # Every trial, then the default and the best points measured again,
+        # then pairs of points that the database preferred to the winner.
+        for s in summaries:
+            confirmed = s.trials + CONFIRM_ROUNDS * (1 + min(CONFIRM, s.trials - 1))
+            extra = len([r for r in d.records() if r.kernel == s.kernel]) - confirmed
+            assert 0 <= extra <= 2 * CONFIRM_ROUNDS * RECHECKS and extra % (2 * CONFIRM_ROUNDS) == 0
         assert {r.device for r in d.records()} == {device_key("cpu")}
+        # What a compile takes is what the search reported.
+        keys = kernel_keys(schedules.default_schedules(_model(), "cpu"))
+        assert [d.best(keys[(s.kernel, None)], device_key("cpu")).schedule for s in summaries] == \
+            [s.best_schedule for s in summaries]
     # The same computation in another program (other names) reuses them.
     exe = tessel.compile(_model(name="other"), tuning_db=str(db))
     assert exe.tuning == {"other_kernel0": "database", "other_kernel1": "database"}
     np.testing.assert_allclose(exe(X, W, B), _reference(), rtol=1e-4, atol=1e-6)
     plain = tessel.compile(_model())
     assert plain.tuning == {}
+
+
+class _LuckyOnceRunner:
+    """Times by candidate: the default schedule 1 ms, every other point 0.5
+    ms the first time it is measured (a lucky run) and 1.2 ms after."""
+
+    target = "cpu"
+    device = "cpu/scripted"
+
+    def __init__(self, default: str) -> None:
+        self.default = default
+        self.runs: dict[str, int] = {}
+
+    def measure(self, candidates, entry):
+        out = []
+        for text in candidates:
+            self.runs[text] = self.runs.get(text, 0) + 1
+            seconds = 1e-3 if text == self.default else 0.5e-3 if self.runs[text] == 1 else 1.2e-3
+            out.append(Measurement((seconds,), ((1.0,),)))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_lucky_measurement_does_not_outlast_the_confirmation(tmp_path):
+    # Every point beats the default once while searching; measured again,
+    # all are slower. Both the search and the database must keep the default.
+    model = tessel.trace(lambda x, w: x @ w, X, W, name="mm")
+    task = tasks(schedules.default_schedules(model, "cpu"))[0]
+    default = task.candidate(task.default)
+    runner = _LuckyOnceRunner(default.operation.get_asm())
+    db = str(tmp_path / "tune.db")
+    [summary] = tune(model, trials=6, db=db, search="random", runner=runner)
+    assert summary.best_schedule == task.schedule_text(default) and summary.speedup == 1.0
+    assert min(summary.curve) == 0.5e-3  # the search saw the lucky runs
+    with TuningDatabase(db, readonly=True) as d:
+        assert d.best(task.key, runner.device).schedule == summary.best_schedule
+        # Each point the database would have taken instead was measured again.
+        assert all(n >= 2 for text, n in runner.runs.items() if text != runner.default)
 
 
 def test_a_second_run_starts_from_the_records_and_measures_new_points(tmp_path, runner):
