@@ -22,6 +22,7 @@ import tessel
 from tessel import ops, schedules
 from tessel.tuning import LocalCpuRunner, TuningDatabase, device_key, kernel_keys, tasks, tune
 from tessel.tuning.cost_model import CostModel
+from tessel.tuning.features import kernel_info, schedule_features
 from tessel.tuning.runners import Measurement
 from tessel.tuning.search import CONFIRM, CONFIRM_ROUNDS, ENTRY, RECHECKS, _mismatch
 
@@ -87,13 +88,64 @@ def test_a_candidate_whose_outputs_differ_is_a_failure():
 
 
 def test_cost_model_ranks_by_what_it_learned():
-    model = CostModel(["a", "b"])
+    model = CostModel()
     rng = random.Random(0)
-    points = [(rng.choice([1, 2, 4, 8, 16, 32]), rng.choice([1, 2, 4])) for _ in range(40)]
-    assert not model.fit(points[:3], [1.0] * 3) and not model.trained
-    assert model.fit(points, [0.001 * p[0] for p in points])  # time grows with a, not b
-    fast, slow = model.predict([(1, 2), (32, 2)])
-    assert fast < slow
+    rows = [{"a": rng.choice([1, 2, 4, 8, 16, 32]), "b": rng.choice([1, 2, 4])} for _ in range(40)]
+    assert not model.fit(rows[:3], [1.0] * 3) and not model.trained
+    assert model.fit(rows, [0.1 * r["a"] for r in rows])  # time grows with a, not b
+    fast, slow, no_b = model.predict([{"a": 1, "b": 2}, {"a": 32, "b": 2}, {"a": 1}])
+    assert fast < slow and no_b < slow  # a feature a candidate lacks is missing, not an error
+
+
+def _features(model, target="cpu", workers=2):
+    found = []
+    for task in tasks(schedules.default_schedules(model, target)):
+        names = [k.name for k in task.knobs]
+        info = kernel_info(task)
+        found.append((task, info, lambda values, info=info, names=names, **knobs: schedule_features(
+            info, names, [knobs.get(n, v) for n, v in zip(names, values)], workers)))
+    return found
+
+
+def test_features_read_the_kernel_and_what_the_knobs_make_of_its_loops():
+    [(mm, info, features), (sm, sm_info, _)] = _features(_model())
+    # The matmul + epilogue kernel: its root is the 256x128 epilogue, its
+    # contraction 256x128x96.
+    assert info.loops == (256, 128) and info.reductions == (False, False)
+    assert info.contraction == (256, 128, 96) and info.element_bytes == 4
+    f = features(mm.default, block_m=64, block_n=96)
+    assert f["kernel.m"] == 8 and f["kernel.n"] == 7 and f["kernel.points"] == 15
+    assert f["block_m.pieces.log2"] == 2 and f["block_m.pad"] == 0  # 4 row tiles
+    assert f["block_n.pieces.log2"] == 1 and f["block_n.pad"] == 0.5  # 2 column tiles of 96: 192 for 128
+    assert f["tile.tasks.log2"] == 3 and f["tile.points.log2"] == math.log2(64 * 96)
+    assert f["tile.busy"] == 1.0
+    # Three tiles keep two workers busy for 3 of 4 task slots.
+    assert features(mm.default, block_m=256, block_n=48)["tile.busy"] == 0.75
+    assert features(mm.default, block_m=256, block_n=64)["tile.busy"] == 1.0
+    assert _features(_model(), workers=3)[0][2](mm.default, block_m=256, block_n=64)["tile.busy"] == 2 / 3
+    # The softmax kernel reduces its rows; the knobs differ, and so do the features.
+    assert sm_info.contraction is None and "kernel.m" not in _features(_model())[1][2](sm.default)
+    # Another shape of the same compute: the same knobs, other features.
+    other = tessel.trace(lambda x, w, b: ops.softmax(ops.relu(x @ w + b) * 4.0, axis=-1),
+                         X[:100], W, B, name="mlp")
+    g = _features(other)[0][2](mm.default, block_m=64, block_n=96)
+    assert g["block_m"] == f["block_m"] and g["block_m.pad"] == 128 / 100 - 1 and g["kernel.m"] != f["kernel.m"]
+
+
+def test_the_cost_model_carries_over_between_kernels():
+    # Trained on two matmuls' candidates, where time grows with the padding
+    # that block_n adds, it ranks a third matmul's candidates the same way.
+    rng = random.Random(0)
+    train = []
+    for columns in (128, 96):
+        [(task, _, features)] = _features(tessel.trace(lambda x, w: x @ w, X, W[:, :columns], name="mm"))
+        train += [features(task.default, block_m=rng.choice([32, 64, 128]),
+                           block_n=rng.choice([16, 32, 48, 64, 96, 112, 128])) for _ in range(40)]
+    model = CostModel()
+    model.fit(train, [1.0 + row["block_n.pad"] for row in train])
+    [(task, _, features)] = _features(tessel.trace(lambda x, w: x @ w, X, W[:, :100], name="mm"))
+    tight, padded = model.predict([features(task.default, block_n=100), features(task.default, block_n=64)])
+    assert tight < padded  # 100 columns: no padding; blocks of 64: 128 for 100
 
 
 @pytest.mark.parametrize("search", ["model", "random"])

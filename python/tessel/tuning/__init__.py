@@ -4,7 +4,8 @@
 * :func:`kernel_keys`, :func:`device_key` - what records are keyed by
 * :func:`apply_records` - a scheduled module with the best known schedules
 * :func:`tune` - the search (:mod:`.search`), measuring through a runner (:mod:`.runners`)
-  and ranking candidates with a learned cost model (:mod:`.cost_model`)
+  and ranking candidates with a learned cost model (:mod:`.cost_model`) on features of
+  their knobs and kernel IR (:mod:`.features`)
 * :func:`export_batch`, :func:`import_batch` - the same for a remote GPU machine, in batches
   (:mod:`.batch`; measured there by ``python3 -m tessel.runtime.batch``)
 """

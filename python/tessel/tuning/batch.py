@@ -31,6 +31,7 @@ from ..errors import TesselError, UnsupportedError
 from ..runtime.batch import BATCH_FORMAT
 from ..schedules import default_schedules
 from .cost_model import CostModel
+from .features import CandidateFeatures, Features
 from .database import Record, TuningDatabase
 from .keys import device_key
 from .runners import Measurement
@@ -53,8 +54,14 @@ def export_batch(module: ir.Module, directory: str | Path, *, target: str = "sm_
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     candidates = []
+    try:
+        model: Optional[CostModel] = CostModel(seed)
+    except UnsupportedError:
+        model = None  # no LightGBM: evolution and random points only
+    history: list[tuple[Features, float]] = []  # earlier kernels' records, for the model
     for task in tasks(default_schedules(module, target)):
         names = [k.name for k in task.knobs]
+        featurize = CandidateFeatures(task)
         seen: dict[tuple[int, ...], float] = {}
         if db is not None:
             with TuningDatabase(db, readonly=True) as database:
@@ -62,9 +69,12 @@ def export_batch(module: ir.Module, directory: str | Path, *, target: str = "sm_
                     values = _knob_values(record.schedule, names)
                     if values is not None and record.tessel_version == __version__:
                         seen.setdefault(values, record.median)
-        model = _fitted_model(names, seen, rng)
-        points = [task.default] + _propose(task, {**seen, task.default: math.inf}, trials - 1, rng, model,
-                                           "model" if model else "evolution")
+        rows = history + featurize.relative(seen)
+        ranked = model is not None and model.fit([f for f, _ in rows], [r for _, r in rows])
+        history += featurize.relative(seen)
+        points = [task.default] + _propose(task, {**seen, task.default: math.inf}, trials - 1, rng,
+                                           model if ranked else None, featurize,
+                                           "model" if ranked else "evolution")
         for values in points:
             entry = {"id": f"c{len(candidates):04d}", "kernel": task.kernel, "result": task.result,
                      "key": task.key, "default": values == task.default}
@@ -80,16 +90,6 @@ def export_batch(module: ir.Module, directory: str | Path, *, target: str = "sm_
         {"format": BATCH_FORMAT, "target": target, "tessel_version": __version__, "candidates": candidates},
         indent=1))
     return len(candidates)
-
-
-def _fitted_model(names: list[str], seen: dict[tuple[int, ...], float],
-                  rng: random.Random) -> Optional[CostModel]:
-    good = [(v, s) for v, s in seen.items() if math.isfinite(s)]
-    try:
-        model = CostModel(names, seed=rng.randrange(2**31))
-    except UnsupportedError:
-        return None  # no LightGBM: evolution and random points only
-    return model if model.fit([v for v, _ in good], [s for _, s in good]) else None
 
 
 def import_batch(directory: str | Path, db: str | Path, *,

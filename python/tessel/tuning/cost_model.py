@@ -1,16 +1,20 @@
-"""A learned cost model: predicts a schedule's time from its knobs.
+"""A learned cost model: predicts a schedule's relative time from its features.
 
-Gradient-boosted trees (LightGBM) regress the log of the measured time on
-features of the knob values: each value and its log2 (tile sizes act
-multiplicatively), and for knobs that tile the same thing together, their
-products. One model per kernel, refit on every measurement as it arrives;
-the search uses it only to rank candidates, so only the order matters.
+Gradient-boosted trees (LightGBM) regress the log of a candidate's time
+over its kernel's default schedule's on the candidate's features
+(:mod:`tessel.tuning.features`: the kernel's loop extents from its IR, the
+knob values, and what the knobs make of the loops they cut). Times relative
+to each kernel's default put every kernel on one scale, so one model, refit
+on every round, learns from all the kernels of a tuning run; a feature a
+kernel lacks (a knob it has not) is missing, which the trees handle. The
+search uses it only to rank candidates of one kernel, so only the order
+matters.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -23,46 +27,43 @@ MIN_SAMPLES = 8
 
 
 class CostModel:
-    """Ranks candidate knob values of one kernel; knobs in ``names`` order."""
+    """Ranks candidates by their features (named numbers)."""
 
-    def __init__(self, names: Sequence[str], seed: int = 0) -> None:
+    def __init__(self, seed: int = 0) -> None:
         try:
             import lightgbm
         except ImportError:
             raise UnsupportedError("the cost model needs LightGBM: pip install 'tessel[tune]' "
                                    "(or search without the model)") from None
         self._lightgbm = lightgbm
-        self.names = tuple(names)
         self.seed = seed
         self._model = None
+        self._columns: list[str] = []
 
-    def features(self, values: Sequence[int]) -> list[float]:
-        """Values, their log2, and the products of pairs (tile areas)."""
-        logs = [math.log2(v) if v > 0 else -1.0 for v in values]
-        pairs = [logs[i] + logs[j] for i in range(len(values)) for j in range(i + 1, len(values))]
-        return [float(v) for v in values] + logs + pairs
+    def _matrix(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+        return np.array([[row.get(c, math.nan) for c in self._columns] for row in rows], dtype=np.float64)
 
-    def fit(self, points: Sequence[Sequence[int]], seconds: Sequence[float]) -> bool:
-        """Refits on the successes ``points`` with their median ``seconds``;
-        False (and no model) while there are too few of them."""
-        if len(points) < MIN_SAMPLES:
+    def fit(self, rows: Sequence[Mapping[str, float]], relative: Sequence[float]) -> bool:
+        """Refits on successes with features ``rows`` and times ``relative``
+        to their kernel's default; False (and no model) while there are
+        too few of them."""
+        if len(rows) < MIN_SAMPLES:
             self._model = None
             return False
+        self._columns = sorted({name for row in rows for name in row})
         params = {"objective": "regression", "learning_rate": 0.1, "num_leaves": 8,
                   "min_data_in_leaf": 2, "min_data_in_bin": 1, "bagging_fraction": 0.9,
                   "bagging_freq": 1, "seed": self.seed, "verbose": -1}
-        data = self._lightgbm.Dataset(np.array([self.features(p) for p in points]),
-                                      np.log(np.array(seconds)), params={"verbose": -1})
-        model = self._lightgbm.train(params, data, num_boost_round=64)
-        self._model = model
+        data = self._lightgbm.Dataset(self._matrix(rows), np.log(np.array(relative)), params={"verbose": -1})
+        self._model = self._lightgbm.train(params, data, num_boost_round=64)
         return True
 
     @property
     def trained(self) -> bool:
         return self._model is not None
 
-    def predict(self, points: Sequence[Sequence[int]]) -> np.ndarray:
-        """Predicted log-seconds of each point (lower is faster)."""
+    def predict(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """Predicted log relative time of each candidate (lower is faster)."""
         if self._model is None:
             raise ValueError("the cost model has not been fitted")
-        return self._model.predict(np.array([self.features(p) for p in points]))
+        return self._model.predict(self._matrix(rows))

@@ -16,6 +16,7 @@ for the kernel seed the search and are never measured again.
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
 import sys
@@ -30,6 +31,7 @@ from .. import ir as tir
 from ..errors import CompileError, RuntimeError, UnsupportedError
 from ..schedules import Knob, _schedules, default_schedules, knobs, with_knobs
 from .cost_model import CostModel
+from .features import CandidateFeatures, Features
 from .database import Record, TuningDatabase
 from .keys import kernel_keys
 from .runners import LocalCpuRunner, LocalCudaRunner, Measurement, Runner
@@ -191,8 +193,9 @@ def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str, p
     """
     if trials < 1:
         raise ValueError(f"trials must be at least 1, got {trials}")
-    if search == "model":
-        CostModel(())  # fails early, with the install hint, when LightGBM is missing
+    # One model for all the kernels (its features tell them apart); it fails
+    # early, with the install hint, when LightGBM is missing.
+    model = CostModel(seed) if search == "model" else None
     if runner is not None and runner.target != target:
         raise UnsupportedError(f"the runner measures for {runner.target!r}, not {target!r}")
     all_tasks = tasks(default_schedules(module, target))
@@ -206,13 +209,15 @@ def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str, p
     device = runner.device
     rng = random.Random(seed)
     summaries = []
+    history: list[tuple[Features, float]] = []  # finished kernels' measurements, for the model
     try:
         with TuningDatabase(db) as database:
             for done, task in enumerate(all_tasks):
                 report = None if progress is None else (
                     lambda trial, best, finished, t=task, d=done:
                     progress(t.name, d, len(all_tasks), trial, trials, best, finished))
-                summaries.append(_tune_task(task, trials, runner, database, device, rng, search, report))
+                summaries.append(_tune_task(task, trials, runner, database, device, rng, search, report, model,
+                                            history))
     finally:
         if owned:
             runner.close()
@@ -223,21 +228,25 @@ def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str, p
 
 
 def _tune_task(task: Task, trials: int, runner: Runner, db: TuningDatabase, device: str, rng: random.Random,
-               search: Strategy, report: Optional[Callable[[int, float, bool], None]]) -> KernelSummary:
+               search: Strategy, report: Optional[Callable[[int, float, bool], None]],
+               model: Optional[CostModel], history: list[tuple[Features, float]]) -> KernelSummary:
+    """Tunes one task; appends its measurements, as features and times
+    relative to its default, to ``history`` for the next tasks' model."""
     names = [k.name for k in task.knobs]
+    featurize = CandidateFeatures(task, os.cpu_count() if runner.target == "cpu" else None)
     seen: dict[tuple[int, ...], float] = {}  # every point measured, inf for failures
     for record in db.records(task.key, device):
         values = _knob_values(record.schedule, names)
         if record.tessel_version == __version__ and values is not None:
             seen.setdefault(values, record.median)
     reused = len(seen)
-    model = CostModel(names, seed=rng.randrange(2**31)) if search == "model" else None
     summary = KernelSummary(task.kernel, task.result, math.inf, math.inf, "", 0, 0, reused)
     reference: Optional[tuple[tuple[float, ...], ...]] = None
     best = math.inf
     pending = [task.default]
     while summary.trials < trials:
-        batch = pending or _propose(task, seen, min(ROUND, trials - summary.trials), rng, model, search)
+        batch = pending or _propose(task, seen, min(ROUND, trials - summary.trials), rng, model, featurize,
+                                    search)
         pending = []
         if not batch:
             break  # every legal point has been measured
@@ -263,11 +272,12 @@ def _tune_task(task: Task, trials: int, runner: Runner, db: TuningDatabase, devi
             summary.failures += error is not None
             summary.curve.append(best)
         if model is not None:
-            good = [(v, s) for v, s in seen.items() if math.isfinite(s)]
-            model.fit([v for v, _ in good], [s for _, s in good])
+            rows = history + featurize.relative(seen)
+            model.fit([f for f, _ in rows], [r for _, r in rows])
         if report is not None and summary.trials < trials:
             report(summary.trials, summary.default_seconds / best, False)
     _confirm(task, summary, seen, runner, db, device, reference)
+    history.extend(featurize.relative(seen))
     if report is not None:
         report(summary.trials, summary.speedup, True)
     return summary
@@ -343,7 +353,8 @@ def _mismatch(m: Measurement, reference: Optional[tuple[tuple[float, ...], ...]]
 
 
 def _propose(task: Task, seen: Mapping[tuple[int, ...], float], count: int, rng: random.Random,
-             model: Optional[CostModel], search: Strategy) -> list[tuple[int, ...]]:
+             model: Optional[CostModel], featurize: Callable[[tuple[int, ...]], Features],
+             search: Strategy) -> list[tuple[int, ...]]:
     """Up to ``count`` new legal points."""
     ranked = model is not None and model.trained
     wanted = count * POOL_FACTOR if ranked else count
@@ -364,7 +375,7 @@ def _propose(task: Task, seen: Mapping[tuple[int, ...], float], count: int, rng:
     if not ranked or len(points) <= count:
         return points[:count]
     explore = int(count * EXPLORE)
-    order = np.argsort(model.predict(points))
+    order = np.argsort(model.predict([featurize(p) for p in points]))
     chosen = [points[i] for i in order[:count - explore]]
     rest = [p for p in points if p not in set(chosen)]
     return chosen + rng.sample(rest, min(explore, len(rest)))
