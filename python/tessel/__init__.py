@@ -9,7 +9,7 @@ The public API lives here; the layers are subpackages:
 * :mod:`tessel.dialects` - op classes of the ``graph`` and ``loop`` dialects
 * :mod:`tessel.backends` - targets: the CPU (an executable) and CUDA (PTX artifacts)
 * :mod:`tessel.schedules` - every kernel's ``loop.schedule``, its knobs and their domains
-* :mod:`tessel.tuning` - tuning schedules by measurement, and the database compiles reuse
+* :func:`tessel.tune`, :mod:`tessel.tuning` - tuning schedules by measurement, and the database compiles reuse
 * :mod:`tessel.runtime` - loads and runs CUDA artifacts; needs only numpy and cuda-bindings
 * :mod:`tessel.tools` - the ``tessel-opt``, FileCheck and mlir-opt binaries
 """
@@ -38,6 +38,7 @@ _LAZY = {
     "verify": "ir",
     "Tensor": "tracing",
     "trace": "tracing",
+    "tune": "tuning.search",
 }
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "schedules",
     "to_linalg",
     "trace",
+    "tune",
     "tuning",
     "verify",
 ]

@@ -152,8 +152,8 @@ def test_the_cost_model_carries_over_between_kernels():
 def test_tune_records_every_trial_and_compile_reuses_the_best(tmp_path, runner, search):
     db = tmp_path / "tune.db"
     progress = []
-    summaries = tune(_model(), trials=10, db=str(db), search=search, runner=runner, seed=1,
-                     progress=lambda *a: progress.append(a))
+    summaries = tessel.tune(_model(), trials=10, db=str(db), search=search, runner=runner, seed=1,
+                            progress=lambda *a: progress.append(a))
     assert [s.name for s in summaries] == ["mlp_kernel0", "mlp_kernel1"]
     for s in summaries:
         assert s.error is None and s.failures == 0 and s.trials == len(s.curve) >= 2
