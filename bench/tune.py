@@ -8,7 +8,10 @@ with the cost model (``search="model"``) and by random search alone. Then,
 in the same process, the model's database is used as a compile would use
 it: the whole program is compiled with the default schedules and with
 ``tuning_db=``, both are checked against numpy and timed the same way
-(``bench/cpu.py``'s ``time_interleaved``), and the ratio is default / tuned. The
+(``bench/cpu.py``'s ``time_interleaved``), and the ratio is default / tuned.
+Timed in the same turns: torch eager (oneDNN's GEMM; torch's softmax) and,
+for softmax, a copy (``x + 1`` compiled by tessel: the least memory traffic
+a softmax has), which show how far from its limit the default already is. The
 trials each search needed to come within 3% of the best time either found
 while searching compare the two searches (each search's summary times are
 its default and best schedules measured again, interleaved, at the end); ``--plot`` draws their best-so-far curves. The
@@ -21,6 +24,7 @@ warm database adding < 50 ms per kernel.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import statistics
@@ -29,7 +33,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -39,7 +43,7 @@ from tessel.compiler import _tuned
 from tessel.tuning import KernelSummary, LocalCpuRunner, plot_curves, print_progress, tune
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu import _softmax_numpy, check, machine, time_interleaved, timed  # noqa: E402 - cpu.py's timing, softmax
+from cpu import _softmax_numpy, check, machine, time_interleaved, timed, torch  # noqa: E402 - cpu.py's timing, softmax
 
 SEARCHES = ("model", "random")
 # A search has found "the best" when within this of the best either found.
@@ -53,6 +57,9 @@ class Workload:
     traced: Callable[..., tessel.Tensor]
     numpy: Callable[..., np.ndarray]
     rtol: float
+    torch: Callable[..., object]  # the same in torch eager, a peer timed in the same run
+    # What bounds any schedule: (what it is, a computation traced for tessel on the same inputs).
+    bound: Optional[tuple[str, Callable[..., tessel.Tensor]]] = None
 
 
 def workloads() -> list[Workload]:
@@ -60,8 +67,11 @@ def workloads() -> list[Workload]:
     a, b = (rng.standard_normal((1024, 1024), dtype=np.float32) for _ in range(2))
     x = rng.standard_normal((4096, 4096), dtype=np.float32)
     return [
-        Workload("matmul 1024x1024x1024", (a, b), lambda a, b: a @ b, lambda a, b: a @ b, 1e-4),
-        Workload("softmax 4096x4096", (x,), lambda x: ops.softmax(x, axis=-1), _softmax_numpy, 1e-5),
+        Workload("matmul 1024x1024x1024", (a, b), lambda a, b: a @ b, lambda a, b: a @ b, 1e-4,
+                 lambda a, b: a @ b),
+        # A softmax reads and writes its input once at least, as x + 1 does.
+        Workload("softmax 4096x4096", (x,), lambda x: ops.softmax(x, axis=-1), _softmax_numpy, 1e-5,
+                 lambda x: torch.softmax(x, -1), ("copy (x + 1)", lambda x: x + 1.0)),
     ]
 
 
@@ -71,6 +81,7 @@ class Result:
     default_ms: float  # whole program, default schedules
     tuned_ms: float  # whole program, tuning_db=
     speedup: float
+    peers: dict[str, float]  # ms of torch eager and of the bound, timed with the two above
     searches: dict[str, dict]  # search -> its kernel summaries and trials to the best
     lookup_ms_per_kernel: float
 
@@ -102,7 +113,15 @@ def run(workload: Workload, trials: int, runner: LocalCpuRunner, workdir: Path) 
         out, first = timed(lambda: exe(*workload.inputs))
         check(f"{workload.name} ({label})", out, expected, workload.rtol)
         calls[label] = (lambda exe=exe: exe(*workload.inputs), first)
-    timings = {label: t.median_ms for label, t in time_interleaved(calls, 2.0, 200).items()}
+    if workload.bound is not None:
+        exe = tessel.compile(tessel.trace(workload.bound[1], *workload.inputs, name="bound"))
+        calls[workload.bound[0]] = (lambda exe=exe: exe(*workload.inputs), timed(lambda: exe(*workload.inputs))[1])
+    if torch is not None:
+        args = [torch.from_numpy(x) for x in workload.inputs]
+        check(f"{workload.name} (torch)", workload.torch(*args).numpy(), expected, workload.rtol)
+        calls["torch"] = (lambda: workload.torch(*args), timed(lambda: workload.torch(*args))[1])
+    with torch.inference_mode() if torch is not None else contextlib.nullcontext():
+        timings = {label: t.median_ms for label, t in time_interleaved(calls, 2.0, 200).items()}
     # The best time either search found while searching, per kernel.
     best: dict[str, float] = {}
     for search in SEARCHES:
@@ -117,8 +136,9 @@ def run(workload: Workload, trials: int, runner: LocalCpuRunner, workdir: Path) 
         for search in SEARCHES}
     curves = {f"{workload.name.split()[0]} {s.name} ({search})": [s.curve[0] / c for c in s.curve]
               for search in SEARCHES for s in summaries[search]}
+    peers = {label: ms for label, ms in timings.items() if label not in ("default", "tuned")}
     return Result(workload.name, timings["default"], timings["tuned"], timings["default"] / timings["tuned"],
-                  searches, lookup * 1e3 / max(kernels, 1)), curves
+                  peers, searches, lookup * 1e3 / max(kernels, 1)), curves
 
 
 def report(results: list[Result]) -> None:
@@ -128,6 +148,10 @@ def report(results: list[Result]) -> None:
         print(f"{r.name:<24} {r.default_ms:>10.2f} {r.tuned_ms:>9.2f} {r.speedup:>12.2f}x {'>=1.3x':>7} "
               f"{'yes' if r.speedup >= 1.3 else 'no':>4}   {r.lookup_ms_per_kernel:>16.1f} "
               f"{'yes' if r.lookup_ms_per_kernel < 50 else 'no':>4}")
+    print(f"\n{'workload':<24} {'peer':<14} {'peer ms':>8} {'tuned/peer':>10}")
+    for r in results:
+        for peer, ms in r.peers.items():
+            print(f"{r.name:<24} {peer:<14} {ms:>8.2f} {ms / r.tuned_ms:>9.2f}x")
     print(f"\n{'workload / kernel':<38} {'search':<7} {'trials':>6} {'failed':>6} {'best ms':>8} "
           f"{'speed-up':>8} {'trials to best':>14}")
     for r in results:

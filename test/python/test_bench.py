@@ -30,4 +30,5 @@ def test_tuning_benchmark_runs_and_reports(tmp_path):
     assert "tuned/default" in proc.stdout and "trials to best" in proc.stdout
     [result] = json.loads(out.read_text())["results"]
     assert result["default_ms"] > 0 and result["tuned_ms"] > 0
+    assert "tuned/peer" in proc.stdout and result["peers"]["copy (x + 1)"] > 0
     assert set(result["searches"]) == {"model", "random"}
