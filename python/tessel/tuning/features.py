@@ -4,10 +4,11 @@ The cost model sees a candidate as named numbers, so that one model serves
 every kernel of a tuning run (what it learns on one matmul carries over to
 the next, as in Ansor): the kernel's loop extents (of its root and of its
 contraction, read from the linalg ops' indexing maps and operand shapes),
-each knob's value, and, where a knob cuts a loop of known extent, how many
-pieces that makes and how much padding the last one adds. The parallel
-tiling adds its number of tasks, the share of workers they keep busy and
-the points of one tile. Sizes enter as log2 (tiles act multiplicatively).
+each knob's value, products and ratios of pairs of knobs, and, where a knob
+cuts a loop of known extent, how many pieces that makes and how much
+padding the last one adds. The parallel tiling adds its number of tasks,
+the share of workers they keep busy and the points of one tile. Sizes
+enter as log2 (tiles act multiplicatively).
 """
 
 from __future__ import annotations
@@ -140,10 +141,12 @@ def schedule_features(info: KernelInfo, names: Sequence[str], values: Sequence[i
         f[name] = float(value)
         f[f"{name}.log2"] = _log2(value)
         logs.append(f[f"{name}.log2"])
-    # Products of pairs (tile areas), in the knobs' order.
+    # Products (tile areas) and ratios (register blocks per tile, warps per
+    # block) of pairs, in the knobs' order.
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             f[f"{a}*{b}.log2"] = f[f"{a}.log2"] + f[f"{b}.log2"]
+            f[f"{a}/{b}.log2"] = f[f"{a}.log2"] - f[f"{b}.log2"]
     for primitive, rest in _PRIMITIVE.findall(info.schedule):
         for group, items in _LIST.findall(rest):
             group = group or None
