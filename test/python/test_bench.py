@@ -8,6 +8,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "cpu.py"
 TUNE = BENCH.with_name("tune.py")
+COST_MODEL = BENCH.with_name("cost_model.py")
 
 
 def test_quick_benchmark_runs_and_reports(tmp_path):
@@ -32,3 +33,14 @@ def test_tuning_benchmark_runs_and_reports(tmp_path):
     assert result["default_ms"] > 0 and result["tuned_ms"] > 0
     assert "tuned/peer" in proc.stdout and result["peers"]["copy (x + 1)"] > 0
     assert set(result["searches"]) == {"model", "random"}
+
+
+def test_cost_model_benchmark_runs_and_reports(tmp_path):
+    db = tmp_path / "measured.db"
+    proc = subprocess.run([sys.executable, str(COST_MODEL), "--trials", "11", "--seeds", "1", "--db", str(db)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [line.split() for line in proc.stdout.splitlines()[1:]]
+    # Eight schedules of each shape seen, the rest ranked, by both models and feature sets.
+    assert [line[-5:-3] for line in lines] == [["all", "8"], ["knobs", "8"]] * 2
+    assert all(-1 <= float(line[-3]) <= 1 and float(line[-2].rstrip("x")) >= 1 for line in lines)

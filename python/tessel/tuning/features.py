@@ -4,9 +4,9 @@ The cost model sees a candidate as named numbers, so that one model serves
 every kernel of a tuning run (what it learns on one matmul carries over to
 the next, as in Ansor): the kernel's loop extents (of its root and of its
 contraction, read from the linalg ops' indexing maps and operand shapes),
-each knob's value, products and ratios of pairs of knobs, and, where a knob
-cuts a loop of known extent, how many pieces that makes and how much
-padding the last one adds. The parallel tiling adds its number of tasks,
+each knob's value, products of pairs of knobs, and, where a knob cuts a
+loop of known extent, how many pieces that makes and how much padding the
+last one adds. The parallel tiling adds its number of tasks,
 the share of workers they keep busy and the points of one tile. Sizes
 enter as log2 (tiles act multiplicatively).
 """
@@ -108,10 +108,10 @@ def _extent(primitive: str, group: Optional[str], position: int, info: KernelInf
     mnk = info.contraction
     if primitive == "tile" and group is None:
         return info.loops[position] if position < len(info.loops) else None
-    if primitive in ("vectorize", "mma") and mnk is not None:
-        if group is None:
-            return mnk[position] if position < 3 else None
-        return {"depth": mnk[2], "rows": mnk[0]}.get(group)
+    # Register blocks, row blocks and warp tiles cut a block tile, not the
+    # loop: the knobs' products say how they fit. K blocks cut K.
+    if primitive == "vectorize" and group == "depth" and mnk is not None:
+        return mnk[2]
     if primitive == "split_k" and mnk is not None:
         return mnk[2]
     if primitive in ("split_reduction", "warp_reduce", "vector_access") and info.loops:
@@ -141,12 +141,10 @@ def schedule_features(info: KernelInfo, names: Sequence[str], values: Sequence[i
         f[name] = float(value)
         f[f"{name}.log2"] = _log2(value)
         logs.append(f[f"{name}.log2"])
-    # Products (tile areas) and ratios (register blocks per tile, warps per
-    # block) of pairs, in the knobs' order.
+    # Products of pairs (tile areas), in the knobs' order.
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             f[f"{a}*{b}.log2"] = f[f"{a}.log2"] + f[f"{b}.log2"]
-            f[f"{a}/{b}.log2"] = f[f"{a}.log2"] - f[f"{b}.log2"]
     for primitive, rest in _PRIMITIVE.findall(info.schedule):
         for group, items in _LIST.findall(rest):
             group = group or None
