@@ -69,9 +69,10 @@ def export_batch(module: ir.Module, directory: str | Path, *, target: str = "sm_
                     values = _knob_values(record.schedule, names)
                     if values is not None and record.tessel_version == __version__:
                         seen.setdefault(values, record.median)
-        rows = history + featurize.relative(seen)
+        own = featurize.relative(seen)
+        rows = history + own
         ranked = model is not None and model.fit([f for f, _ in rows], [r for _, r in rows])
-        history += featurize.relative(seen)
+        history += own
         points = [task.default] + _propose(task, {**seen, task.default: math.inf}, trials - 1, rng,
                                            model if ranked else None, featurize,
                                            "model" if ranked else "evolution")

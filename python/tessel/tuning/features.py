@@ -78,6 +78,8 @@ def kernel_info(task: Task) -> KernelInfo:
         if owner.name.startswith("linalg.") and linalg.get_indexing_maps(owner) is not None:
             root = owner
             break
+        if len(owner.operands) == 0:
+            break
         value = owner.operands[0]  # a reshape between the root and the result
     found: list[ir.Operation] = []
     kernel.operation.walk(lambda op: found.append(op) or ir.WalkResult.ADVANCE)
