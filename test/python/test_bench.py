@@ -29,10 +29,14 @@ def test_tuning_benchmark_runs_and_reports(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "tuned/default" in proc.stdout and "trials to best" in proc.stdout
-    [result] = json.loads(out.read_text())["results"]
-    assert result["default_ms"] > 0 and result["tuned_ms"] > 0
-    assert "tuned/peer" in proc.stdout and result["peers"]["copy (x + 1)"] > 0
-    assert set(result["searches"]) == {"model", "random"}
+    # The softmax, with its goal and its copy, and a small one shown without a goal.
+    large, small = json.loads(out.read_text())["results"]
+    assert (large["name"], large["goal"], small["name"], small["goal"]) == \
+        ("softmax 4096x4096", True, "softmax 256x128", False)
+    for result in (large, small):
+        assert result["default_ms"] > 0 and result["tuned_ms"] > 0
+        assert set(result["searches"]) == {"model", "random"}
+    assert "tuned/peer" in proc.stdout and large["peers"]["copy (x + 1)"] > 0
 
 
 def test_cost_model_benchmark_runs_and_reports(tmp_path):

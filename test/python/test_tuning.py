@@ -62,6 +62,17 @@ def test_tasks_are_one_kernel_each_that_compiles_alone():
     np.testing.assert_allclose(got, np.maximum(X @ W + B, 0) * 4.0, rtol=1e-4, atol=1e-4)
 
 
+def test_a_kernel_whose_name_needs_quotes_is_tuned_and_reused(tmp_path, runner):
+    # "linear+relu" is not an MLIR identifier: its symbols print quoted.
+    model = tessel.trace(lambda x, w: ops.relu(x @ w), X, W, name="linear+relu")
+    db = str(tmp_path / "tune.db")
+    [summary] = tessel.tune(model, trials=2, db=db, search="random", runner=runner)
+    assert summary.error is None and summary.failures == 0
+    exe = tessel.compile(model, tuning_db=db)
+    assert exe.tuning == {"linear+relu_kernel0": "database"}
+    np.testing.assert_allclose(exe(X, W), np.maximum(X @ W, 0), rtol=1e-4, atol=1e-4)
+
+
 def test_runner_measures_and_reports_failures_without_stopping(runner):
     task = tasks(schedules.default_schedules(_model(), "cpu"))[0]
     good = task.candidate(task.default).operation.get_asm()

@@ -131,11 +131,12 @@ def _entry(function: ir.OpView) -> str:
     outputs = [str(t) for t in ftype.results]
     args = ", ".join(f"%a{i}" for i in range(len(inputs)))
     signature = f"({', '.join(inputs)}) -> ({', '.join(outputs)})"
-    name = ir.StringAttr(function.attributes["sym_name"]).value
+    # Printed as MLIR prints it: quoted where the name is not an identifier.
+    name = ir.FlatSymbolRefAttr.get(ir.StringAttr(function.attributes["sym_name"]).value, function.context)
     results = ", ".join(f"%r#{i}" for i in range(len(outputs)))
     return (f"func.func @{ENTRY}({', '.join(f'%a{i}: {t}' for i, t in enumerate(inputs))}) -> "
             f"({', '.join(outputs)}) {{\n"
-            f"  %r:{len(outputs)} = func.call @{name}({args}) : {signature}\n"
+            f"  %r:{len(outputs)} = func.call {name}({args}) : {signature}\n"
             f"  return {results} : {', '.join(outputs)}\n}}")
 
 
