@@ -138,11 +138,9 @@ def schedule_features(info: KernelInfo, names: Sequence[str], values: Sequence[i
     if info.contraction is not None:
         for axis, extent in zip("mnk", info.contraction):
             f[f"kernel.{axis}"] = _log2(extent)
-    logs = []
     for name, value in knob.items():
         f[name] = float(value)
         f[f"{name}.log2"] = _log2(value)
-        logs.append(f[f"{name}.log2"])
     # Products of pairs (tile areas), in the knobs' order.
     for i, a in enumerate(names):
         for b in names[i + 1:]:
