@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from mlir import ir
 
 import tessel
 from tessel import schedules
@@ -41,24 +42,25 @@ OWN = (8, 16, 32)  # schedules of the held-out shape the model has seen
 _KNOB_ONLY = re.compile(r"^[a-z_0-9]+(\.log2)?$|^[a-z_0-9]+\*[a-z_0-9]+\.log2$")
 
 
+def _module(m: int, k: int, n: int) -> ir.Module:
+    a, b = np.ones((m, k), np.float32), np.ones((k, n), np.float32)
+    return tessel.trace(lambda a, b: a @ b, a, b, name=f"mm{m}x{k}x{n}")
+
+
 def _task(m: int, k: int, n: int) -> Task:
-    a, b = np.zeros((m, k), np.float32), np.zeros((k, n), np.float32)
-    [task] = tasks(schedules.default_schedules(tessel.trace(lambda a, b: a @ b, a, b, name=f"mm{m}x{k}x{n}"),
-                                               "cpu"))
+    [task] = tasks(schedules.default_schedules(_module(m, k, n), "cpu"))
     return task
 
 
 def measure(db: str, trials: int) -> None:
     """Random schedules of every shape into ``db``, unless already there."""
     with LocalCpuRunner() as runner:
-        for m, k, n in SHAPES:
-            a, b = (np.ones(s, np.float32) for s in ((m, k), (k, n)))
-            module = tessel.trace(lambda a, b: a @ b, a, b, name=f"mm{m}x{k}x{n}")
+        for shape in SHAPES:
             with TuningDatabase(db) as d:
-                if len(d.records(_task(m, k, n).key)) >= trials:
+                if len(d.records(_task(*shape).key)) >= trials:
                     continue
-            print(f"measuring {m}x{k}x{n} ...", file=sys.stderr)
-            tune(module, trials=trials, db=db, search="random", runner=runner, seed=1)
+            print(f"measuring {'x'.join(map(str, shape))} ...", file=sys.stderr)
+            tune(_module(*shape), trials=trials, db=db, search="random", runner=runner, seed=1)
 
 
 def rows(db: str) -> dict[tuple[int, int, int], list[tuple[Features, float]]]:

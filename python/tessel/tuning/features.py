@@ -6,9 +6,9 @@ the next, as in Ansor): the kernel's loop extents (of its root and of its
 contraction, read from the linalg ops' indexing maps and operand shapes),
 each knob's value, products of pairs of knobs, and, where a knob cuts a
 loop of known extent, how many pieces that makes and how much padding the
-last one adds. The parallel tiling adds its number of tasks,
-the share of workers they keep busy and the points of one tile. Sizes
-enter as log2 (tiles act multiplicatively).
+last one adds. The parallel tiling adds its number of tasks, the share of
+workers they keep busy and the points of one tile. Sizes enter as log2
+(tiles act multiplicatively).
 """
 
 from __future__ import annotations
@@ -50,6 +50,15 @@ def _log2(x: float) -> float:
     return math.log2(x) if x > 0 else -1.0
 
 
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _structured(op: ir.Operation) -> bool:
+    """Whether ``op`` is a linalg op with loops (not linalg.yield or index)."""
+    return op.name.startswith("linalg.") and linalg.get_indexing_maps(op) is not None
+
+
 def _loops(op: ir.Operation) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     """A linalg op's loop extents (0 where unknown) and which loops reduce
     (those its results' maps do not name)."""
@@ -72,30 +81,28 @@ def kernel_info(task: Task) -> KernelInfo:
     kernel = ir.SymbolTable(task.module.operation)[task.kernel]
     ret = list(kernel.regions[0].blocks[0].operations)[-1]
     value = ret.operands[len(ret.operands) - 1 if task.result is None else task.result]
-    root = None
+    loops: tuple[tuple[int, ...], tuple[bool, ...]] = ((), ())  # of the root, if there is one
     while not isinstance(value.owner, ir.Block):  # an argument: no root
         owner = value.owner.operation
-        if owner.name.startswith("linalg.") and linalg.get_indexing_maps(owner) is not None:
-            root = owner
+        if _structured(owner):
+            loops = _loops(owner)
             break
         if len(owner.operands) == 0:
             break
         value = owner.operands[0]  # a reshape between the root and the result
     found: list[ir.Operation] = []
     kernel.operation.walk(lambda op: found.append(op) or ir.WalkResult.ADVANCE)
-    linalg_ops = [op for op in found if op.name.startswith("linalg.") and linalg.get_indexing_maps(op) is not None]
-    loops, reductions = _loops(root) if root is not None else ((), ())
+    structured = [(op, _loops(op)[0]) for op in found if _structured(op)]
     contraction = None
-    for op in linalg_ops:
+    for op, extents in structured:
         dims = linalg.infer_contraction_dimensions(op)
         if dims is not None and len(dims.k) > 0:
-            extents, _ = _loops(op)
             contraction = tuple(math.prod(extents[d] for d in ds)
                                 for ds in (list(dims.batch) + list(dims.m), dims.n, dims.k))
             break
     dtype = ELEMENT_DTYPES.get(str(value.type.element_type))
-    return KernelInfo(loops, reductions, contraction, dtype.itemsize if dtype is not None else 4,
-                      tuple(math.prod(_loops(op)[0]) for op in linalg_ops), task.schedule_text(task.module))
+    return KernelInfo(*loops, contraction, dtype.itemsize if dtype is not None else 4,
+                      tuple(math.prod(extents) for _, extents in structured), task.schedule_text(task.module))
 
 
 # One primitive of a printed schedule: its name and its bracketed lists,
@@ -154,7 +161,7 @@ def schedule_features(info: KernelInfo, names: Sequence[str], values: Sequence[i
                 name = size.lstrip("%")
                 if not size.startswith("%") or name not in knob or not extent or knob[name] <= 0:
                     continue
-                pieces = -(-extent // knob[name])
+                pieces = _ceil_div(extent, knob[name])
                 f[f"{name}.pieces.log2"] = _log2(pieces)
                 f[f"{name}.pad"] = pieces * knob[name] / extent - 1.0
             if primitive == "tile" and group is None and ("parallel" in rest or "mapping" in rest):
@@ -171,12 +178,12 @@ def _tiling(f: Features, sizes: Sequence[str], knob: dict[str, int], info: Kerne
         if extent <= 0:
             continue
         step = extent if value <= 0 else min(value, extent)  # 0: the loop is not tiled
-        tasks *= -(-extent // step)
+        tasks *= _ceil_div(extent, step)
         points *= step
     f["tile.tasks.log2"] = _log2(tasks)
     f["tile.points.log2"] = _log2(points)
     if workers:
-        f["tile.busy"] = tasks / (-(-tasks // workers) * workers)
+        f["tile.busy"] = tasks / (_ceil_div(tasks, workers) * workers)
 
 
 class CandidateFeatures:
