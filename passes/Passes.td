@@ -455,6 +455,19 @@ def GpuLowerBf16MmaSync : Pass<"gpu-lower-bf16-mma-sync"> {
   ];
 }
 
+def GpuExternDynamicShared : Pass<"gpu-extern-dynamic-shared"> {
+  let summary = "Declare dynamic shared memory as the CUDA ABI's extern array";
+  let description = [{
+    Runs after convert-gpu-to-nvvm: every zero-sized workgroup
+    `llvm.mlir.global` (what gpu.dynamic_shared_memory lowers to) gets
+    external linkage, so that NVPTX declares it as
+    `.extern .shared .align N .b8 name[];`, the dynamic region the driver
+    allocates, rather than demoting it into the kernel as a one-byte
+    static variable that the kernel then indexes past.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
   let summary = "Share each row of a loop.warp_reduce block tile among its threads";
   let description = [{

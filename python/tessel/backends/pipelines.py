@@ -112,7 +112,7 @@ def gpu_lower(target: str) -> tuple[str, str]:
         # Only kernels are lowered: views between launches stay views for
         # the host program. One pointer per (static) memref argument.
         "gpu.module(convert-linalg-to-loops,gpu-lower-bf16-mma-sync,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,"
-        "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},canonicalize,cse),"
+        "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},gpu-extern-dynamic-shared,canonicalize,cse),"
         "reconcile-unrealized-casts,gpu-module-to-binary{format=isa})",
     )
 

@@ -4,6 +4,7 @@ only, no MLIR and no compiler, so it runs on GPU machines that cannot build.
 >>> exe = tessel.runtime.load("block.artifact")           # a CudaArtifact.save() directory
 >>> y = exe(x)                                              # numpy in and out
 >>> tessel.runtime.load("block.artifact", dry=True)(x)      # every check, no GPU
+>>> tessel.runtime.load("block.artifact", emulate=True)(x)  # runs every kernel on the PTX emulator
 """
 
 from __future__ import annotations
@@ -17,13 +18,23 @@ from .executor import DeviceArray, DryDriver, Executable
 __all__ = ["Artifact", "DeviceArray", "DryDriver", "Executable", "RuntimeError", "cuda_target", "load", "read"]
 
 
-def load(path: str | Path, *, device: int = 0, dry: bool = False) -> Executable:
+def load(path: str | Path, *, device: int = 0, dry: bool = False, emulate: bool = False) -> Executable:
     """The artifact in directory ``path``, ready to call on CUDA device
-    ``device``; with ``dry``, on a :class:`DryDriver` that checks every step
-    and launches nothing (for machines without a GPU)."""
+    ``device``. Without a GPU: ``dry`` runs it on a :class:`DryDriver`,
+    which checks every step and launches nothing; ``emulate`` on the PTX
+    emulator (:mod:`tessel.runtime.emulator`, an emulated chip of the
+    artifact's target), which runs every kernel with numpy and returns real
+    results, checking memory accesses, shared-memory races, cp.async waits
+    and warp collectives as it goes (slow: for tests and small shapes)."""
     artifact = read(path)
+    if dry and emulate:
+        raise ValueError("dry and emulate exclude each other")
     if dry:
         return Executable(artifact, DryDriver())
+    if emulate:
+        from .emulator import EmulatorDriver
+
+        return Executable(artifact, EmulatorDriver(artifact.target))
     from .cuda_driver import CudaDriver
 
     return Executable(artifact, CudaDriver(device))

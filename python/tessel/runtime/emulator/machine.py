@@ -1,0 +1,513 @@
+"""Running a decoded kernel: lanes, program counters, barriers, memory, async copies.
+
+A *wave* is a set of blocks run together, each thread a lane of numpy
+arrays. Every lane has its own program counter; each step runs the
+instruction at the lowest counter among the lanes that can run, for the
+lanes there. Divergent branches therefore reconverge where the lanes'
+paths meet, loops run until their last lane leaves, and a warp's lanes
+are together at a warp-collective instruction exactly when the program
+brings them there. While all lanes share one counter (the common case),
+the machine keeps one scalar counter and runs instructions on all lanes.
+
+``bar.sync`` parks a lane until every live thread of its block has
+arrived, then opens a new barrier interval of the block (the race
+detector's epoch). Blocks never wait for each other, so running several
+in one wave is one of the orders a GPU may choose; shared memory, epochs
+and barriers are per block.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .memory import (GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory,
+                     SharedMemory)
+from .numerics import STORAGE
+from .ptx import TYPES, EmulationError, Function, Instruction
+
+__all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "Kernel", "Launch", "Op", "Wave", "run"]
+
+NORMAL, BRANCH, BARRIER, EXIT = range(4)
+_IDLE = np.iinfo(np.int64).max  # the counter of a lane that cannot run
+WARP = 32
+
+
+class Op:
+    """One decoded instruction. ``run(wave, mask)`` does its work for the
+    lanes in ``mask`` (None: every lane of the wave)."""
+
+    __slots__ = ("kind", "run", "target", "guard", "negate", "ins")
+
+    def __init__(self, kind: int, run: Callable | None, ins: Instruction, target: int = -1) -> None:
+        self.kind, self.run, self.ins, self.target = kind, run, ins, target
+        self.guard, self.negate = (-1, False) if ins.guard is None else (ins.guard.slot, ins.guard.negated)
+
+
+@dataclass
+class Kernel:
+    """An entry function ready to run: its ops and its memory layout."""
+
+    function: Function
+    ops: list[Op]
+    storage: list[np.dtype]  # per register slot
+    static_shared: int  # bytes of static shared memory (the dynamic region starts after, aligned)
+    shared_vars: list[tuple[int, int]]  # (offset, size) of each static shared variable
+    dynamic_align: int
+    local_bytes: int
+    granule: int  # of shared-memory race tracking
+    uses_shared: bool
+
+    @property
+    def name(self) -> str:
+        return self.function.name
+
+    def shared_layout(self, dynamic_bytes: int) -> tuple[int, np.ndarray]:
+        """The block's shared memory size and which of its bytes are memory
+        (a variable or the dynamic region)."""
+        start = -(-self.static_shared // self.dynamic_align) * self.dynamic_align if dynamic_bytes else \
+            self.static_shared
+        size = start + dynamic_bytes
+        layout = np.zeros(max(size, 1), bool)
+        for offset, length in self.shared_vars:
+            layout[offset:offset + length] = True
+        layout[start:size] = True
+        return size, layout[:size] if size else layout[:0]
+
+    def dynamic_offset(self) -> int:
+        return -(-self.static_shared // self.dynamic_align) * self.dynamic_align
+
+
+@dataclass
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared: int
+    params: bytes
+    max_steps: int
+
+
+class Wave:
+    """The state of the blocks of one wave while they run."""
+
+    def __init__(self, kernel: Kernel, launch: Launch, blocks: np.ndarray, memory: GlobalMemory) -> None:
+        self.kernel, self.launch, self.memory = kernel, launch, memory
+        bx, by, bz = launch.block
+        self.threads = bx * by * bz
+        self.per_block = -(-self.threads // WARP) * WARP
+        self.blocks = blocks  # linear block ids
+        self.n = n = len(blocks) * self.per_block
+        lane = np.arange(n)
+        self.block_index = (lane // self.per_block).astype(np.int64)  # block within the wave
+        t = lane % self.per_block
+        self.thread = t
+        self.alive = t < self.threads
+        self.live_count = int(self.alive.sum())
+        gx, gy, _ = launch.grid
+        block = blocks[self.block_index]
+        self.special: dict[str, np.ndarray] = {}
+        self._special_values = {
+            "%tid.x": lambda: t % bx, "%tid.y": lambda: t // bx % by, "%tid.z": lambda: t // (bx * by),
+            "%ntid.x": lambda: np.full(n, bx), "%ntid.y": lambda: np.full(n, by), "%ntid.z": lambda: np.full(n, bz),
+            "%ctaid.x": lambda: block % gx, "%ctaid.y": lambda: block // gx % gy,
+            "%ctaid.z": lambda: block // (gx * gy),
+            "%nctaid.x": lambda: np.full(n, gx), "%nctaid.y": lambda: np.full(n, gy),
+            "%nctaid.z": lambda: np.full(n, launch.grid[2]),
+            "%laneid": lambda: t % WARP, "%warpid": lambda: t // WARP,
+            "%nwarpid": lambda: np.full(n, self.per_block // WARP),
+            "%smid": lambda: np.zeros(n), "%nsmid": lambda: np.ones(n), "%gridid": lambda: np.zeros(n),
+            "%lanemask_eq": lambda: np.uint64(1) << (t % WARP).astype(np.uint64),
+            "%lanemask_lt": lambda: (np.uint64(1) << (t % WARP).astype(np.uint64)) - np.uint64(1),
+            "%lanemask_le": lambda: (np.uint64(2) << (t % WARP).astype(np.uint64)) - np.uint64(1),
+            "%lanemask_gt": lambda: ~((np.uint64(2) << (t % WARP).astype(np.uint64)) - np.uint64(1)),
+            "%lanemask_ge": lambda: ~((np.uint64(1) << (t % WARP).astype(np.uint64)) - np.uint64(1)),
+            "%dynamic_smem_size": lambda: np.full(n, launch.dynamic_shared),
+            "%total_smem_size": lambda: np.full(n, self.shared.size if self.shared else 0),
+            "%clock": lambda: np.full(n, self.steps), "%clock64": lambda: np.full(n, self.steps),
+            "%globaltimer": lambda: np.full(n, self.steps),
+            "%cluster_ctarank": lambda: np.zeros(n), "%cluster_nctarank": lambda: np.ones(n),
+            "%is_explicit_cluster": lambda: np.zeros(n),
+        }
+        self.R = [np.zeros(n, dtype) for dtype in kernel.storage]
+        size, layout = kernel.shared_layout(launch.dynamic_shared)
+        self.shared = SharedMemory(len(blocks), size, layout, kernel.granule, self.per_block) \
+            if kernel.uses_shared else None
+        self.local = LocalMemory(n, kernel.local_bytes) if kernel.local_bytes else None
+        self.params = np.frombuffer(launch.params, np.uint8)
+        # cp.async: copies in flight as [lanes, byte positions, data, group], and per lane the
+        # number of groups committed so far.
+        self.copies: list[list[np.ndarray]] = []
+        self.committed = np.zeros(n, np.int64)
+        self.steps = 0
+
+    # -- registers
+    def special_register(self, name: str) -> np.ndarray:
+        value = self.special.get(name)
+        if value is None:
+            value = self.special[name] = np.asarray(self._special_values[name]()).astype(np.uint32) \
+                if not name.startswith(("%lanemask", "%clock64", "%globaltimer")) else \
+                np.asarray(self._special_values[name]()).astype(np.uint64)
+        return value
+
+    def lanes(self, mask: np.ndarray | None) -> np.ndarray:
+        return np.arange(self.n) if mask is None else np.flatnonzero(mask)
+
+    def epochs(self, lanes: np.ndarray) -> np.ndarray:
+        return self.shared.epoch[self.block_index[lanes]]
+
+    def describe(self, lane: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(block, thread) coordinates of a lane."""
+        gx, gy, _ = self.launch.grid
+        bx, by, _ = self.launch.block
+        b = int(self.blocks[self.block_index[lane]])
+        t = int(self.thread[lane])
+        return (b % gx, b // gx % gy, b // (gx * gy)), (t % bx, t // bx % by, t // (bx * by))
+
+    # -- memory
+    def load(self, space: str, addresses: np.ndarray, size: int, lanes: np.ndarray) -> np.ndarray:
+        """``size`` bytes per lane as (k, size) uint8, from ``space`` (generic: by address)."""
+        if space == "generic":
+            parts = self._windows(addresses)
+            if len(parts) == 1:
+                return self.load(parts[0][0], parts[0][2], size, lanes)
+            out = np.empty((len(lanes), size), np.uint8)
+            for part, pick, offsets in parts:
+                out[pick] = self.load(part, offsets, size, lanes[pick])
+            return out
+        if space in ("global", "const"):
+            return self.memory.load(addresses.astype(np.uint64), size, lanes)
+        if space == "shared":
+            positions = self._shared(addresses, size, lanes, "shared load")
+            return self.shared.read(positions, size, lanes, self.epochs(lanes))
+        if space == "local":
+            local = self._local(lanes)
+            return local.read(local.positions(addresses, size, lanes, "local load"), size, lanes)
+        if space == "param":
+            offsets = addresses.astype(np.int64)
+            if ((offsets < 0) | (offsets + size > len(self.params))).any():
+                raise Fault("ld.param reads past the kernel's parameters", lanes[:1])
+            return self.params[offsets[:, None] + np.arange(size)]
+        raise AssertionError(space)
+
+    def store(self, space: str, addresses: np.ndarray, data: np.ndarray, lanes: np.ndarray) -> None:
+        if space == "generic":
+            parts = self._windows(addresses)
+            for part, pick, offsets in parts:
+                self.store(part, offsets, data if len(parts) == 1 else data[pick],
+                           lanes if len(parts) == 1 else lanes[pick])
+        elif space == "global":
+            self.memory.store(addresses.astype(np.uint64), data, lanes)
+        elif space == "shared":
+            positions = self._shared(addresses, data.shape[1], lanes, "shared store")
+            self.shared.write(positions, data, lanes, self.epochs(lanes))
+        elif space == "local":
+            local = self._local(lanes)
+            local.write(local.positions(addresses, data.shape[1], lanes, "local store"), data)
+        else:
+            raise Fault(f"a store to the .{space} state space", lanes[:1])
+
+    @staticmethod
+    def _windows(addresses: np.ndarray) -> list[tuple[str, np.ndarray | None, np.ndarray]]:
+        """Generic addresses split by state space: (space, which lanes, address in the space)."""
+        a = addresses.astype(np.uint64)
+        shared = (a >= SHARED_WINDOW) & (a < SHARED_WINDOW + WINDOW_BYTES)
+        local = (a >= LOCAL_WINDOW) & (a < LOCAL_WINDOW + WINDOW_BYTES)
+        parts = []
+        for space, pick, base in (("shared", shared, SHARED_WINDOW), ("local", local, LOCAL_WINDOW),
+                                  ("global", ~(shared | local), 0)):
+            if pick.all():
+                return [(space, None, a - np.uint64(base))]
+            if pick.any():
+                parts.append((space, pick, a[pick] - np.uint64(base)))
+        return parts
+
+    def _shared(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str) -> np.ndarray:
+        if self.shared is None:
+            raise Fault(f"{what}, but the kernel has no shared memory", lanes[:1])
+        return self.shared.offsets(addresses.astype(np.int64), size, lanes, what)
+
+    def _local(self, lanes: np.ndarray) -> LocalMemory:
+        if self.local is None:
+            raise Fault("a local-memory access, but the kernel declares no local memory", lanes[:1])
+        return self.local
+
+    # -- cp.async
+    def async_copy(self, dst: np.ndarray, src: np.ndarray, size: int, src_size: np.ndarray,
+                   lanes: np.ndarray) -> None:
+        """Starts ``size``-byte copies global -> shared; the source is read now
+        (bytes past ``src_size`` are zeros) and lands at the issuing
+        thread's cp.async.wait_group."""
+        positions = self._shared(dst, size, lanes, "cp.async destination")
+        if (src_size > size).any():
+            raise Fault(f"cp.async src-size is larger than its cp-size {size}", lanes[src_size > size][:1])
+        reading = src_size > 0
+        if (src[reading] % np.uint64(size)).any():
+            raise Fault(f"misaligned cp.async source of {size} bytes", lanes[reading][src[reading] % np.uint64(size) > 0][:1])
+        data = np.zeros((len(lanes), size), np.uint8)
+        whole = src_size == size
+        if whole.any():
+            data[whole] = self.memory.load(src[whole].astype(np.uint64), size, lanes[whole])
+        # Partial copies read only their first src-size bytes; the rest are zeros.
+        for k in np.flatnonzero((src_size > 0) & ~whole):
+            count = int(src_size[k])
+            data[k, :count] = self.memory.load(src[k:k + 1].astype(np.uint64), count, lanes[k:k + 1], align=1)[0]
+        cells = self.shared._cells(positions, size).reshape(-1)
+        if self.shared.pending[cells].any():
+            raise Fault("cp.async into shared memory that another cp.async is still copying into",
+                        lanes[:1])
+        self.shared.pending[cells] += 1
+        self.copies.append([lanes, positions, data, self.committed[lanes].copy()])
+
+    def async_commit(self, lanes: np.ndarray) -> None:
+        self.committed[lanes] += 1
+
+    def async_wait(self, lanes: np.ndarray, keep: int) -> None:
+        """The copies of ``lanes`` older than their ``keep`` most recent committed groups land."""
+        limit = np.full(self.n, -1, np.int64)
+        limit[lanes] = self.committed[lanes] - keep
+        remaining = []
+        for copy in self.copies:
+            copy_lanes, positions, data, groups = copy
+            done = groups < limit[copy_lanes]
+            if done.any():
+                cells = self.shared._cells(positions[done], data.shape[1]).reshape(-1)
+                self.shared.pending[cells] -= 1
+                self.shared.write(positions[done], data[done], copy_lanes[done], self.epochs(copy_lanes[done]),
+                                  "cp.async")
+                if done.all():
+                    continue
+                copy = [copy_lanes[~done], positions[~done], data[~done], groups[~done]]
+            remaining.append(copy)
+        self.copies = remaining
+
+    def pending_copies(self, lanes: np.ndarray) -> np.ndarray:
+        """Those of ``lanes`` with copies in flight."""
+        if not self.copies:
+            return lanes[:0]
+        busy = np.zeros(self.n, bool)
+        for copy in self.copies:
+            busy[copy[0]] = True
+        return lanes[busy[lanes]]
+
+    # -- warps
+    def warp_check(self, mask: np.ndarray | None, what: str, full: bool = False) -> None:
+        """The live lanes of every warp with a lane in ``mask`` are all in it
+        (``full``: and all 32 lanes live), as ``.aligned`` and ``.sync``
+        collectives require."""
+        if mask is None:
+            if full and not self.alive.all():
+                raise Fault(f"{what} needs all 32 lanes of the warp; the block's last warp is partial or "
+                            "some of its threads have exited", np.flatnonzero(~self.alive)[:1])
+            return
+        m = mask.reshape(-1, WARP)
+        alive = self.alive.reshape(-1, WARP)
+        touched = m.any(axis=1)
+        need = np.ones_like(alive) if full else alive
+        missing = touched[:, None] & need & ~m
+        if missing.any():
+            warp = np.flatnonzero(missing.any(axis=1))[0]
+            lane = warp * WARP + int(np.flatnonzero(missing[warp])[0])
+            raise Fault(f"{what} is warp-collective, but lane {lane % WARP} of the warp is not executing it "
+                        "with the others (divergent or exited)", np.array([warp * WARP + int(np.flatnonzero(m[warp])[0])]))
+
+
+def run(kernel: Kernel, launch: Launch, memory: GlobalMemory, max_lanes: int = 1 << 14) -> int:
+    """Runs every block of the launch; returns the instruction steps taken."""
+    blocks = math.prod(launch.grid)
+    per_block = -(-math.prod(launch.block) // WARP) * WARP
+    size, _ = kernel.shared_layout(launch.dynamic_shared)
+    # Waves as large as the lane budget and about 64 MiB of shared-memory state allow.
+    per_wave = max(1, min(max_lanes // per_block, (64 << 20) // max(size * 4, 1), blocks))
+    steps = 0
+    for start in range(0, blocks, per_wave):
+        wave = Wave(kernel, launch, np.arange(start, min(start + per_wave, blocks)), memory)
+        steps += _execute(wave)
+    return steps
+
+
+def _execute(w: Wave) -> int:
+    ops = w.kernel.ops
+    n, R = w.n, w.R
+    waiting = np.zeros(n, bool)
+    resume = np.zeros(n, np.int64)
+    pc = 0
+    pcs: np.ndarray | None = None  # per-lane counters while the lanes are apart
+    mask: np.ndarray | None = None if w.alive.all() else w.alive.copy()  # the runnable lanes, with pc
+    runnable = w.live_count
+    limit = w.launch.max_steps
+
+    def apart() -> np.ndarray:
+        spread = np.full(n, _IDLE, np.int64)
+        spread[w.alive & ~waiting] = pc
+        return spread
+
+    with np.errstate(all="ignore"):
+        while runnable:
+            if pcs is None:
+                cur, act = pc, mask
+            else:
+                cur = int(pcs.min())
+                act = pcs == cur
+            w.steps += 1
+            op = ops[cur]
+            if w.steps > limit:
+                raise _error(w, op.ins, w.lanes(act)[:1],
+                             f"the kernel has not finished after {limit} instruction steps (an endless loop?); "
+                             "Device(max_steps=...) raises the limit")
+            if op.guard >= 0:
+                g = R[op.guard]
+                if op.negate:
+                    g = ~g
+                eff = g if act is None else act & g
+            else:
+                eff = act
+            kind = op.kind
+            try:
+                if kind == NORMAL:
+                    op.run(w, eff)
+                    if pcs is None:
+                        pc = cur + 1
+                        continue
+                    pcs[act] = cur + 1
+                elif kind == BRANCH:
+                    if op.guard < 0:
+                        taken = 1
+                    elif not eff.any():
+                        taken = 0
+                    else:
+                        taken = 1 if (eff.all() if act is None else not (act & ~eff).any()) else -1
+                    if taken >= 0:
+                        nxt = op.target if taken else cur + 1
+                        if pcs is None:
+                            pc = nxt
+                            continue
+                        pcs[act] = nxt
+                    else:
+                        if pcs is None:
+                            pcs = apart()
+                            act = pcs == cur
+                        pcs[act] = cur + 1
+                        pcs[eff] = op.target
+                elif kind == EXIT:
+                    leaving = w.lanes(eff)
+                    busy = w.pending_copies(leaving)
+                    if len(busy):
+                        raise Fault("the thread exits with cp.async copies in flight that no "
+                                    "cp.async.wait_group waited for", busy[:1])
+                    if pcs is None:
+                        pcs = apart()
+                    w.alive[leaving] = False
+                    w.live_count -= len(leaving)
+                    runnable -= len(leaving)
+                    pcs[leaving] = _IDLE
+                    pcs[pcs == cur] = cur + 1
+                    if waiting.any():
+                        runnable += _release(w, waiting, resume, pcs)
+                else:  # BARRIER
+                    w.warp_check(eff, op.ins.opcode)
+                    arriving = w.lanes(eff)
+                    if pcs is None and len(arriving) == runnable and not waiting.any():
+                        # Every live thread of every block is here.
+                        if w.shared is not None:
+                            w.shared.epoch += 1
+                        pc = cur + 1
+                        continue
+                    if pcs is None:
+                        pcs = apart()
+                    pcs[pcs == cur] = cur + 1  # lanes the guard spared go on
+                    waiting[arriving] = True
+                    resume[arriving] = cur + 1
+                    pcs[arriving] = _IDLE
+                    runnable -= len(arriving)
+                    runnable += _release(w, waiting, resume, pcs)
+            except Fault as fault:
+                raise _error(w, op.ins, fault.lanes, fault.message, fault.other) from None
+            # Apart: together again once every runnable lane has the lowest counter.
+            low = int(pcs.min())
+            if low != _IDLE and np.count_nonzero(pcs == low) == runnable:
+                pc, pcs = low, None
+                live = w.alive & ~waiting
+                mask = None if live.all() else live
+        if waiting.any():
+            lane = np.flatnonzero(waiting)[:1]
+            raise _error(w, ops[int(resume[lane[0]]) - 1].ins, lane,
+                         "bar.sync can never complete: other threads of the block wait at another barrier")
+    left = w.pending_copies(np.arange(n))
+    if len(left):
+        raise _error(w, ops[-1].ins, left[:1], "the kernel ends with cp.async copies in flight that no "
+                     "cp.async.wait_group waited for")
+    return w.steps
+
+
+def _release(w: Wave, waiting: np.ndarray, resume: np.ndarray, pcs: np.ndarray) -> int:
+    """Lets blocks whose live threads all wait at a barrier go on; returns how many lanes resumed."""
+    blocks = w.block_index
+    count = len(w.blocks)
+    arrived = np.bincount(blocks[waiting], minlength=count)
+    live = np.bincount(blocks[w.alive], minlength=count)
+    done = (arrived == live) & (arrived > 0)
+    if not done.any():
+        return 0
+    lanes = waiting & done[blocks]
+    waiting[lanes] = False
+    pcs[lanes] = resume[lanes]
+    if w.shared is not None:
+        w.shared.epoch[done] += 1
+    return int(lanes.sum())
+
+
+def _error(w: Wave, ins: Instruction, lanes: np.ndarray, message: str, other: int | None = None) -> EmulationError:
+    block, thread = w.describe(int(lanes[0])) if len(lanes) else (None, None)
+    if "{other}" in message:
+        if other is not None:
+            ob, ot = w.describe(other)
+            message = message.replace("{other}", f"thread {ot}" + (f" of block {ob}" if ob != block else ""))
+        else:
+            message = message.replace("{other}", "another thread")
+    return EmulationError(message, kernel=w.kernel.name, block=block, thread=thread, line=ins.line,
+                          source=ins.source, text=ins.opcode)
+
+
+def storage_for(type_: str) -> np.dtype:
+    return STORAGE[TYPES[type_][0]] if TYPES[type_][0] != 128 else np.dtype(np.uint64)
+
+
+def params_bytes(function: Function, args: Sequence) -> bytes:
+    """The parameter buffer of an entry for Python values: buffers' device
+    addresses (ints), None for null pointers, numbers for scalars."""
+    out = bytearray(function.param_bytes)
+    if len(args) != len(function.params):
+        raise EmulationError(f"kernel {function.name} takes {len(function.params)} parameters, got {len(args)}")
+    for param, value in zip(function.params, args):
+        bits, kind = TYPES[param.type]
+        if value is None:
+            value = 0
+        if param.size != max(bits // 8, 1):
+            if not isinstance(value, (bytes, bytearray)) or len(value) != param.size:
+                raise EmulationError(f"parameter {param.name} is {param.size} bytes; pass bytes of that length")
+            out[param.offset:param.offset + param.size] = value
+            continue
+        if kind == "f":
+            dtype = {16: np.float16, 32: np.float32, 64: np.float64}[bits]
+            raw = np.array(value, dtype).tobytes()
+        elif kind == "pred":
+            raw = bytes([1 if value else 0])
+        else:
+            try:
+                number = int(value)
+            except (TypeError, ValueError):
+                raise EmulationError(f"parameter {param.name} ({param.type}) takes a number or a buffer, "
+                                     f"got {type(value).__name__}") from None
+            low = 0 if kind == "u" else -(1 << (bits - 1))
+            high = 1 << (bits - 1) if kind == "s" else 1 << bits
+            if not low <= number < high:
+                raise EmulationError(f"parameter {param.name} ({param.type}) cannot hold {number}")
+            raw = (number & ((1 << bits) - 1)).to_bytes(bits // 8, "little")
+        out[param.offset:param.offset + len(raw)] = raw
+    return bytes(out)
+
+
+__all__ += ["params_bytes", "storage_for", "GLOBAL_BASE"]

@@ -1,0 +1,135 @@
+"""Bit-exact number formats and roundings of the PTX ISA (section 4.2, 9.7.9 cvt).
+
+Registers hold raw bits; these helpers reinterpret them, round between
+formats in every rounding mode PTX names (``rn``, ``rna``, ``rz``, ``rm``,
+``rp``), flush subnormals (``.ftz``) and compute a correctly rounded f32
+``fma``. numpy's float32 arithmetic is already IEEE round-to-nearest-even;
+f16 and bf16 arithmetic is done in f32 or f64 and rounded once, which is
+exact for +, -, *, / and sqrt (the wider format has more than twice the
+precision plus two bits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import BFLOAT16
+
+__all__ = ["DTYPES", "STORAGE", "bits_to_float", "flush_f32", "fma_f32", "round_bits", "tf32_truncate"]
+
+# The numpy dtype that reads a register as each PTX scalar type.
+DTYPES: dict[str, np.dtype] = {
+    "pred": np.dtype(bool),
+    "b8": np.dtype(np.uint8), "u8": np.dtype(np.uint8), "s8": np.dtype(np.int8),
+    "b16": np.dtype(np.uint16), "u16": np.dtype(np.uint16), "s16": np.dtype(np.int16),
+    "f16": np.dtype(np.float16), "bf16": np.dtype(BFLOAT16),
+    "b32": np.dtype(np.uint32), "u32": np.dtype(np.uint32), "s32": np.dtype(np.int32),
+    "f32": np.dtype(np.float32), "f16x2": np.dtype(np.uint32), "bf16x2": np.dtype(np.uint32),
+    "tf32": np.dtype(np.uint32),
+    "b64": np.dtype(np.uint64), "u64": np.dtype(np.uint64), "s64": np.dtype(np.int64),
+    "f64": np.dtype(np.float64),
+}
+
+# The dtype that stores a register of each bit width.
+STORAGE: dict[int, np.dtype] = {1: np.dtype(bool), 8: np.dtype(np.uint8), 16: np.dtype(np.uint16),
+                                32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
+
+_UNSIGNED = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def bits_to_float(bits: np.ndarray, type_: str) -> np.ndarray:
+    """The f16/bf16/f32/f64 values whose bits are ``bits``, widened to f32 (f64 for f64)."""
+    if type_ == "f64":
+        return bits.view(np.float64)
+    if type_ == "f32":
+        return bits.view(np.float32)
+    return bits.view(DTYPES[type_]).astype(np.float32)
+
+
+def flush_f32(values: np.ndarray) -> np.ndarray:
+    """``.ftz``: f32 subnormals become zeros of the same sign."""
+    bits = np.asarray(values, np.float32).view(np.uint32)
+    subnormal = (bits & np.uint32(0x7F800000)) == 0
+    return np.where(subnormal, bits & np.uint32(0x80000000), bits).view(np.float32)
+
+
+def _directed(x: np.ndarray, error: np.ndarray | None, dtype: np.dtype, mode: str) -> np.ndarray:
+    """``x + error`` (``error`` tiny beside ``x``, or None for exact ``x``)
+    rounded to ``dtype`` in ``mode``: round-to-nearest-even, or toward
+    zero/-inf/+inf. numpy's cast rounds to nearest even; the other modes
+    step to the neighbour where the cast went the wrong way."""
+    r = x.astype(dtype)
+    back = r.astype(np.float64)
+    x64 = x.astype(np.float64)
+    e = np.zeros_like(x64) if error is None else error
+    if mode == "rn":
+        if error is None:
+            return r
+        # A tie after the f64 sum that the exact sum does not sit on: step toward it.
+        toward = np.where(back < x64, np.inf, -np.inf).astype(dtype)
+        other = np.nextafter(r, toward)
+        tie = ((back + other.astype(np.float64)) * 0.5 == x64) & (e != 0) & np.isfinite(back)
+        wrong = tie & (np.sign(e) == np.sign(x64 - back))
+        return np.where(wrong, other, r)
+    if mode == "rz":
+        fix = (np.abs(back) > np.abs(x64)) | ((back == x64) & (e != 0) & (np.sign(e) == -np.sign(x64)))
+        target = np.zeros((), dtype)
+    elif mode == "rm":
+        fix = (back > x64) | ((back == x64) & (e < 0))
+        target = np.array(-np.inf, dtype)
+    elif mode == "rp":
+        fix = (back < x64) | ((back == x64) & (e > 0))
+        target = np.array(np.inf, dtype)
+    else:
+        raise ValueError(mode)
+    return np.where(fix & ~np.isnan(x64), np.nextafter(r, target), r)
+
+
+def round_bits(values: np.ndarray, target: str, mode: str = "rn", error: np.ndarray | None = None) -> np.ndarray:
+    """``values`` (f32 or f64, plus an optional exact ``error``) rounded to
+    ``target`` (f16, bf16, tf32, f32, f64) in ``mode``; returns the bits."""
+    if target == "f64":
+        return np.asarray(values, np.float64).view(np.uint64)
+    if target in ("f32", "f16"):
+        dtype = np.dtype(np.float32 if target == "f32" else np.float16)
+        return _directed(np.asarray(values), error, dtype, mode).view(_UNSIGNED[dtype.itemsize * 8])
+    # bf16 and tf32 keep the top 16 / 19 bits of an f32.
+    bits = np.asarray(values).astype(np.float32).view(np.uint32)
+    drop = 16 if target == "bf16" else 13
+    half = np.uint32(1 << (drop - 1))
+    low_mask = np.uint32((1 << drop) - 1)
+    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)  # inf, nan: kept
+    negative = (bits >> np.uint32(31)).astype(bool)
+    inexact = (bits & low_mask) != 0
+    if mode == "rn":
+        rounded = bits + (half - np.uint32(1)) + ((bits >> np.uint32(drop)) & np.uint32(1))
+    elif mode == "rna":
+        rounded = bits + half
+    elif mode == "rz":
+        rounded = bits
+    elif mode in ("rm", "rp"):
+        up = inexact & (negative if mode == "rm" else ~negative)  # away from zero in magnitude
+        rounded = bits + np.where(up, low_mask + np.uint32(1), np.uint32(0)).astype(np.uint32)
+    else:
+        raise ValueError(mode)
+    out = np.where(special, bits | np.where((bits & low_mask) != 0, np.uint32(1 << drop), np.uint32(0)),
+                   rounded) & ~low_mask
+    return (out >> np.uint32(16)).astype(np.uint16) if target == "bf16" else out.astype(np.uint32)
+
+
+def tf32_truncate(bits: np.ndarray) -> np.ndarray:
+    """The f32 a tensor core reads from a .tf32 operand: the low 13 mantissa bits ignored."""
+    return (bits & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """``a * b + c`` on f32 values with one rounding: the product is exact in
+    f64 and the sum's rounding error is recovered exactly (TwoSum), so the
+    final rounding to f32 is the correctly rounded fused result. Returns bits."""
+    p = a.astype(np.float64) * b.astype(np.float64)
+    c64 = c.astype(np.float64)
+    s = p + c64
+    bp = s - c64
+    error = (p - bp) + (c64 - (s - bp))
+    error = np.where(np.isfinite(error), error, 0.0)
+    return round_bits(s, "f32", mode, error)

@@ -1,0 +1,145 @@
+"""The emulator's checks catch what ptxas does not: broken copies of
+tessel's own kernels (an f16 GEMM with a multi-stage cp.async pipeline, a
+softmax) assemble without complaint, yet each fails on the emulator, with
+an error or with results that no longer match numpy, while the unbroken
+kernels pass.
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import ops
+from tessel.backends.cuda import assemble
+
+RNG = np.random.default_rng(0)
+
+
+def _loop(lines: list[str], marker: str) -> range:
+    """The lines of the first loop (a label and the branch back to it) that holds ``marker``."""
+    for start, line in enumerate(lines):
+        label = re.match(r"^(\$?\w+):", line.strip())
+        if label is None:
+            continue
+        for end in range(start + 1, len(lines)):
+            if re.search(rf"bra(\.uni)?\s+{re.escape(label.group(1))};", lines[end]):
+                if any(marker in lines[i] for i in range(start, end)):
+                    return range(start, end + 1)
+                break
+    raise AssertionError(f"no loop with {marker}")
+
+
+def _edit_ptx(edit: Callable[[list[str]], None]) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        [file] = (path / "kernels").glob("*.ptx")
+        lines = file.read_text().splitlines()
+        before = list(lines)
+        edit(lines)
+        assert lines != before, "the mutation changed nothing"
+        file.write_text("\n".join(lines) + "\n")
+    return mutate
+
+
+def _in_loop(pattern: str, replace: Callable[[str], str | None], marker: str = "mma.sync"):
+    """Rewrites the first line of the loop matching ``pattern`` (None deletes it)."""
+    def edit(lines):
+        for i in _loop(lines, marker):
+            if re.search(pattern, lines[i]):
+                new = replace(lines[i])
+                if new is None:
+                    del lines[i]
+                else:
+                    lines[i] = new
+                return
+    return _edit_ptx(edit)
+
+
+def _swap_a_fragment(lines):
+    # The second line of the first mma.sync is its A vector {a0, a1, a2, a3}.
+    i = next(i for i, line in enumerate(lines) if "mma.sync" in line) + 2
+    registers = re.findall(r"%r\d+", lines[i])
+    lines[i] = lines[i].replace(registers[0], "TMP").replace(registers[1], registers[0]).replace("TMP", registers[1])
+
+
+def _drop_reduction_barrier(lines):
+    # The barrier between the partial results' shared stores and their reads.
+    load = next(i for i, line in enumerate(lines) if "ld.shared" in line)
+    barrier = max(i for i in range(load) if "bar.sync" in lines[i])
+    del lines[barrier]
+
+
+def _manifest(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        manifest = json.loads((path / "manifest.json").read_text())
+        edit(manifest["kernels"][0])
+        (path / "manifest.json").write_text(json.dumps(manifest))
+    return mutate
+
+
+GEMM_MUTANTS = {
+    "no_wait_in_loop": _in_loop(r"cp\.async\.wait_group", lambda line: None),
+    "wait_one_group_less": _in_loop(r"cp\.async\.wait_group",
+                                    lambda line: re.sub(r"(\d+);", lambda m: f"{int(m.group(1)) + 1};", line)),
+    "no_barrier_in_loop": _in_loop(r"bar\.sync", lambda line: None),
+    "b_ldmatrix_not_transposed": _in_loop(r"ldmatrix.*\.trans", lambda line: line.replace(".trans", "")),
+    "a_fragment_registers_swapped": _edit_ptx(_swap_a_fragment),
+    "grid_one_block_larger": _manifest(lambda k: k["grid"].__setitem__(0, k["grid"][0] + 1)),
+    "half_the_dynamic_shared_memory": _manifest(lambda k: k.__setitem__("dynamic_shared_bytes",
+                                                                        k["dynamic_shared_bytes"] // 2)),
+}
+SOFTMAX_MUTANTS = {"no_barrier_before_the_partials_are_read": _edit_ptx(_drop_reduction_barrier)}
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    """Saved artifacts, with their inputs and expected outputs."""
+    root = tmp_path_factory.mktemp("mutants")
+    a, b = RNG.standard_normal((128, 256)).astype(np.float16), RNG.standard_normal((256, 128)).astype(np.float16)
+    x = RNG.standard_normal((32, 300)).astype(np.float32)
+    spec = tessel.TensorSpec
+    gemm = tessel.compile(tessel.trace(lambda a, b: a @ b, spec(a.shape, np.float16), spec(b.shape, np.float16),
+                                       name="gemm"), target="cuda:sm_80")
+    softmax = tessel.compile(tessel.trace(lambda x: ops.softmax(x, axis=-1), spec(x.shape, np.float32),
+                                          name="softmax"), target="cuda:sm_80")
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return {
+        "gemm": (gemm.save(root / "gemm"), (a, b), a.astype(np.float32) @ b.astype(np.float32), 2e-2),
+        "softmax": (softmax.save(root / "softmax"), (x,), e / e.sum(-1, keepdims=True), 1e-5),
+    }
+
+
+def _outcome(path: Path, inputs, want, tolerance) -> str:
+    try:
+        got = tessel.load(path, emulate=True)(*inputs)
+    except tessel.RuntimeError as e:
+        return f"error: {e}"
+    return "match" if np.allclose(got.astype(np.float32), want, rtol=tolerance, atol=tolerance) else "mismatch"
+
+
+def test_the_pipeline_has_the_stages_the_mutants_break(kernels):
+    ptx = next((kernels["gemm"][0] / "kernels").glob("*.ptx")).read_text()
+    body = "\n".join(ptx.splitlines()[i] for i in _loop(ptx.splitlines(), "mma.sync"))
+    assert re.search(r"cp\.async\.wait_group\s+[1-9]", body) and "bar.sync" in body and ".trans" in body
+    assert ".extern .shared .align 16 .b8 __dynamic_shmem__0[];" in ptx
+
+
+@pytest.mark.parametrize("name", ["gemm", "softmax"])
+def test_the_unbroken_kernels_match_numpy(kernels, name):
+    assert _outcome(*kernels[name]) == "match"
+
+
+@pytest.mark.parametrize("kernel,mutant", [("gemm", m) for m in GEMM_MUTANTS] +
+                         [("softmax", m) for m in SOFTMAX_MUTANTS])
+def test_a_broken_kernel_that_ptxas_accepts_fails_on_the_emulator(kernels, kernel, mutant, tmp_path):
+    path, inputs, want, tolerance = kernels[kernel]
+    broken = shutil.copytree(path, tmp_path / mutant)
+    (GEMM_MUTANTS | SOFTMAX_MUTANTS)[mutant](broken)
+    [ptx] = (broken / "kernels").glob("*.ptx")
+    assemble(ptx.read_text(), "sm_80", mutant)  # raises if ptxas rejects it
+    assert _outcome(broken, inputs, want, tolerance) != "match"
