@@ -29,7 +29,8 @@ from mlir.dialects import gpu
 
 from .. import ir as tir
 from ..errors import CompileError, UnsupportedError
-from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo
+from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo, read
+from ..runtime.executor import Executable
 from ..tools import ptxas
 from .pipelines import GPU_TARGETS, cuda_stages, run_stages, scheduled_for
 from ..dtypes import ELEMENT_DTYPES
@@ -99,6 +100,17 @@ class CudaArtifact:
                 np.save(root / b.file, self.constants[b.id])
         (root / "manifest.json").write_text(json.dumps(self.manifest(), indent=1) + "\n")
         return root
+
+    def emulate(self, **options: Any) -> Executable:
+        """This artifact ready to call on the PTX emulator (an emulated chip
+        of its target, :mod:`tessel.runtime.emulator`): every kernel runs
+        with numpy, checked as it goes; no GPU needed. ``options`` go to
+        :class:`~tessel.runtime.emulator.Device` (``max_steps``)."""
+        from ..runtime.emulator import EmulatorDriver
+
+        with tempfile.TemporaryDirectory() as tmp:
+            # The executable reads the PTX and uploads the constants now.
+            return Executable(read(self.save(Path(tmp) / "artifact")), EmulatorDriver(self.target, **options))
 
 
 def _kernel_file(index: int, kernel: KernelInfo) -> str:

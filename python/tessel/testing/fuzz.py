@@ -871,17 +871,17 @@ def trace_graphs(graphs: Sequence[Graph], name: str = "fuzz") -> ir.Module:
 
 
 def run(graphs: Sequence[Graph], schedules: str = "cpu") -> list[list[np.ndarray]]:
-    """Compiles ``graphs`` as one module for the CPU and runs it; the outputs of each graph.
+    """Compiles ``graphs`` as one module and runs it; the outputs of each graph.
 
-    With ``schedules`` a GPU target such as ``"sm_90"``, the kernels run
-    under that target's default schedules instead of the CPU's, and the
-    module must also compile for that GPU (every kernel assembled by ptxas
-    when it is installed).
+    ``schedules`` is the target: the CPU, or a GPU such as ``"sm_90"``,
+    whose artifact (every kernel assembled by ptxas when it is installed)
+    runs on the PTX emulator.
     """
     module = trace_graphs(graphs)
-    if schedules != "cpu":
-        compile_module(module, target=f"cuda:{schedules}")
-    executable = compile_cpu(module, schedules=schedules)
+    if schedules == "cpu":
+        executable = compile_cpu(module)
+    else:
+        executable = compile_module(module, target=f"cuda:{schedules}").emulate()
     results = executable(*(a for g in graphs for a in g.arrays()))
     results = list(results) if isinstance(results, tuple) else [results]
     split, at = [], 0

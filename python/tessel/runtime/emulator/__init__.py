@@ -73,13 +73,17 @@ class Buffer:
 class Device:
     """An emulated GPU of compute capability ``target`` ("sm_80", "sm_90", ...).
     ``max_steps`` bounds the instruction steps of one wave of blocks, so
-    that an endless loop is an error, not a hang."""
+    that an endless loop is an error, not a hang. New allocations hold a
+    poison pattern (all bits set) as a GPU's hold garbage; with
+    ``check_initialized`` a kernel's read of global or local bytes nothing
+    wrote is an error (as compute-sanitizer's initcheck)."""
 
-    def __init__(self, target: str = "sm_80", *, max_steps: int = 20_000_000) -> None:
+    def __init__(self, target: str = "sm_80", *, max_steps: int = 20_000_000,
+                 check_initialized: bool = False) -> None:
         if target not in TARGETS:
             raise EmulationError(f"unknown target {target!r}; the emulator knows {', '.join(TARGETS)}")
         self.target, self.limits, self.max_steps = target, TARGETS[target], max_steps
-        self.memory = GlobalMemory()
+        self.memory = GlobalMemory(check_initialized)
         self.steps = 0  # instruction steps run so far, over all launches
 
     def alloc(self, nbytes: int) -> Buffer:

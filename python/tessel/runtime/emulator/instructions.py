@@ -654,9 +654,9 @@ def _setp(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     compare = _comparison(mods, t)
     combine = mods.take("and", "or", "xor")
     flush = mods.take("ftz")
-    if t in ("f16x2", "bf16x2"):
-        raise mods.error("packed comparisons are not supported by the emulator")
     dst, *sources = d.operands(ins, 4 if combine else 3)
+    if t in ("f16x2", "bf16x2"):
+        return _setp_pairs(d, ins, t[:-2], compare, combine, bool(flush), dst, sources)
     read_type = t if t not in ("f16", "bf16") else {"f16": "b16", "bf16": "b16"}[t]
     ra, rb = d.reader(ins, sources[0], read_type), d.reader(ins, sources[1], read_type)
     convert = (lambda x: bits_to_float(np.asarray(x), t)) if t in ("f16", "bf16") else \
@@ -675,6 +675,29 @@ def _setp(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             c = rc(w)
             wp(w, logic(value, c), m)
             wq(w, logic(~value, c), m)
+    return Decoder.normal(ins, run)
+
+
+def _setp_pairs(d: Decoder, ins: Instruction, element: str, compare, combine, flush: bool, dst, sources) -> Op:
+    """setp on .f16x2/.bf16x2: p is the lower halves' result, q the upper halves' (PTX ISA 9.7.7.2)."""
+    ra, rb = d.reader(ins, sources[0], "b32"), d.reader(ins, sources[1], "b32")
+    rc = d.reader(ins, sources[2], "pred") if combine else None
+    first, second = (dst.first, dst.second) if isinstance(dst, PredicatePair) else (dst, None)
+    writers = d.writer(ins, first, "pred"), d.writer(ins, second, "pred")
+    logic = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(combine)
+    exponent = np.uint16(0x7C00 if element == "f16" else 0x7F80)
+
+    def half(bits, high):
+        h = _half(bits, high)
+        if flush:  # subnormals compare as zeros of their sign
+            h = np.where((h & exponent) == 0, h & np.uint16(0x8000), h).astype(np.uint16)
+        return bits_to_float(h, element)
+
+    def run(w, m):
+        a, b = np.asarray(ra(w)), np.asarray(rb(w))
+        for high, write in ((False, writers[0]), (True, writers[1])):
+            value = np.asarray(compare(half(a, high), half(b, high)))
+            write(w, value if logic is None else logic(value, rc(w)), m)
     return Decoder.normal(ins, run)
 
 

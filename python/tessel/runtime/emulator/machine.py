@@ -135,7 +135,7 @@ class Wave:
         size, layout = kernel.shared_layout(launch.dynamic_shared)
         self.shared = SharedMemory(len(blocks), size, layout, kernel.granule, self.per_block) \
             if kernel.uses_shared else None
-        self.local = LocalMemory(n, kernel.local_bytes) if kernel.local_bytes else None
+        self.local = LocalMemory(n, kernel.local_bytes, memory.check_initialized) if kernel.local_bytes else None
         self.params = np.frombuffer(launch.params, np.uint8)
         # cp.async: copies in flight as [lanes, byte positions, data, group], and per lane the
         # number of groups committed so far.

@@ -3,8 +3,13 @@
 Every access is checked, as a GPU with a memory checker would:
 
 * global: inside one live allocation (allocations are spaced apart, so
-  running off the end of one never lands in the next), naturally aligned,
-  and never reading bytes nothing wrote;
+  running off the end of one never lands in the next) and naturally
+  aligned. New allocations hold a poison pattern (all bits set: NaN for
+  floats, -1 for integers), as a GPU's hold garbage, so results computed
+  from bytes nothing wrote do not match; with ``check_initialized`` such a
+  read is an error at once (compute-sanitizer's initcheck; it also flags
+  dead copies of uninitialized bytes that compilers emit); local memory
+  likewise, per thread;
 * shared: inside a declared variable or the dynamic region of the block's
   real size, never reading bytes nothing wrote nor the destination of a
   ``cp.async`` still in flight, and free of races. Two threads touching
@@ -52,7 +57,10 @@ def _first(mask: np.ndarray, lanes: np.ndarray, size: int = 1) -> np.ndarray:
 class GlobalMemory:
     """Device memory: live allocations in an address space with gaps."""
 
-    def __init__(self) -> None:
+    POISON = 0xFF
+
+    def __init__(self, check_initialized: bool = False) -> None:
+        self.check_initialized = check_initialized
         self._next = GLOBAL_BASE
         self.buffers: dict[int, np.ndarray] = {}  # base -> bytes (padded to 16)
         self.written: dict[int, np.ndarray] = {}  # base -> bool per byte
@@ -68,7 +76,7 @@ class GlobalMemory:
     def alloc(self, nbytes: int) -> int:
         base = self._next
         padded = max(nbytes + 15 & ~15, 16)
-        self.buffers[base] = np.zeros(padded, np.uint8)
+        self.buffers[base] = np.full(padded, self.POISON, np.uint8)
         self.written[base] = np.zeros(padded, bool)
         self.sizes[base] = nbytes
         self._next = base + padded + _GAP + _ALIGN - 1 & ~(_ALIGN - 1)
@@ -132,11 +140,13 @@ class GlobalMemory:
             pick = which == position
             offsets = (addresses[pick] - np.uint64(base)).astype(np.int64)
             index = offsets[:, None] + np.arange(size)
-            seen = self.written[base][index]
-            if not seen.all():
+            seen = self.written[base][index] if self.check_initialized else None
+            if seen is not None and not seen.all():
                 bad = np.flatnonzero(~seen.all(axis=1))[0]
-                raise Fault(f"load of {size} bytes at {int(addresses[pick][bad]):#x} reads global memory "
-                            "that nothing wrote", lanes[pick][bad:bad + 1])
+                address = int(addresses[pick][bad])
+                raise Fault(f"load of {size} bytes at {address:#x} (byte {address - base} of the "
+                            f"{self.sizes[base]}-byte allocation at {base:#x}) reads global memory that nothing "
+                            "wrote", lanes[pick][bad:bad + 1])
             out[pick] = self.buffers[base][index]
         return out
 
@@ -287,12 +297,15 @@ class SharedMemory:
 
 
 class LocalMemory:
-    """Per-thread local memory (the stack frame): ``size`` bytes a lane."""
+    """Per-thread local memory (the stack frame): ``size`` bytes a lane,
+    poisoned as new global memory is (LLVM may load a whole vector of a
+    frame and use only its written part); ``check_initialized`` makes
+    reading a byte the thread never wrote an error."""
 
-    def __init__(self, lanes: int, size: int) -> None:
-        self.size = size
+    def __init__(self, lanes: int, size: int, check_initialized: bool = False) -> None:
+        self.size, self.check_initialized = size, check_initialized
         self.stride = size + 15 & ~15
-        self.data = np.zeros(lanes * self.stride, np.uint8)
+        self.data = np.full(lanes * self.stride, GlobalMemory.POISON, np.uint8)
         self.written = np.zeros(lanes * self.stride, bool)
 
     def positions(self, offsets: np.ndarray, size: int, lanes: np.ndarray, what: str) -> np.ndarray:
@@ -309,8 +322,8 @@ class LocalMemory:
 
     def read(self, positions: np.ndarray, size: int, lanes: np.ndarray) -> np.ndarray:
         index = positions[:, None] + np.arange(size)
-        seen = self.written[index]
-        if not seen.all():
+        seen = self.written[index] if self.check_initialized else None
+        if seen is not None and not seen.all():
             k = np.flatnonzero(~seen.all(axis=1))[0]
             raise Fault("local load reads local memory that the thread never wrote", lanes[k:k + 1])
         return self.data[index]
