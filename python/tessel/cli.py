@@ -4,7 +4,8 @@
 artifact: inputs are the arrays of ``in.npz`` in the artifact's argument
 order (``arg0``, ``arg1``, ... or numpy's ``arr_0``, ...), results go to
 ``out.npz`` as ``out0``, ``out1``, ... ``--dry`` checks everything without a
-GPU. Needs only numpy and cuda-bindings.
+GPU; ``--emulate`` runs every kernel on the PTX emulator, without a GPU.
+Needs only numpy and cuda-bindings (numpy alone with --dry or --emulate).
 
 ``tessel tune MODEL --target cpu --trials N --db tune.db [--plot curve.png]``
 tunes the schedule of every kernel of MODEL (graph-dialect ``.mlir`` or
@@ -45,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--inputs", required=True, help=".npz with one array per argument")
     run.add_argument("--out", required=True, help=".npz to write the results to")
     run.add_argument("--device", type=int, default=0, help="CUDA device ordinal")
-    run.add_argument("--dry", action="store_true", help="check everything, launch nothing (no GPU needed)")
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument("--dry", action="store_true", help="check everything, launch nothing (no GPU needed)")
+    mode.add_argument("--emulate", action="store_true", help="run the kernels on the PTX emulator (no GPU needed)")
     tune = commands.add_parser("tune", help="tune the kernels' schedules of a model")
     tune.add_argument("model", help="a graph-dialect .mlir file or an .onnx model")
     tune.add_argument("--target", default="cpu", help="what to tune for (cpu)")
@@ -71,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import runtime
 
     try:
-        executable = runtime.load(args.artifact, device=args.device, dry=args.dry)
+        executable = runtime.load(args.artifact, device=args.device, dry=args.dry, emulate=args.emulate)
         results = executable(*_inputs(args.inputs, len(executable.artifact.inputs)))
     except TesselError as e:
         print(f"tessel run: {e}", file=sys.stderr)

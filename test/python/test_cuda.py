@@ -1,8 +1,10 @@
 """The CUDA backend without a GPU: schedules, PTX, ptxas, artifacts.
 
-Every kernel is assembled by ptxas (a test dependency). The semantics of
-the GPU schedules are checked on the CPU: the same scheduled IR runs there
-(``compile_cpu(..., schedules="sm_90")``) and is compared with numpy.
+Every kernel is assembled by ptxas (a test dependency) and run on the PTX
+emulator (``CudaArtifact.emulate()``) against numpy, at shapes the emulator
+runs in about a second; larger shapes only compile. The schedules' tiling
+is also checked on the CPU, where the same scheduled IR runs
+(``compile_cpu(..., schedules="sm_90")``).
 """
 
 import json
@@ -28,6 +30,11 @@ RNG = np.random.default_rng(0)
 
 def _randn(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
+
+
+def _emulated(module, *args, target="sm_90", **options):
+    """``module``'s artifact for ``target``, run on the PTX emulator."""
+    return tessel.compile(module, target=f"cuda:{target}", **options).emulate()(*args)
 
 
 def _block():
@@ -77,6 +84,9 @@ def test_transformer_block_compiles_to_an_sm90_artifact(tmp_path):
     constants = [b for b in manifest["buffers"] if b["kind"] == "constant"]
     stored = {np.load(path / b["file"]).tobytes() for b in constants}
     assert params["w_up"].tobytes() in stored or params["w_up"].T.tobytes() in stored
+    # Every kernel runs, on the emulator.
+    np.testing.assert_allclose(tessel.load(path, emulate=True)(x), transformer_block.reference(x, params, 4),
+                               rtol=2e-4, atol=2e-5)
     # Saving another artifact there replaces these files.
     small = tessel.compile(tessel.trace(lambda v: -v, tessel.TensorSpec((8,), np.float32)), target="cuda:sm_90")
     small.save(path)
@@ -124,6 +134,8 @@ def test_default_schedules_match_numpy_and_assemble(case):
     np.testing.assert_allclose(got, reference(*[a.astype(np.float64) for a in args]), rtol=1e-4, atol=1e-4)
     artifact = tessel.compile(module, target="cuda:sm_80")
     assert all(".target sm_80" in k.ptx for k in artifact.kernels)
+    np.testing.assert_allclose(artifact.emulate()(*args), reference(*[a.astype(np.float64) for a in args]),
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_a_prime_extent_gets_full_blocks_and_idle_threads_in_the_last():
@@ -131,10 +143,11 @@ def test_a_prime_extent_gets_full_blocks_and_idle_threads_in_the_last():
     # surplus threads guarded, rather than 997 blocks of one thread.
     x = _randn(5, 997)
     module = tessel.trace(lambda x: ops.tanh(x) * 2.0 + x, x, name="prime")
-    (kernel,) = tessel.compile(module, target="cuda:sm_90").kernels
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    (kernel,) = artifact.kernels
     assert kernel.block == (256, 1, 1) and kernel.grid == (4, 5, 1)
     assert "setp." in kernel.ptx
-    np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x), np.tanh(x) * 2 + x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(artifact.emulate()(x), np.tanh(x) * 2 + x, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype,width", [(np.float32, 4), (np.float16, 8)], ids=["f32", "f16"])
@@ -144,11 +157,15 @@ def test_elementwise_threads_load_and_store_16_byte_vectors(dtype, width):
     # result stores as one; no scalar access is left.
     spec = tessel.TensorSpec((64, 4096), np.dtype(dtype))
     module = tessel.trace(lambda x, y, b: ops.relu(x * y + b), spec, spec, tessel.TensorSpec((4096,), np.dtype(dtype)))
-    (kernel,) = tessel.compile(module, target="cuda:sm_90").kernels
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    (kernel,) = artifact.kernels
     assert kernel.block == (256, 1, 1) and kernel.grid == (4096 // (256 * width), 64, 1)
     assert kernel.ptx.count("ld.global.v4.b32") == 3 and kernel.ptx.count("st.global.v4.b32") == 1
     scalar = "ld.global.f32" if dtype == np.float32 else "ld.global.b16"
     assert scalar not in kernel.ptx
+    x, y, b = _randn(64, 4096, dtype=dtype), _randn(64, 4096, dtype=dtype), _randn(4096, dtype=dtype)
+    want = np.maximum(x.astype(np.float32) * y + b, 0)
+    np.testing.assert_allclose(artifact.emulate()(x, y, b).astype(np.float32), want, rtol=2e-3, atol=2e-3)
 
 
 def test_vector_threads_match_numpy_on_cpu_with_broadcast_and_transposed_operands():
@@ -160,6 +177,7 @@ def test_vector_threads_match_numpy_on_cpu_with_broadcast_and_transposed_operand
     assert {k.name: k.value for k in schedules.knobs(scheduled)} == {"vector": 4}
     np.testing.assert_allclose(compile_cpu(scheduled, schedules="sm_90")(x, t, b, s), np.tanh(x * t.T + b) * s,
                                rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_emulated(scheduled, x, t, b, s), np.tanh(x * t.T + b) * s, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype,width", [(np.float32, 4), (np.float16, 8)], ids=["f32", "f16"])
@@ -177,8 +195,9 @@ def test_transposing_threads_read_and_write_16_byte_vectors(dtype, width):
     scheduled = schedules.default_schedules(module, "sm_90")
     [knob] = schedules.knobs(scheduled)
     for value in knob.domain:
-        run = compile_cpu(schedules.with_knobs(scheduled, {knob.key: value}), schedules="sm_90")
-        np.testing.assert_array_equal(run(k), k.transpose(1, 2, 0))
+        point = schedules.with_knobs(scheduled, {knob.key: value})
+        np.testing.assert_array_equal(compile_cpu(point, schedules="sm_90")(k), k.transpose(1, 2, 0))
+        np.testing.assert_array_equal(_emulated(point, k), k.transpose(1, 2, 0))
 
 
 def test_grouped_convolution_leaves_nothing_to_a_single_thread():
@@ -188,10 +207,12 @@ def test_grouped_convolution_leaves_nothing_to_a_single_thread():
     # a gather) instead of one thread each.
     x, w = _randn(2, 4, 9, 9), _randn(6, 2, 3, 3)
     module = tessel.trace(lambda x, w: ops.relu(ops.conv2d(x, w, padding=1, groups=2)), x, w, name="grouped")
-    for kernel in tessel.compile(module, target="cuda:sm_90").kernels:
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    for kernel in artifact.kernels:
         assert kernel.grid + kernel.block != (1,) * 6, kernel.name
     want = np.maximum(fuzz.conv2d_reference(x, w, stride=1, padding=1, dilation=1, groups=2, layout="NCHW"), 0)
     np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x, w), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(artifact.emulate()(x, w), want, rtol=1e-4, atol=1e-4)
 
 
 def test_concatenation_parts_are_computed_in_place_by_threads():
@@ -201,13 +222,15 @@ def test_concatenation_parts_are_computed_in_place_by_threads():
     x, y, z = _randn(64, 96), _randn(64, 32), _randn(8, 96)
     module = tessel.trace(lambda x, y, z: ops.concatenate([x, ops.relu(y), z.T[:64]], 1) * 2.0, x, y, z,
                           name="concat")
-    kernels = tessel.compile(module, target="cuda:sm_90").kernels
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    kernels = artifact.kernels
     # The concatenation's kernel: three parts, then the product.
     assert [k.name for k in kernels].count(kernels[-1].name) == 4
     for kernel in kernels:
         assert kernel.grid + kernel.block != (1,) * 6, kernel.name
     want = np.concatenate([x, np.maximum(y, 0), z.T[:64]], 1) * 2
     np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x, y, z), want, rtol=1e-6)
+    np.testing.assert_allclose(artifact.emulate()(x, y, z), want, rtol=1e-6)
 
 
 def test_a_kernel_that_only_concatenates_gets_threads():
@@ -215,11 +238,12 @@ def test_a_kernel_that_only_concatenates_gets_threads():
     # empty default schedule only names the target; both copies get threads.
     past, new = _randn(2, 4, 63, 16), _randn(2, 4, 1, 16)
     module = tessel.trace(lambda past, new: ops.concatenate([past, new], 2), past, new, name="cache")
-    kernels = tessel.compile(module, target="cuda:sm_90").kernels
-    assert len(kernels) == 2
-    for kernel in kernels:
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    assert len(artifact.kernels) == 2
+    for kernel in artifact.kernels:
         assert kernel.grid + kernel.block != (1,) * 6, kernel.name
     np.testing.assert_array_equal(compile_cpu(module, schedules="sm_90")(past, new), np.concatenate([past, new], 2))
+    np.testing.assert_array_equal(artifact.emulate()(past, new), np.concatenate([past, new], 2))
 
 
 def _gemm_bias_gelu(a, w, b):
@@ -234,7 +258,8 @@ def test_16_bit_matmul_with_epilogue_runs_on_tensor_cores_without_spills(target,
     dtype = np.dtype(dtype)
     module = tessel.trace(_gemm_bias_gelu, tessel.TensorSpec((m, k), dtype), tessel.TensorSpec((k, n), dtype),
                           tessel.TensorSpec((n,), dtype), name="gemm")
-    [kernel] = tessel.compile(module, target=f"cuda:{target}").kernels
+    artifact = tessel.compile(module, target=f"cuda:{target}")
+    [kernel] = artifact.kernels
     ptx_type = {"float16": "f16", "bfloat16": "bf16"}[dtype.name]
     for instruction in (f"mma.sync.aligned.m16n8k16.row.col.f32.{ptx_type}.{ptx_type}.f32",
                         "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
@@ -244,6 +269,11 @@ def test_16_bit_matmul_with_epilogue_runs_on_tensor_cores_without_spills(target,
     # Four warps; multi-buffered tiles in dynamic shared memory.
     assert kernel.block == (128, 1, 1) and kernel.dynamic_shared_bytes > 0
     assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
+    if m * n * k <= 256 * 384 * 512:  # the larger ones only compile
+        a, w, b = _randn(m, k, dtype=dtype), (_randn(k, n) * 0.1).astype(dtype), _randn(n, dtype=dtype)
+        x = a.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
+        want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+        np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), want, rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
@@ -252,9 +282,10 @@ def test_16_bit_matmul_with_epilogue_runs_on_tensor_cores_without_spills(target,
 def test_f32_matmuls_run_on_tf32_tensor_cores_only_when_allowed(target, m, n, k):
     a, w, b = _randn(m, k), _randn(k, n) * 0.1, _randn(n)
     module = tessel.trace(_gemm_bias_gelu, a, w, b, name="gemm")
-    exact = tessel.compile(module, target=f"cuda:{target}").kernels
-    assert not any("mma.sync" in kernel.ptx for kernel in exact)
-    [kernel] = tessel.compile(module, target=f"cuda:{target}", allow_tf32=True).kernels
+    exact = tessel.compile(module, target=f"cuda:{target}")
+    assert not any("mma.sync" in kernel.ptx for kernel in exact.kernels)
+    tf32 = tessel.compile(module, target=f"cuda:{target}", allow_tf32=True)
+    [kernel] = tf32.kernels
     for instruction in ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
                         "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"):
         assert instruction in kernel.ptx, instruction
@@ -265,6 +296,10 @@ def test_f32_matmuls_run_on_tf32_tensor_cores_only_when_allowed(target, m, n, k)
     x = a.astype(np.float64) @ w + b
     want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
     np.testing.assert_allclose(compile_cpu(scheduled, schedules=target)(a, w, b), want, rtol=1e-4, atol=1e-4)
+    # On the tensor cores, inputs lose all but 10 bits of their mantissas.
+    np.testing.assert_allclose(tf32.emulate()(a, w, b), want, rtol=1e-2, atol=1e-2)
+    if m * n * k < 256 * 384 * 512:  # the exact f32 kernel runs a thread's dot products one FMA at a time
+        np.testing.assert_allclose(exact.emulate()(a, w, b), want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BFLOAT16], ids=["f16", "bf16"])
@@ -279,7 +314,9 @@ def test_tensor_core_schedules_match_numpy_on_cpu(shape, dtype):
     x = a.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
     want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
     np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-2, atol=2e-2)
-    assert any("mma.sync" in k.ptx for k in tessel.compile(module, target="cuda:sm_90").kernels)
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    assert any("mma.sync" in k.ptx for k in artifact.kernels)
+    np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), want, rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -303,7 +340,9 @@ def test_padded_f16_convolutions_run_on_tensor_cores_over_materialized_patches(l
                                             layout=layout), 0)
     got = compile_cpu(scheduled, schedules="sm_90")(x, w)
     np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-2, atol=2e-2)
-    kernels = tessel.compile(module, target="cuda:sm_90").kernels
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    np.testing.assert_allclose(artifact.emulate()(x, w).astype(np.float32), want, rtol=2e-2, atol=2e-2)
+    kernels = artifact.kernels
     # No launch runs in one thread (a padded copy of the input once did).
     assert all(np.prod(k.grid) * np.prod(k.block) > 1 for k in kernels)
     [mma] = [k for k in kernels if "mma.sync.aligned.m16n8k16" in k.ptx]
@@ -320,7 +359,8 @@ def test_every_contraction_of_an_f16_transformer_layer_runs_on_tensor_cores():
     layer = workloads._encoder_layer(2, 128, 128, 2, 256)
     specs = [tessel.TensorSpec(shape, np.dtype(dtype)) for shape, dtype in layer.inputs]
     module = tessel.trace(layer.tessel_fn, *specs, name="layer")
-    kernels = tessel.compile(module, target="cuda:sm_90").kernels
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    kernels = artifact.kernels
     tensor_core = [k for k in kernels if "mma.sync.aligned.m16n8k16" in k.ptx]
     assert len(tensor_core) == 8
     assert all("cp.async.cg.shared.global" in k.ptx and k.ptxas["spill_stores"] == 0 for k in tensor_core)
@@ -335,6 +375,10 @@ def test_every_contraction_of_an_f16_transformer_layer_runs_on_tensor_cores():
     sequential = schedules.with_knobs(cpu, {k.key: 1 for k in schedules.knobs(cpu) if k.name == "lanes"})
     np.testing.assert_allclose(scheduled.astype(np.float32), tessel.compile(sequential)(*args).astype(np.float32),
                                rtol=2e-2, atol=2e-2)
+    # The GPU kernels, run, agree with their schedules on the CPU to f16
+    # roundings of the layer's largest intermediate values (~1000).
+    np.testing.assert_allclose(artifact.emulate()(*args).astype(np.float32), scheduled.astype(np.float32),
+                               rtol=2e-2, atol=4e-3 * float(np.abs(scheduled).max()))
 
 
 @pytest.mark.parametrize("op", ["softmax", "layer_norm"])
@@ -353,6 +397,18 @@ def test_row_reductions_share_rows_through_warp_shuffles(op):
     assert "shfl.sync.bfly.b32" in kernel.ptx and kernel.ptxas["spill_stores"] == 0
     assert "ld.global.v4.b32" in kernel.ptx and "st.global.v4.b32" in kernel.ptx
     assert "ld.global.b16" not in kernel.ptx and "st.global.b16" not in kernel.ptx
+    # The same kernels over fewer rows, run.
+    rows = [_randn(16, 8192, dtype=f16)] + [_randn(8192, dtype=f16)] * (op == "layer_norm") * 2
+    small = tessel.trace(fn, *rows)
+    assert any(k.block == (512, 1, 1) and "shfl.sync.bfly.b32" in k.ptx
+               for k in tessel.compile(small, target="cuda:sm_90").kernels)
+    x = rows[0].astype(np.float64)
+    if op == "softmax":
+        e = np.exp(x - x.max(-1, keepdims=True))
+        want = e / e.sum(-1, keepdims=True)
+    else:
+        want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * rows[1] + rows[2]
+    np.testing.assert_allclose(_emulated(small, *rows).astype(np.float64), want, rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
@@ -374,6 +430,8 @@ def test_reductions_of_rows_share_each_row_among_a_blocks_threads(op, dtype):
     want = reference(x.astype(np.float64))
     got = compile_cpu(module, schedules="sm_90")(x).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == np.float16 else 1e-5)
+    np.testing.assert_allclose(_emulated(module, x).astype(np.float64), want,
+                               rtol=2e-3 if dtype == np.float16 else 1e-5)
 
 
 SINGLE_VALUE_REDUCTIONS = {
@@ -424,8 +482,9 @@ def test_reductions_to_a_single_value_run_in_parts_across_the_grid(name):
     for parts, threads in [(by_name["parts"].value, by_name["threads"].value),
                            (rng.choice(by_name["parts"].domain), rng.choice(by_name["threads"].domain))]:
         values = {by_name["parts"].key: int(parts), by_name["threads"].key: int(threads)}
-        got = compile_cpu(schedules.with_knobs(scheduled, values), schedules="sm_90")(x)
-        np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance)
+        point = schedules.with_knobs(scheduled, values)
+        for got in (compile_cpu(point, schedules="sm_90")(x), _emulated(point, x)):
+            np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance)
 
 
 FUZZ_GRAPHS = int(os.environ.get("TESSEL_CUDA_FUZZ_GRAPHS", "40"))
@@ -438,11 +497,21 @@ def gpu_fuzz_outcomes():
 
 
 @pytest.mark.parametrize("seed", range(FUZZ_GRAPHS), ids=lambda s: f"seed{s:06d}")
-def test_random_graph_compiles_for_sm90_and_its_schedules_match_numpy(seed, gpu_fuzz_outcomes):
+def test_random_graph_compiles_for_sm90_and_runs_on_the_emulator_matching_numpy(seed, gpu_fuzz_outcomes):
     graph, outcome = fuzz.random_graph(seed), gpu_fuzz_outcomes[seed]
     problems = [outcome] if isinstance(outcome, str) else fuzz.check(graph, outcome)
     if problems:
         pytest.fail(fuzz.report(graph, "\n".join(problems)), pytrace=False)
+
+
+def test_a_model_whose_name_ptx_cannot_spell_compiles_and_runs():
+    # NVPTX aborted the process on a symbol like "linear+relu_kernel0_kernel".
+    x = _randn(2, 8)
+    module = tessel.trace(lambda v: ops.relu(v) * 2.0, x, name="linear+relu")
+    for scheduled in (module, schedules.default_schedules(module, "sm_90")):
+        artifact = tessel.compile(scheduled, target="cuda:sm_90")
+        assert artifact.name == "linear+relu" and [k.name for k in artifact.kernels] == ["linear_relu_kernel0_kernel"]
+        np.testing.assert_allclose(artifact.emulate()(x), np.maximum(x, 0) * 2)
 
 
 def test_unknown_gpu_target_is_a_clear_error():

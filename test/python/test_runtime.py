@@ -1,8 +1,10 @@
-"""tessel.runtime without a GPU: loading, checking and dry-running artifacts.
+"""tessel.runtime without a GPU: loading, checking, dry-running and emulating artifacts.
 
 The dry driver does everything a GPU run does except launching: each step's
 buffers must be live allocations of the right size, launch shapes must fit
 the hardware, and memory must be freed afterwards, also after a failure.
+The emulator (``emulate=True``) also launches: every kernel runs on the PTX
+emulator, and results are real.
 """
 
 import json
@@ -20,17 +22,21 @@ from tessel import dlpack, ops, runtime
 from tessel.cli import main as cli
 
 
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    """A saved artifact of a small model with weights, views and temporaries."""
+def _model():
+    """A small model with weights, views and temporaries."""
     w = np.random.default_rng(0).standard_normal((32, 48)).astype(np.float32)
 
     def model(x):
         h = ops.layer_norm(x, eps=1e-5)
         return ops.softmax(ops.gelu(h @ w), axis=-1).reshape(2, 8, 48), h
 
-    module = tessel.trace(model, tessel.TensorSpec((16, 32), np.float32), name="model")
-    return tessel.compile(module, target="cuda:sm_90").save(tmp_path_factory.mktemp("a") / "model")
+    return tessel.trace(model, tessel.TensorSpec((16, 32), np.float32), name="model")
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """The model's saved sm_90 artifact."""
+    return tessel.compile(_model(), target="cuda:sm_90").save(tmp_path_factory.mktemp("a") / "model")
 
 
 def test_runtime_loads_and_inspects_without_mlir(saved):
@@ -40,6 +46,8 @@ def test_runtime_loads_and_inspects_without_mlir(saved):
         import tessel.runtime
         artifact = tessel.runtime.read({str(saved)!r})
         print(artifact.entry, len(artifact.kernels), artifact.inputs[0][0], artifact.outputs[1][0])
+        import numpy as np
+        tessel.runtime.load({str(saved)!r}, emulate=True)(np.ones((16, 32), np.float32))
         assert not any(m == "mlir" or m.startswith("mlir.") for m in sys.modules if sys.modules[m])
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
@@ -205,6 +213,40 @@ def test_command_line_dry_run(saved, tmp_path, capsys):
     assert "must hold arg0" in capsys.readouterr().err
 
 
+def test_emulated_runs_match_the_cpu_and_free_their_memory(saved):
+    x = np.random.default_rng(1).standard_normal((16, 32)).astype(np.float32)
+    executable = runtime.load(saved, emulate=True)
+    assert executable.driver.device_name == "PTX emulator (sm_90)"
+    want = tessel.compile(_model())(x)
+    for got, expected in zip(executable(x), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    memory = executable.driver.device.memory
+    live = set(memory.sizes)
+    executable(x)
+    assert set(memory.sizes) == live  # the second call reuses the pool
+    # Results left on the emulated device copy out, but are no CUDA memory to export.
+    result, other = executable(x, device_outputs=True)
+    np.testing.assert_allclose(result.numpy(), want[0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(BufferError, match="no CUDA memory"):
+        result.__dlpack__()
+    assert not hasattr(result, "__cuda_array_interface__")
+    del result, other
+    executable.close()
+    assert not memory.sizes
+    with pytest.raises(ValueError, match="dry and emulate exclude each other"):
+        runtime.load(saved, dry=True, emulate=True)
+
+
+def test_command_line_emulated_run(saved, tmp_path, capsys):
+    x = np.random.default_rng(2).standard_normal((16, 32)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", arg0=x)
+    assert cli(["run", str(saved), "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "out.npz"),
+                "--emulate"]) == 0
+    assert "on PTX emulator (sm_90)" in capsys.readouterr().out
+    with np.load(tmp_path / "out.npz") as out:
+        np.testing.assert_allclose(out["out1"], tessel.compile(_model())(x)[1], rtol=1e-5, atol=1e-6)
+
+
 def test_bool_inputs_and_outputs_round_trip(tmp_path):
     # Booleans are one byte on the device (i8 buffers); the manifest gives
     # arguments the signature's dtype, so the runtime takes and returns bool.
@@ -214,3 +256,7 @@ def test_bool_inputs_and_outputs_round_trip(tmp_path):
     assert [d for _, d in artifact.inputs] == [np.float32, np.bool_] and artifact.outputs[0][1] == np.bool_
     positive, _ = runtime.load(saved, dry=True)(np.ones(8, np.float32), np.ones(8, bool))
     assert positive.dtype == np.bool_ and positive.shape == (8,)
+    x, m = np.array([-1, 2, 0, 3, -4, 5, 6, -7], np.float32), np.array([1, 0, 1, 1, 0, 0, 1, 0], bool)
+    positive, kept = runtime.load(saved, emulate=True)(x, m)
+    np.testing.assert_array_equal(positive, x > 0)
+    np.testing.assert_array_equal(kept, np.where(m, x, 0))

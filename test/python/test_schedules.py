@@ -120,14 +120,16 @@ def test_schedules_for_one_target_do_not_compile_for_another():
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_sampled_legal_schedules_match_numpy_on_cpu_and_assemble(case):
+def test_sampled_legal_schedules_match_numpy_on_cpu_and_on_the_emulator(case):
     scheduled, args, reference = _scheduled(case)
     want = reference(*args)
 
     def check(point):
         got = compile_cpu(point, schedules="sm_90")(*args)
         np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=2e-2, atol=2e-2)
-        assert all(k.ptxas["registers"] > 0 for k in tessel.compile(point, target="cuda:sm_90").kernels)
+        artifact = tessel.compile(point, target="cuda:sm_90")
+        assert all(k.ptxas["registers"] > 0 for k in artifact.kernels)
+        np.testing.assert_allclose(np.asarray(artifact.emulate()(*args), np.float32), want, rtol=2e-2, atol=2e-2)
 
     _check_samples(scheduled, random.Random(case), check)
 
@@ -265,7 +267,7 @@ def test_cpu_default_splits_the_long_k_of_a_small_result():
 
 
 @pytest.mark.parametrize("parts", [2, 8])
-def test_tensor_core_split_k_tiles_match_numpy_on_cpu_and_assemble(parts, tmp_path):
+def test_tensor_core_split_k_tiles_match_numpy_on_cpu_and_on_the_emulator(parts, tmp_path):
     # 64x96 results over K = 2048: the default already splits K (few tiles).
     fn, args, reference = _gemm_bias_gelu(64, 2048, 96)
     args[1] *= np.float16(0.2)
@@ -285,3 +287,5 @@ def test_tensor_core_split_k_tiles_match_numpy_on_cpu_and_assemble(parts, tmp_pa
     assert kernels[0].name == kernels[1].name
     saved = read_artifact(artifact.save(tmp_path / "gemm"))
     assert [k.ptx for k in saved.kernels] == [k.ptx for k in kernels]
+    got = tessel.load(tmp_path / "gemm", emulate=True)(*args)
+    np.testing.assert_allclose(np.asarray(got, np.float32), reference(*args), rtol=2e-2, atol=2e-2)

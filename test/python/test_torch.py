@@ -402,12 +402,24 @@ def test_tensors_that_cannot_be_read_on_the_cpu_are_errors_naming_the_argument(s
 
 # The GPU path -----------------------------------------------------------------
 
-def test_torch_model_compiles_to_an_sm90_artifact():
-    model, x = GPTBlock(sdpa=True).eval(), torch.randn(2, 8, 32)
+GPU_MODELS = {
+    "mlp": lambda: (_mlp(), torch.randn(4, 16)),
+    "conv_net": lambda: (ConvNet().eval(), torch.randn(2, 3, 16, 16)),
+    "encoder_layer": lambda: (nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval(), torch.randn(2, 8, 32)),
+    "gpt_block": lambda: (GPTBlock(sdpa=True).eval(), torch.randn(2, 8, 32)),
+    "llama_block": lambda: (LlamaBlock().eval(), torch.randn(2, 16, 32)),
+}
+
+
+@pytest.mark.parametrize("name", GPU_MODELS)
+def test_torch_models_compile_to_sm90_artifacts_that_run_on_the_emulator(name):
+    model, x = GPU_MODELS[name]()
     module = tessel.from_torch(model, (x,))
     artifact = tessel.compile(module, target="cuda:sm_90")
     assert artifact.kernels and all(".target sm_90" in k.ptx for k in artifact.kernels)
-    # The kernels' GPU schedules, run on the CPU, compute what torch does.
     with torch.no_grad():
         expected = model(x).numpy()
+    # The kernels, run on the emulator, compute what torch does; so do
+    # their GPU schedules run on the CPU.
+    np.testing.assert_allclose(torch.from_dlpack(artifact.emulate()(x)), expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(compile_cpu(module, schedules="sm_90")(x), expected, rtol=1e-4, atol=1e-5)

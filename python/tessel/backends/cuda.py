@@ -281,6 +281,29 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
     return kernels, buffers, constants, steps
 
 
+def _ptx_identifiers(module: ir.Module) -> dict[str, str]:
+    """Renames every function whose name PTX cannot spell (a model named
+    ``linear+relu``: NVPTX aborts the process on such a symbol) to an
+    identifier of letters, digits and ``_``, updating its uses (calls,
+    schedules); returns old name -> new name for every function."""
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    names = {ir.StringAttr(op.attributes["sym_name"]).value for op in funcs}
+    mapping = {}
+    with module.context:
+        for op in funcs:
+            old = ir.StringAttr(op.attributes["sym_name"]).value
+            new = re.sub(r"[^A-Za-z0-9_]", "_", old)
+            new = new if re.match(r"[A-Za-z_]", new) else "_" + new
+            if new != old:
+                while new in names:
+                    new += "_"
+                names.add(new)
+                ir.SymbolTable.replace_all_symbol_uses(old, new, module.operation)
+                op.attributes["sym_name"] = ir.StringAttr.get(new)
+            mapping[old] = new
+    return mapping
+
+
 def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None = None,
                  run_ptxas: bool | None = None, allow_tf32: bool = False, print_ir_after_all: bool = False,
                  timing: bool = False) -> CudaArtifact:
@@ -306,11 +329,12 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
             run_ptxas = True
         except FileNotFoundError:
             run_ptxas = False
+    symbol = _ptx_identifiers(work)[name]
     seconds = run_stages(work, cuda_stages(target, scheduled=scheduled_for(work, target), allow_tf32=allow_tf32),
                          print_ir_after_all=print_ir_after_all, timing=timing)
     start = time.perf_counter()
     with work.context:
         kernels, buffers, constants, steps = _host_program(
-            work, name, inputs, outputs, target, run_ptxas)
+            work, symbol, inputs, outputs, target, run_ptxas)
     seconds["manifest"] = time.perf_counter() - start
     return CudaArtifact(target, name, inputs, outputs, kernels, buffers, constants, steps, seconds)

@@ -22,6 +22,8 @@ _LOG_BYTES = 1 << 14
 class CudaDriver:
     """Device ``ordinal``'s primary context and one stream."""
 
+    exports_dlpack = True
+
     def __init__(self, ordinal: int = 0) -> None:
         try:
             from cuda.bindings import driver as cu

@@ -30,6 +30,7 @@ class Driver(Protocol):
     device_name: str
     ordinal: int  # the CUDA device, as DLPack names it
     stream_handle: int | None  # the stream kernels run on, for DLPack producers to order work before
+    exports_dlpack: bool  # whether DeviceArrays may hand its pointers to DLPack consumers as CUDA memory
 
     def load(self, kernel: KernelInfo) -> Any: ...
     def alloc(self, nbytes: int) -> int: ...
@@ -48,6 +49,7 @@ class DryDriver:
 
     device_name = "dry run (no device)"
     ordinal, stream_handle = 0, None
+    exports_dlpack = True  # DLPack exports of its fake pointers are checked, never read
     MAX_THREADS = 1024
     MAX_GRID = (2**31 - 1, 65535, 65535)
     MAX_DYNAMIC_SHARED = 227 * 1024
@@ -122,12 +124,16 @@ class DeviceArray:
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         # The executable synchronized its stream before returning this
         # array, so the consumer's stream needs no ordering.
+        if not self._driver.exports_dlpack:
+            raise BufferError(f"a DeviceArray of {self._driver.device_name} is no CUDA memory; use .numpy()")
         if dl_device not in (None, self.__dlpack_device__()) or copy:
             raise BufferError("a tessel DeviceArray is exported only in place, on its own device")
         return dlpack.export(self.pointer, self.shape, self.dtype, self.__dlpack_device__(), self)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
+        if not self._driver.exports_dlpack:
+            raise AttributeError(f"a DeviceArray of {self._driver.device_name} is no CUDA memory")
         if self.dtype.kind == "V":
             raise AttributeError(f"__cuda_array_interface__ has no {self.dtype.name}; use DLPack")
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.pointer, False),

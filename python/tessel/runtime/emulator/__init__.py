@@ -217,7 +217,7 @@ class EmulatorDriver:
     """An emulated :class:`Device` as a driver of :class:`tessel.runtime.Executable`."""
 
     ordinal, stream_handle = 0, None
-    real_memory = False  # its pointers are no CUDA memory: DeviceArrays must not export them
+    exports_dlpack = False  # its pointers are no CUDA memory
 
     def __init__(self, target: str = "sm_90", **options: Any) -> None:
         self.device = Device(target, **options)
