@@ -677,6 +677,46 @@ def test_unknown_directives_are_errors():
         emulator.Device("sm_80").load_ptx(HEADER + ".frob 3;\n")
 
 
+ATOMICS = """
+.visible .entry atomics(.param .u64 counters, .param .u64 old)
+{
+  .reg .b32 %r<12>; .reg .f32 %f<2>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [counters];
+  ld.param.u64 %rd2, [old];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 3;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  atom.global.add.u32 %r3, [%rd4], 1;
+  atom.global.max.s32 %r4, [%rd1+16], %r1;
+  red.global.add.f32 [%rd1+20], 0f3F000000;
+  atom.global.cas.b32 %r5, [%rd1+24], 0, %r1;
+  atom.global.exch.b32 %r6, [%rd1+28], %r1;
+  mul.wide.u32 %rd3, %r1, 16;
+  add.s64 %rd5, %rd2, %rd3;
+  st.global.v4.u32 [%rd5], {%r3, %r4, %r5, %r6};
+  ret;
+}
+"""
+
+
+def test_atomics_act_one_lane_after_another():
+    gpu = emulator.Device("sm_80")
+    counters = gpu.upload(np.zeros(8, np.uint32))
+    old = gpu.alloc(16 * 64)
+    gpu.load_ptx(HEADER + ATOMICS).launch("atomics", (1, 1, 1), (64, 1, 1), [counters, old])
+    got = gpu.download(counters, np.uint32, (8,))
+    np.testing.assert_array_equal(got[:4], 16)
+    assert got[4] == 63 and got[5].view(np.float32) == 32.0 and got[7] in range(64)
+    previous = gpu.download(old, np.uint32, (64, 4))
+    # Each lane saw a distinct count of its counter, and one lane won the compare-and-swap.
+    for k in range(4):
+        assert sorted(previous[k::4, 0]) == list(range(16))
+    saw_zero = set(np.flatnonzero(previous[:, 2] == 0))
+    assert got[6] != 0 and got[6] in saw_zero and saw_zero <= {0, got[6]}
+    assert sorted(previous[:, 3]) == sorted([0] + [int(v) for v in range(64) if v != got[7]])
+
+
 MEMORY = """
 .visible .entry mem(.param .u64 p)
 {

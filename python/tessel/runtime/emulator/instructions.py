@@ -1074,16 +1074,14 @@ def _atom(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         c = np.broadcast_to(np.asarray(rc(w)), (w.n,))[lanes] if rc is not None else None
         old = np.empty(len(lanes), dtype)
         # Lanes act one after another, in lane order: one of the orders a GPU may take.
-        for buffer, written, index, pick in w.memory.views(addresses, size, lanes, f"{base}.{op}"):
-            if not written[index].all():
-                raise Fault(f"{base}.{op} reads global memory that nothing wrote", lanes[pick][:1])
+        for buffer, offsets, pick in w.memory.views(addresses, size, lanes, f"{base}.{op}"):
             view = buffer.view(dtype)
-            slots = index[:, 0] // size
+            slots = offsets // size
             picked = np.flatnonzero(pick)
             if len(np.unique(slots)) == len(slots):
                 before = view[slots].copy()
                 if op == "cas":
-                    after = np.where(before == c[picked], b[picked], before)
+                    after = np.where(before == b[picked], c[picked], before)  # [a] == b ? c : [a]
                 else:
                     after = combine[op](before, b[picked]).astype(dtype)
                 view[slots] = after
@@ -1091,7 +1089,7 @@ def _atom(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             else:
                 for k, slot in zip(picked, slots):
                     before = view[slot].copy()
-                    after = (b[k] if before == c[k] else before) if op == "cas" else \
+                    after = (c[k] if before == b[k] else before) if op == "cas" else \
                         np.asarray(combine[op](before, b[k])).astype(dtype)
                     view[slot] = after
                     old[k] = before

@@ -24,6 +24,8 @@ turns it into an EmulationError naming the block, thread and instruction.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 __all__ = ["Fault", "GlobalMemory", "LocalMemory", "SharedMemory", "GLOBAL_BASE", "LOCAL_WINDOW",
@@ -71,7 +73,7 @@ class GlobalMemory:
         bases = sorted(self.buffers)
         self._bases = np.array(bases, dtype=np.uint64)
         self._ends = np.array([b + self.sizes[b] for b in bases], dtype=np.uint64)
-        self._order = bases
+        self._order = bases  # sorted
 
     def alloc(self, nbytes: int) -> int:
         base = self._next
@@ -112,65 +114,113 @@ class GlobalMemory:
         base, offset = found
         return self.buffers[base][offset:offset + nbytes].copy()
 
-    def _locate(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str, align: int | None = None):
-        """Per access: the allocation (its position in the sorted bases) and offset."""
-        if not len(self._bases):
+    def _groups(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str,
+                align: int | None = None) -> list[tuple[int, np.ndarray | None, np.ndarray]]:
+        """The accesses by allocation, after the bounds and alignment checks:
+        [(base, which of them (None: all), byte offsets)]."""
+        align = size if align is None else align
+        if align > 1:
+            misaligned = addresses % np.uint64(align)
+            if misaligned.any():
+                bad = np.flatnonzero(misaligned)[0]
+                raise Fault(f"misaligned {what} of {size} bytes at {int(addresses[bad]):#x}", lanes[bad:bad + 1])
+        if not self._order:
             raise Fault(f"{what} of {size} bytes at {int(addresses[0]):#x}: no memory is allocated", lanes[:1])
+        low, high = int(addresses.min()), int(addresses.max())
+        i = bisect.bisect_right(self._order, low) - 1
+        if i >= 0 and high + size <= self._order[i] + self.sizes[self._order[i]]:  # all in one allocation
+            base = self._order[i]
+            return [(base, None, (addresses - np.uint64(base)).astype(np.int64))]
         which = np.searchsorted(self._bases, addresses, side="right").astype(np.int64) - 1
-        inside = (which >= 0)
         safe = np.maximum(which, 0)
-        inside &= addresses + np.uint64(size) <= self._ends[safe]
+        inside = (which >= 0) & (addresses + np.uint64(size) <= self._ends[safe])
         if not inside.all():
             bad = np.flatnonzero(~inside)[0]
             raise Fault(f"{what} of {size} bytes at {int(addresses[bad]):#x} is outside every live "
                         "allocation (out of bounds)", lanes[bad:bad + 1])
-        align = size if align is None else align
-        if align > 1 and (addresses % np.uint64(align)).any():
-            bad = np.flatnonzero(addresses % np.uint64(align))[0]
-            raise Fault(f"misaligned {what} of {size} bytes at {int(addresses[bad]):#x}", lanes[bad:bad + 1])
-        return safe
+        groups = []
+        for position in np.unique(safe):
+            base = self._order[position]
+            pick = safe == position
+            groups.append((base, pick, (addresses[pick] - np.uint64(base)).astype(np.int64)))
+        return groups
 
     def load(self, addresses: np.ndarray, size: int, lanes: np.ndarray, align: int | None = None) -> np.ndarray:
         """``size`` bytes at each address (aligned to ``align``, default
         ``size``), as a (k, size) uint8 array."""
-        which = self._locate(addresses, size, lanes, "load", align)
-        out = np.empty((len(addresses), size), np.uint8)
-        for position in np.unique(which):
-            base = self._order[position]
-            pick = which == position
-            offsets = (addresses[pick] - np.uint64(base)).astype(np.int64)
-            index = offsets[:, None] + np.arange(size)
-            seen = self.written[base][index] if self.check_initialized else None
-            if seen is not None and not seen.all():
-                bad = np.flatnonzero(~seen.all(axis=1))[0]
-                address = int(addresses[pick][bad])
-                raise Fault(f"load of {size} bytes at {address:#x} (byte {address - base} of the "
-                            f"{self.sizes[base]}-byte allocation at {base:#x}) reads global memory that nothing "
-                            "wrote", lanes[pick][bad:bad + 1])
-            out[pick] = self.buffers[base][index]
+        width = _width(size, size if align is None else align)
+        groups = self._groups(addresses, size, lanes, "load", align)
+        out = None if len(groups) == 1 else np.empty((len(addresses), size), np.uint8)
+        for base, pick, offsets in groups:
+            if self.check_initialized:
+                seen = self.written[base][offsets[:, None] + np.arange(size)]
+                if not seen.all():
+                    bad = np.flatnonzero(~seen.all(axis=1))[0]
+                    address = base + int(offsets[bad])
+                    raise Fault(f"load of {size} bytes at {address:#x} (byte {address - base} of the "
+                                f"{self.sizes[base]}-byte allocation at {base:#x}) reads global memory that "
+                                "nothing wrote", (lanes if pick is None else lanes[pick])[bad:bad + 1])
+            data = gather(self.buffers[base], offsets, size, width)
+            if out is None:
+                return data
+            out[pick] = data
         return out
 
     def store(self, addresses: np.ndarray, data: np.ndarray, lanes: np.ndarray) -> None:
         """Writes rows of ``data`` ((k, size) uint8) at the addresses, in lane order."""
         size = data.shape[1]
-        which = self._locate(addresses, size, lanes, "store")
-        for position in np.unique(which):
-            base = self._order[position]
-            pick = which == position
-            index = (addresses[pick] - np.uint64(base)).astype(np.int64)[:, None] + np.arange(size)
-            self.buffers[base][index] = data[pick]
-            self.written[base][index] = True
+        for base, pick, offsets in self._groups(addresses, size, lanes, "store"):
+            scatter(self.buffers[base], offsets, data if pick is None else data[pick], _width(size, size))
+            if self.check_initialized:
+                self.written[base][offsets[:, None] + np.arange(size)] = True
 
     def views(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str):
-        """For read-modify-write (atomics): [(buffer, written, byte index (k, size), pick)] per allocation."""
-        which = self._locate(addresses, size, lanes, what)
+        """For read-modify-write (atomics): [(buffer, byte offsets, which lanes)] per allocation."""
         out = []
-        for position in np.unique(which):
-            base = self._order[position]
-            pick = which == position
-            index = (addresses[pick] - np.uint64(base)).astype(np.int64)[:, None] + np.arange(size)
-            out.append((self.buffers[base], self.written[base], index, pick))
+        for base, pick, offsets in self._groups(addresses, size, lanes, what):
+            if self.check_initialized:
+                index = offsets[:, None] + np.arange(size)
+                if not self.written[base][index].all():
+                    raise Fault(f"{what} reads global memory that nothing wrote",
+                                (lanes if pick is None else lanes[pick])[:1])
+                self.written[base][index] = True
+            out.append((self.buffers[base], offsets, np.ones(len(addresses), bool) if pick is None else pick))
         return out
+
+
+_UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _width(size: int, align: int) -> int:
+    """The widest element (up to 8 bytes) that both divides and aligns accesses of ``size``."""
+    for width in (8, 4, 2):
+        if size % width == 0 and align % width == 0:
+            return width
+    return 1
+
+
+def gather(buffer: np.ndarray, offsets: np.ndarray, size: int, width: int) -> np.ndarray:
+    """(k, size) bytes of ``buffer`` at byte ``offsets``, moved as ``width``-byte elements."""
+    if width == 1:
+        return buffer[offsets[:, None] + np.arange(size)]
+    view = buffer.view(_UNSIGNED[width])
+    index = offsets // width
+    values = view[index] if size == width else view[index[:, None] + np.arange(size // width)]
+    return values.view(np.uint8).reshape(len(offsets), size)
+
+
+def scatter(buffer: np.ndarray, offsets: np.ndarray, data: np.ndarray, width: int) -> None:
+    """Writes (k, size) bytes to ``buffer`` at byte ``offsets`` (the last of equal offsets wins)."""
+    size = data.shape[1]
+    if width == 1:
+        buffer[offsets[:, None] + np.arange(size)] = data
+        return
+    values = np.ascontiguousarray(data).view(_UNSIGNED[width])
+    index = offsets // width
+    if size == width:
+        buffer.view(_UNSIGNED[width])[index] = values[:, 0]
+    else:
+        buffer.view(_UNSIGNED[width])[index[:, None] + np.arange(size // width)] = values
 
 
 class SharedMemory:
@@ -251,8 +301,7 @@ class SharedMemory:
         self.read_epoch[flat] = epoch
         duplicate = self.reader[flat] != lane
         self.many_readers[flat[other | duplicate]] = True
-        index = positions[:, None] + np.arange(size)
-        return self.data[index]
+        return gather(self.data, positions, size, _width(size, size))
 
     def write(self, positions: np.ndarray, data: np.ndarray, lanes: np.ndarray, epochs: np.ndarray,
               what: str = "shared store", pending_ok: bool = False) -> None:
@@ -266,8 +315,8 @@ class SharedMemory:
         if not pending_ok and self.pending[flat].any():
             raise Fault(f"{what} writes shared memory that a cp.async is still copying into",
                         _first(self.pending[flat] > 0, lanes, per))
-        index = positions[:, None] + np.arange(size)
-        old = self.data[index]
+        width = _width(size, size)
+        old = gather(self.data, positions, size, width)
         g = self.granule
         changed = (old != data).reshape(len(lanes), per, g).any(axis=2).reshape(-1)
         writer = self.writer[flat]
@@ -283,15 +332,16 @@ class SharedMemory:
             many = bool(self.many_readers[flat][k])
             raise Fault(f"race: {what} overwrites shared memory that {'several threads' if many else '{other}'} "
                         "read, with no bar.sync between", lane[k:k + 1], None if many else int(readers[k]))
-        self.data[index] = data
+        scatter(self.data, positions, data, width)
         self.writer[flat] = lane
         self.write_epoch[flat] = epoch
         # Lanes of this one access that stored to the same place: a race unless the values agree.
         lost = self.writer[flat] != lane
         if lost.any():
             rows = np.flatnonzero(lost.reshape(len(lanes), per).any(axis=1))
-            if (self.data[index[rows]] != data[rows]).any():
-                bad = rows[(self.data[index[rows]] != data[rows]).any(axis=1)][0]
+            differ = (gather(self.data, positions[rows], size, width) != data[rows]).any(axis=1)
+            if differ.any():
+                bad = rows[differ][0]
                 raise Fault(f"race: lanes of one {what} write different values to the same shared memory",
                             lanes[bad:bad + 1])
 
@@ -321,14 +371,12 @@ class LocalMemory:
         return offsets + lanes.astype(np.int64) * self.stride
 
     def read(self, positions: np.ndarray, size: int, lanes: np.ndarray) -> np.ndarray:
-        index = positions[:, None] + np.arange(size)
-        seen = self.written[index] if self.check_initialized else None
+        seen = self.written[positions[:, None] + np.arange(size)] if self.check_initialized else None
         if seen is not None and not seen.all():
             k = np.flatnonzero(~seen.all(axis=1))[0]
             raise Fault("local load reads local memory that the thread never wrote", lanes[k:k + 1])
-        return self.data[index]
+        return gather(self.data, positions, size, _width(size, size))
 
     def write(self, positions: np.ndarray, data: np.ndarray) -> None:
-        index = positions[:, None] + np.arange(data.shape[1])
-        self.data[index] = data
-        self.written[index] = True
+        scatter(self.data, positions, data, _width(data.shape[1], data.shape[1]))
+        self.written[positions[:, None] + np.arange(data.shape[1])] = True
