@@ -1,13 +1,17 @@
 """Compiles a pre-LayerNorm transformer encoder block, traced from Python, for this
-machine's GPU (or its CPU), checks it against numpy, and prints the compile time of
-each stage and the run time.
+machine's GPU (or, without one, for an sm_90 GPU run on the PTX emulator, or for
+the CPU), checks it against numpy, and prints the compile time of each stage and
+the run time.
 
-    python examples/transformer_block.py [--target auto] [--batch 4] [--seq 64] [--d-model 256]
-                                         [--heads 4] [--d-ff 1024]
+    python examples/transformer_block.py [--target auto] [--emulate] [--batch 4] [--seq 64]
+                                         [--d-model 256] [--heads 4] [--d-ff 1024]
 
 ``--target auto`` (the default) uses the first CUDA GPU when there is a usable
 one (through tessel.runtime: the artifact is saved, loaded and run by the CUDA
-driver) and the CPU otherwise, and says which it used and why.
+driver); without one it compiles for sm_90 and runs the saved artifact on the
+PTX emulator (``tessel.load(..., emulate=True)``), and says which it used and
+why. ``--target cuda:sm_80`` or ``cuda:sm_90`` with ``--emulate`` runs on the
+emulator whatever the machine has; ``--target cpu`` compiles for the CPU.
 
 The block is ``h = x + attention(layer_norm(x))``, ``y = h + mlp(layer_norm(h))``
 with causal softmax attention and a GELU MLP; the weights are numpy arrays
@@ -95,7 +99,9 @@ def reference(x: np.ndarray, p: Params, heads: int) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="auto",
-                        help="auto (a usable CUDA GPU, else the CPU), cpu, cuda:sm_80 or cuda:sm_90")
+                        help="auto (a usable CUDA GPU, else sm_90 on the emulator), cpu, cuda:sm_80 or cuda:sm_90")
+    parser.add_argument("--emulate", action="store_true",
+                        help="run a cuda target's artifact on the PTX emulator (no GPU needed; slow, no timing)")
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seq", type=int, default=64)
     parser.add_argument("--d-model", type=int, default=256)
@@ -104,13 +110,25 @@ def main() -> None:
     args = parser.parse_args()
     if args.d_model % args.heads:
         parser.error("--d-model must be a multiple of --heads")
-    target, why = args.target, ""
-    if target == "auto":
+    target, why, emulate = args.target, "", args.emulate
+    if target == "cpu" and emulate:
+        parser.error("--emulate runs GPU artifacts; give a cuda target")
+    if target == "auto" and not emulate:
         try:
             target = tessel.runtime.cuda_target()
             why = " (the first CUDA GPU; --target cpu for the CPU)"
         except tessel.RuntimeError as e:
-            target, why = "cpu", f" (no GPU: {e})"
+            target, emulate, why = "cuda:sm_90", True, f" on the PTX emulator (no GPU: {e})"
+    elif target == "auto":
+        target, why = "cuda:sm_90", " on the PTX emulator"
+    elif target.startswith("cuda:") and not emulate:
+        try:
+            tessel.runtime.cuda_target()
+        except tessel.RuntimeError as e:
+            raise SystemExit(f"{target} needs a GPU to run on, and this machine has none ({e}); "
+                             "--emulate runs the artifact on the PTX emulator instead, --target cpu on the CPU")
+    elif emulate:
+        why = " on the PTX emulator"
 
     rng = np.random.default_rng(0)
     params = init_params(args.d_model, args.d_ff, rng)
@@ -124,23 +142,30 @@ def main() -> None:
         exe = compiled
     else:  # what a GPU machine without the compiler does: load the saved artifact
         with tempfile.TemporaryDirectory() as folder:
-            exe = tessel.load(compiled.save(Path(folder) / "encoder_block"))
+            exe = tessel.load(compiled.save(Path(folder) / "encoder_block"), emulate=emulate)
 
+    start = time.perf_counter()
     out = exe(x)
+    first_ms = (time.perf_counter() - start) * 1e3
     expected = reference(x, params, args.heads)
     err = float(np.abs(out - expected).max() / np.abs(expected).max())
-    runs = 5
+    runs = 1 if emulate else 5  # an emulated run's time says nothing about a GPU's
     start = time.perf_counter()
-    for _ in range(runs):
+    for _ in range(runs - 1 if emulate else runs):
         exe(x)
-    run_ms = (time.perf_counter() - start) / runs * 1e3
+    run_ms = first_ms if emulate else (time.perf_counter() - start) / runs * 1e3
 
     print(f"Transformer encoder block: batch {args.batch}, seq {args.seq}, d_model {args.d_model}, "
           f"{args.heads} heads, MLP {args.d_ff}, f32, target {target}{why}")
     print(f"  {'trace':<16}{trace_s * 1e3:9.2f} ms")
     for stage, seconds in compiled.stage_seconds.items():
         print(f"  {stage:<16}{seconds * 1e3:9.2f} ms")
-    print(f"  {f'run (mean of {runs})':<16}{run_ms:9.2f} ms")
+    if emulate:
+        steps = exe.driver.device.steps
+        print(f"  {'emulated run':<16}{run_ms:9.2f} ms  ({len(compiled.kernels)} kernels, {steps} instruction "
+              f"steps; checked: bounds, races, cp.async waits, warp collectives)")
+    else:
+        print(f"  {f'run (mean of {runs})':<16}{run_ms:9.2f} ms")
     print(f"  max relative error vs numpy: {err:.2e}")
     if not err <= 1e-4:  # also fails on NaN
         raise SystemExit("FAILED: result differs from numpy")

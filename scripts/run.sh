@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fresh machine -> main job: makes .venv, builds and installs tessel, then
 # compiles the example transformer encoder block for this machine's NVIDIA
-# GPU (run through tessel.runtime) or, without one, its CPU, and checks it
-# against numpy (arguments go to examples/transformer_block.py).
+# GPU (run through tessel.runtime) or, without one, for sm_90 run on the PTX
+# emulator, and checks it against numpy (arguments go to
+# examples/transformer_block.py; --target cpu for the CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -9,6 +9,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "cpu.py"
 TUNE = BENCH.with_name("tune.py")
 COST_MODEL = BENCH.with_name("cost_model.py")
+EMULATOR = BENCH.with_name("emulator.py")
 
 
 def test_quick_benchmark_runs_and_reports(tmp_path):
@@ -48,3 +49,13 @@ def test_cost_model_benchmark_runs_and_reports(tmp_path):
     # Eight schedules of each shape seen, the rest ranked, by both models and feature sets.
     assert [line[-5:-3] for line in lines] == [["all", "8"], ["knobs", "8"]] * 2
     assert all(-1 <= float(line[-3]) <= 1 and float(line[-2].rstrip("x")) >= 1 for line in lines)
+
+
+def test_emulator_benchmark_runs_and_reports(tmp_path):
+    out = tmp_path / "emulator.json"
+    proc = subprocess.run([sys.executable, str(EMULATOR), "--quick", "--json", str(out)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "steps/s" in proc.stdout and "vs numpy" in proc.stdout
+    results = json.loads(out.read_text())["results"]
+    assert len(results) == 12 and all(r["ok"] and r["steps"] > 0 and r["emulated_s"] > 0 for r in results)

@@ -9,6 +9,7 @@ is also checked on the CPU, where the same scheduled IR runs
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -92,6 +93,26 @@ def test_transformer_block_compiles_to_an_sm90_artifact(tmp_path):
     small.save(path)
     assert sorted(p.name for p in (path / "kernels").iterdir()) == [Path(k["file"]).name for k in small.manifest()["kernels"]]
     assert not list((path / "constants").iterdir())
+
+
+def test_the_example_runs_its_gpu_artifact_on_the_emulator_or_says_how():
+    example = [sys.executable, str(Path(transformer_block.__file__)), "--target", "cuda:sm_90", "--batch", "1",
+               "--seq", "8", "--d-model", "32", "--d-ff", "64"]
+    done = subprocess.run(example + ["--emulate"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "target cuda:sm_90 on the PTX emulator" in done.stdout and "OK: matches numpy" in done.stdout
+    if not _has_gpu():
+        done = subprocess.run(example, capture_output=True, text=True)
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert "needs a GPU to run on, and this machine has none" in done.stderr and "--emulate" in done.stderr
+
+
+def _has_gpu() -> bool:
+    try:
+        tessel.runtime.cuda_target()
+        return True
+    except tessel.RuntimeError:
+        return False
 
 
 def test_transformer_block_gpu_schedules_match_numpy_on_cpu():
