@@ -650,6 +650,50 @@ def test_a_barrier_reached_by_part_of_a_warp_is_an_error():
         gpu.load_ptx(HEADER + body).launch("race", (1, 1, 1), (64, 1, 1), [gpu.alloc(256)])
 
 
+BARRIERS = """
+.visible .entry barriers(.param .u64 out)
+{
+  .reg .pred %p<3>; .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  .shared .align 4 .b8 buf[384];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u64 %rd2, buf;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  // warp 1 loops longer before its store: warp 0 waits at the barrier meanwhile
+  shr.u32 %r2, %r1, 5;
+  mul.lo.u32 %r3, %r2, 50;
+  mov.u32 %r4, 0;
+LOOP:
+  add.u32 %r4, %r4, 1;
+  setp.lt.u32 %p1, %r4, %r3;
+  @%p1 bra LOOP;
+  st.shared.u32 [%rd4], %r4;
+  setp.ge.u32 %p2, %r1, 64;
+  @%p2 ret;
+  bar.sync 0COUNT;
+  xor.b32 %r5, %r1, 32;
+  mul.wide.u32 %rd5, %r5, 4;
+  add.s64 %rd6, %rd2, %rd5;
+  ld.shared.u32 %r6, [%rd6];
+  add.s64 %rd7, %rd1, %rd3;
+  st.global.u32 [%rd7], %r6;
+  ret;
+}
+"""
+
+
+def test_barriers_wait_for_the_threads_still_running_not_for_those_that_exited():
+    # 96 threads: the third warp exits before the barrier; the first waits there for the second.
+    gpu = emulator.Device("sm_80")
+    out = gpu.upload(np.zeros(96, np.uint32))
+    gpu.load_ptx(HEADER + BARRIERS.replace("COUNT", "")).launch("barriers", (1, 1, 1), (96, 1, 1), [out])
+    got = gpu.download(out, np.uint32, (96,))
+    np.testing.assert_array_equal(got[:64], np.where(np.arange(64) < 32, 50, 1))
+    with pytest.raises(emulator.EmulationError, match="bar.sync with a thread count other than the block's"):
+        gpu.load_ptx(HEADER + BARRIERS.replace("COUNT", ", 64")).launch("barriers", (1, 1, 1), (96, 1, 1), [out])
+
+
 @pytest.mark.parametrize("line,message", [
     ("frobnicate.b32 %r1, %r1;", r"kernel k, PTX line 8 \(frobnicate.b32\): frobnicate.b32: instruction frobnicate is not "
                                  "supported by the emulator"),

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decode import Decoder, Mods, immediate, opcode
+from .decode import Decoder, Mods, opcode
 from .machine import BARRIER, BRANCH, EXIT, Op, Wave
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault
-from .numerics import DTYPES, STORAGE, bits_to_float, flush_f32, fma_f32, round_bits
+from .numerics import DTYPES, bits_to_float, flush_f32, round_bits, two_sum
 from .ptx import TYPES, Immediate, Instruction, PredicatePair, Register, Symbol, Vector
 
 FLOATS = {"f16", "bf16", "f32", "f64", "f16x2", "bf16x2"}
@@ -31,11 +31,6 @@ def _is_signed(t: str) -> bool:
 
 def _element(t: str) -> str:
     return t[:-2] if t.endswith("x2") else t
-
-
-def _lanes_ops(d: Decoder, ins: Instruction, types: list[str]):
-    """Readers of ins.operands[1:] as ``types`` (one per source)."""
-    return [d.reader(ins, op, t) for op, t in zip(ins.operands[1:], types)]
 
 
 # ---------------------------------------------------------------- floating point
@@ -102,20 +97,11 @@ def _float_op(d: Decoder, ins: Instruction, mods: Mods, t: str, arity: int, comp
     return Decoder.normal(ins, run)
 
 
-def _two_sum(a: np.ndarray, b: np.ndarray):
-    """a + b in f64 with its exact rounding error (for directed rounding of f32 sums)."""
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    s = a + b
-    bp = s - b
-    error = (a - bp) + (b - (s - bp))
-    return s, np.where(np.isfinite(error), error, 0.0)
-
-
 def _add(values, mode):
     a, b = values
     if mode == "rn" or a.dtype == np.float64:
         return a + b, None
-    return _two_sum(a, b)
+    return two_sum(a, b)
 
 
 def _sub(values, mode):
@@ -134,16 +120,12 @@ def _fma(values, mode):
     if a.dtype == np.float64:
         return (a.astype(np.longdouble) * b + c).astype(np.float64), None
     p = a.astype(np.float64) * b.astype(np.float64)
-    return _two_sum(p, c.astype(np.float64))
+    return two_sum(p, c)
 
 
 def _div(values, mode):
     a, b = values
     return a.astype(np.float64) / b.astype(np.float64), None
-
-
-def _f64(fn):
-    return lambda values, mode: (fn(*[v.astype(np.float64) for v in values]), None)
 
 
 @opcode("add", "sub", "mul")
@@ -1229,13 +1211,8 @@ def _bar(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             if np.any(np.asarray(count(w)) != w.threads):
                 raise Fault("bar.sync with a thread count other than the block's is not supported by the "
                             "emulator", w.lanes(m)[:1])
-        return _with_check(Op(BARRIER, None, ins), check)
+        return Op(BARRIER, check, ins)
     return Op(BARRIER, None, ins)
-
-
-def _with_check(op: Op, check) -> Op:
-    op.run = check
-    return op
 
 
 def _warp_sync(d: Decoder, ins: Instruction, mods: Mods) -> Op:

@@ -24,12 +24,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .memory import (GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory,
-                     SharedMemory)
-from .numerics import STORAGE
+from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory, SharedMemory
 from .ptx import TYPES, EmulationError, Function, Instruction
 
-__all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "Kernel", "Launch", "Op", "Wave", "run"]
+__all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "Kernel", "Launch", "Op", "Wave", "params_bytes", "run"]
 
 NORMAL, BRANCH, BARRIER, EXIT = range(4)
 _IDLE = np.iinfo(np.int64).max  # the counter of a lane that cannot run
@@ -407,6 +405,8 @@ def _execute(w: Wave) -> int:
                     if waiting.any():
                         runnable += _release(w, waiting, resume, pcs)
                 else:  # BARRIER
+                    if op.run is not None:
+                        op.run(w, eff)
                     w.warp_check(eff, op.ins.opcode)
                     arriving = w.lanes(eff)
                     if pcs is None and len(arriving) == runnable and not waiting.any():
@@ -471,10 +471,6 @@ def _error(w: Wave, ins: Instruction, lanes: np.ndarray, message: str, other: in
                           source=ins.source, text=ins.opcode)
 
 
-def storage_for(type_: str) -> np.dtype:
-    return STORAGE[TYPES[type_][0]] if TYPES[type_][0] != 128 else np.dtype(np.uint64)
-
-
 def params_bytes(function: Function, args: Sequence) -> bytes:
     """The parameter buffer of an entry for Python values: buffers' device
     addresses (ints), None for null pointers, numbers for scalars."""
@@ -509,5 +505,3 @@ def params_bytes(function: Function, args: Sequence) -> bytes:
         out[param.offset:param.offset + len(raw)] = raw
     return bytes(out)
 
-
-__all__ += ["params_bytes", "storage_for", "GLOBAL_BASE"]

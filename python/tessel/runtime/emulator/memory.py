@@ -236,6 +236,7 @@ class SharedMemory:
         self.stride = size + 15 & ~15
         self.data = np.zeros(blocks * self.stride, np.uint8)
         self.layout = layout
+        self.gapless = bool(layout.all())
         cells = blocks * (self.stride // granule)
         self.writer = np.full(cells, -1, np.int32)  # -1: never written
         self.write_epoch = np.zeros(cells, np.int32)
@@ -257,18 +258,13 @@ class SharedMemory:
             bad = np.flatnonzero(offsets % size)[0]
             raise Fault(f"misaligned {what} of {size} bytes at shared offset {int(offsets[bad])}",
                         lanes[bad:bad + 1])
-        if not self.layout_ok(offsets, size):
-            inside = self.layout[offsets[:, None] + np.arange(size)].all(axis=1)
+        inside = True if self.gapless else self.layout[offsets[:, None] + np.arange(size)].all(axis=1)
+        if not np.all(inside):
             bad = np.flatnonzero(~inside)[0]
             raise Fault(f"{what} of {size} bytes at shared offset {int(offsets[bad])} is in no shared "
                         "variable (padding between variables, or past a variable that the code indexes "
                         "beyond its declared size)", lanes[bad:bad + 1])
         return offsets + (lanes // self.lanes_per_block).astype(np.int64) * self.stride
-
-    def layout_ok(self, offsets: np.ndarray, size: int) -> bool:
-        if self.layout.all():
-            return True
-        return bool(self.layout[offsets[:, None] + np.arange(size)].all())
 
     def _cells(self, positions: np.ndarray, size: int) -> np.ndarray:
         """Granule indices (k, size // granule) of accesses at byte positions."""

@@ -2,8 +2,8 @@
 
 Registers hold raw bits; these helpers reinterpret them, round between
 formats in every rounding mode PTX names (``rn``, ``rna``, ``rz``, ``rm``,
-``rp``), flush subnormals (``.ftz``) and compute a correctly rounded f32
-``fma``. numpy's float32 arithmetic is already IEEE round-to-nearest-even;
+``rp``), flush subnormals (``.ftz``) and recover the exact error of an f64 sum (for a correctly
+rounded f32 ``fma`` and directed roundings). numpy's float32 arithmetic is already IEEE round-to-nearest-even;
 f16 and bf16 arithmetic is done in f32 or f64 and rounded once, which is
 exact for +, -, *, / and sqrt (the wider format has more than twice the
 precision plus two bits).
@@ -15,7 +15,7 @@ import numpy as np
 
 from ...dtypes import BFLOAT16
 
-__all__ = ["DTYPES", "STORAGE", "bits_to_float", "flush_f32", "fma_f32", "round_bits", "tf32_truncate"]
+__all__ = ["DTYPES", "STORAGE", "bits_to_float", "flush_f32", "round_bits", "tf32_truncate", "two_sum"]
 
 # The numpy dtype that reads a register as each PTX scalar type.
 DTYPES: dict[str, np.dtype] = {
@@ -122,14 +122,11 @@ def tf32_truncate(bits: np.ndarray) -> np.ndarray:
     return (bits & np.uint32(0xFFFFE000)).view(np.float32)
 
 
-def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np.ndarray:
-    """``a * b + c`` on f32 values with one rounding: the product is exact in
-    f64 and the sum's rounding error is recovered exactly (TwoSum), so the
-    final rounding to f32 is the correctly rounded fused result. Returns bits."""
-    p = a.astype(np.float64) * b.astype(np.float64)
-    c64 = c.astype(np.float64)
-    s = p + c64
-    bp = s - c64
-    error = (p - bp) + (c64 - (s - bp))
-    error = np.where(np.isfinite(error), error, 0.0)
-    return round_bits(s, "f32", mode, error)
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a + b`` in f64 and the exact error of that sum (Knuth's TwoSum), so
+    that a directed or once-rounded f32 result can be taken from the pair."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    s = a + b
+    bp = s - b
+    error = (a - bp) + (b - (s - bp))
+    return s, np.where(np.isfinite(error), error, 0.0)

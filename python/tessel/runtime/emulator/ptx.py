@@ -179,13 +179,6 @@ class Module:
     functions: dict[str, Function]
     files: dict[int, str] = field(default_factory=dict)
 
-    def entry(self, name: str) -> Function:
-        function = self.functions.get(name)
-        if function is None or not function.is_entry:
-            entries = ", ".join(n for n, f in self.functions.items() if f.is_entry) or "none"
-            raise EmulationError(f"the PTX has no .entry {name!r} (entries: {entries})")
-        return function
-
 
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t\r]+)
