@@ -902,6 +902,21 @@ _SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "loc
            "param::entry": "param", "param::func": "param", "const": "const"}
 
 
+def _memory_operands(d: Decoder, ins: Instruction, mods: Mods, memory: int):
+    """ld/st: (space, vector length, type, bytes per element, the address
+    function, the register operand); ``memory`` is the address operand's index."""
+    space, count, t, hint = _memory_mods(mods)
+    operands = d.operands(ins, (3,) if hint else (2,))
+    address, implied = d.address(ins, operands[memory])
+    if space == "generic" and implied is not None:
+        space = implied
+    size = max(_bits(t) // 8, 1)
+    if size > 8:
+        raise mods.error(f".{t} accesses are not supported by the emulator")
+    d.shared_access(space, size * count)
+    return space, count, t, size, address, operands[1 - memory]
+
+
 def _memory_mods(mods: Mods) -> tuple[str, int, str, bool]:
     """(space, vector length, type, has a cache-policy operand) of ld/st."""
     if mods.take("shared::cluster"):
@@ -927,16 +942,7 @@ def _elements(d: Decoder, ins: Instruction, operand, count: int):
 
 @opcode("ld", "ldu")
 def _ld(d: Decoder, ins: Instruction, mods: Mods) -> Op:
-    space, count, t, hint = _memory_mods(mods)
-    operands = d.operands(ins, (3,) if hint else (2,))
-    dst, src = operands[0], operands[1]
-    address, implied = d.address(ins, src)
-    if space == "generic" and implied is not None:
-        space = implied
-    size = max(_bits(t) // 8, 1)
-    if size > 8:
-        raise mods.error(f".{t} loads are not supported by the emulator")
-    d.shared_access(space, size * count)
+    space, count, t, size, address, dst = _memory_operands(d, ins, mods, 1)
     element_type = {1: "b8", 2: "b16", 4: "b32", 8: "b64"}[size] if TYPES[t][1] in ("b", "f") else t
     writers = [d.writer(ins, e, element_type if TYPES[t][1] != "f" else t) for e in _elements(d, ins, dst, count)]
     unsigned = _UNSIGNED[size * 8]
@@ -964,18 +970,9 @@ def _scatter(w: Wave, write, values: np.ndarray, lanes: np.ndarray, m) -> None:
 
 @opcode("st")
 def _st(d: Decoder, ins: Instruction, mods: Mods) -> Op:
-    space, count, t, hint = _memory_mods(mods)
-    operands = d.operands(ins, (3,) if hint else (2,))
-    dst, src = operands[0], operands[1]
-    address, implied = d.address(ins, dst)
-    if space == "generic" and implied is not None:
-        space = implied
+    space, count, t, size, address, src = _memory_operands(d, ins, mods, 0)
     if space in ("param", "const"):
         raise mods.error(f"stores to .{space} are not supported by the emulator")
-    size = max(_bits(t) // 8, 1)
-    if size > 8:
-        raise mods.error(f".{t} stores are not supported by the emulator")
-    d.shared_access(space, size * count)
     element_type = {1: "b8", 2: "b16", 4: "b32", 8: "b64"}[size]
     readers = [d.reader(ins, e, element_type) if e is not None else None for e in _elements(d, ins, src, count)]
     if any(r is None for r in readers):

@@ -186,10 +186,6 @@ def _matrix_mods(mods: Mods) -> tuple[int, bool, str]:
     return int(num[1:]), trans, space
 
 
-def _row_lanes(count: int) -> np.ndarray:
-    return np.arange(8 * count)
-
-
 def _fragment_positions(trans: bool) -> tuple[np.ndarray, np.ndarray]:
     """For each lane and half (low, high) of its register: (row, column) in the stored 8x8 matrix."""
     col = 2 * _IN_GROUP[:, None] + np.arange(2)[None, :]
@@ -197,23 +193,34 @@ def _fragment_positions(trans: bool) -> tuple[np.ndarray, np.ndarray]:
     return (col, row) if trans else (row, col)
 
 
-@opcode("ldmatrix")
-def _ldmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+def _matrix_operands(d: Decoder, ins: Instruction, mods: Mods, registers: int):
+    """ldmatrix/stmatrix: (matrices, their registers, the row address function, its state space,
+    the fragment positions); ``registers`` is the index of the register vector operand."""
     count, trans, space = _matrix_mods(mods)
-    dst, src = d.operands(ins, 2)
-    if not isinstance(dst, Vector) or len(dst.elements) != count:
-        raise d.error(ins, f"expects {count} destination registers")
-    writers = [d.writer(ins, e, "b32") for e in dst.elements]
-    address, implied = d.address(ins, src)
+    operands = d.operands(ins, 2)
+    vector = operands[registers]
+    if not isinstance(vector, Vector) or len(vector.elements) != count:
+        raise d.error(ins, f"expects {count} registers")
+    address, implied = d.address(ins, operands[1 - registers])
     space = implied or space
     d.shared_access("shared" if space == "generic" else space, 16)
-    rows, cols = _fragment_positions(trans)
+    return count, vector.elements, address, space, _fragment_positions(trans)
+
+
+def _row_lanes_of(warps: np.ndarray, count: int) -> np.ndarray:
+    """The lanes giving row addresses: 0-7 for matrix 0, 8-15 for matrix 1, ..."""
+    return (warps[:, None] * WARP + np.arange(8 * count)[None, :]).reshape(-1)
+
+
+@opcode("ldmatrix")
+def _ldmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    count, registers, address, space, (rows, cols) = _matrix_operands(d, ins, mods, 0)
+    writers = [d.writer(ins, e, "b32") for e in registers]
 
     def run(w, m):
         w.warp_check(m, ins.opcode, full=True)
         warps = np.flatnonzero(_active(w, m).any(axis=1))
-        # Lanes 0-7 give the rows of matrix 0, 8-15 of matrix 1, ...
-        lanes = (warps[:, None] * WARP + _row_lanes(count)[None, :]).reshape(-1)
+        lanes = _row_lanes_of(warps, count)
         data = w.load(space, address(w, lanes), 16, lanes).view(np.uint16).reshape(len(warps), count, 8, 8)
         for i, write in enumerate(writers):
             halves = data[:, i][:, rows, cols]  # (warps, lanes, 2)
@@ -226,15 +233,8 @@ def _ldmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
 
 @opcode("stmatrix")
 def _stmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
-    count, trans, space = _matrix_mods(mods)
-    dst, src = d.operands(ins, 2)
-    if not isinstance(src, Vector) or len(src.elements) != count:
-        raise d.error(ins, f"expects {count} source registers")
-    readers = [d.reader(ins, e, "b32") for e in src.elements]
-    address, implied = d.address(ins, dst)
-    space = implied or space
-    d.shared_access("shared" if space == "generic" else space, 16)
-    rows, cols = _fragment_positions(trans)
+    count, registers, address, space, (rows, cols) = _matrix_operands(d, ins, mods, 1)
+    readers = [d.reader(ins, e, "b32") for e in registers]
 
     def run(w, m):
         w.warp_check(m, ins.opcode, full=True)
@@ -244,7 +244,7 @@ def _stmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             value = _warps(read(w), w)[warps]
             matrix[:, i][:, rows[:, 0], cols[:, 0]] = (value & np.uint32(0xFFFF)).astype(np.uint16)
             matrix[:, i][:, rows[:, 1], cols[:, 1]] = (value >> np.uint32(16)).astype(np.uint16)
-        lanes = (warps[:, None] * WARP + _row_lanes(count)[None, :]).reshape(-1)
+        lanes = _row_lanes_of(warps, count)
         w.store(space, address(w, lanes), matrix.reshape(-1, 16 // 2).view(np.uint8).reshape(-1, 16), lanes)
     return Decoder.normal(ins, run)
 
