@@ -138,6 +138,8 @@ CASES = {
                         lambda x: x.transpose(0, 2, 1, 3).reshape(2, 8, 24), [(2, 3, 8, 8)]),
     "concat_inner": (lambda x, y: ops.concatenate([x, y], axis=1), lambda x, y: np.concatenate([x, y], 1),
                      [(4, 3), (4, 5)]),
+    "embedding": (lambda ids, table: ops.take(table, ids, axis=0), lambda ids, table: table[ids.astype(np.int64)],
+                  [(4, 16), (100, 64)]),
     "conv_pool": (lambda x, w: ops.max_pool2d(ops.relu(ops.conv2d(x, w, padding=1)), 2),
                   lambda x, w: fuzz.pool2d_reference(np.maximum(fuzz.conv2d_reference(
                       x, w, stride=1, padding=1, dilation=1, groups=1, layout="NCHW"), 0),
@@ -150,6 +152,8 @@ CASES = {
 def test_default_schedules_match_numpy_and_assemble(case):
     fn, reference, shapes = CASES[case]
     args = [_randn(*s) for s in shapes]
+    if case == "embedding":  # the ids
+        args[0] = RNG.integers(0, shapes[1][0], shapes[0]).astype(np.int64)
     module = tessel.trace(fn, *args, name=case)
     got = compile_cpu(module, schedules="sm_90")(*args)
     np.testing.assert_allclose(got, reference(*[a.astype(np.float64) for a in args]), rtol=1e-4, atol=1e-4)

@@ -249,7 +249,7 @@ LDMATRIX = """
   mad.lo.u32 %r9, %r7, 16, %r8;
   cvt.u64.u32 %rd7, %r9;
   add.s64 %rd7, %rd5, %rd7;
-  ldmatrix.sync.aligned.m8n8.x4TRANS.shared.b16 {%r10, %r11, %r12, %r13}, [%rd7];
+  ldmatrix.sync.aligned.m8n8.NUMTRANS.shared.b16 REGISTERS, [%rd7];
   add.s64 %rd4, %rd2, %rd3;
   st.global.v4.b32 [%rd4], {%r10, %r11, %r12, %r13};
   ret;
@@ -257,18 +257,22 @@ LDMATRIX = """
 """
 
 
+@pytest.mark.parametrize("count", [1, 2, 4])
 @pytest.mark.parametrize("trans", [False, True], ids=["rows", "trans"])
-def test_ldmatrix_fragments_follow_the_isa(trans):
+def test_ldmatrix_fragments_follow_the_isa(trans, count):
     # PTX ISA, ldmatrix: thread t gets elements 2 * (t % 4) and 2 * (t % 4) + 1
     # of row t / 4 of each matrix; .trans reads the matrix column-major.
+    # Lanes 8i..8i+7 give the rows of matrix i (the others' addresses are not read).
     tile = np.arange(256, dtype=np.uint16).reshape(16, 16)
+    registers = ["%r10", "%r11", "%r12", "%r13"]
+    body = LDMATRIX.replace("NUM", f"x{count}").replace("TRANS", ".trans" if trans else "").replace(
+        "REGISTERS", "{" + ", ".join(registers[:count]) + "}")
     gpu = emulator.Device("sm_80")
-    out = gpu.alloc(16 * 32)
-    gpu.load_ptx(HEADER + LDMATRIX.replace("TRANS", ".trans" if trans else "")).launch(
-        "frag", (1, 1, 1), (32, 1, 1), [gpu.upload(tile), out])
+    out = gpu.upload(np.zeros((32, 4), np.uint32))
+    gpu.load_ptx(HEADER + body).launch("frag", (1, 1, 1), (32, 1, 1), [gpu.upload(tile), out])
     got = gpu.download(out, np.uint32, (32, 4))
     t = np.arange(32)
-    for i, (r0, c0) in enumerate([(0, 0), (8, 0), (0, 8), (8, 8)]):
+    for i, (r0, c0) in enumerate([(0, 0), (8, 0), (0, 8), (8, 8)][:count]):
         m = tile[r0:r0 + 8, c0:c0 + 8]
         m = m.T if trans else m
         low, high = m[t // 4, 2 * (t % 4)], m[t // 4, 2 * (t % 4) + 1]
