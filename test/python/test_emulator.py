@@ -227,6 +227,39 @@ def test_votes_and_warp_reductions():
         np.testing.assert_array_equal(got[lanes], [[ballot, 1, 0, 0, lanes.sum(), lanes.max(), xor, 0xFFFFFFFF]] * 32)
 
 
+SPECIAL = """
+.visible .entry special(.param .u64 out)
+{
+  .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %laneid;
+  mov.u32 %r3, %lanemask_lt;
+  mov.u32 %r4, %lanemask_ge;
+  mov.u64 %rd2, %clock64;
+  mov.u64 %rd3, %clock64;
+  sub.s64 %rd4, %rd3, %rd2;
+  cvt.u32.u64 %r5, %rd4;
+  mul.wide.u32 %rd5, %r1, 16;
+  add.s64 %rd6, %rd1, %rd5;
+  st.global.v4.u32 [%rd6], {%r2, %r3, %r4, %r5};
+  ret;
+}
+"""
+
+
+def test_special_registers_lane_masks_and_a_clock_that_advances():
+    gpu = emulator.Device("sm_80")
+    out = gpu.alloc(16 * 64)
+    gpu.load_ptx(HEADER + SPECIAL).launch("special", (1, 1, 1), (64, 1, 1), [out])
+    got = gpu.download(out, np.uint32, (64, 4))
+    lane = np.arange(64) % 32
+    np.testing.assert_array_equal(got[:, 0], lane)
+    np.testing.assert_array_equal(got[:, 1], (1 << lane) - 1)
+    np.testing.assert_array_equal(got[:, 2], (0xFFFFFFFF << lane) & 0xFFFFFFFF)
+    assert (got[:, 3] > 0).all()
+
+
 LDMATRIX = """
 .visible .entry frag(.param .u64 tile, .param .u64 out)
 {

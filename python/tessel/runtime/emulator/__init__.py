@@ -201,8 +201,8 @@ class Module:
         if kernel.static_shared > limits.max_static_shared:
             raise EmulationError(f"kernel {name} declares {kernel.static_shared} bytes of static shared memory; "
                                  f"the limit is {limits.max_static_shared}", kernel=name)
-        if kernel.dynamic_offset() + shared > limits.max_dynamic_shared:
-            raise EmulationError(f"kernel {name} asks {kernel.dynamic_offset() + shared} bytes of shared memory; "
+        if kernel.dynamic_offset + shared > limits.max_dynamic_shared:
+            raise EmulationError(f"kernel {name} asks {kernel.dynamic_offset + shared} bytes of shared memory; "
                                  f"{self.device.target} has {limits.max_dynamic_shared} per block", kernel=name)
 
 

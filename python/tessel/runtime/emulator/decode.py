@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from .machine import EXIT, NORMAL, Kernel, Op, Wave
+from .machine import EXIT, NORMAL, SPECIAL_REGISTERS, WIDE_SPECIAL_REGISTERS, Kernel, Op, Wave
 from .numerics import DTYPES, STORAGE
 from .ptx import (TYPES, Address, EmulationError, Function, Immediate, Instruction, Module, PredicatePair,
                   Register, Symbol, Vector)
@@ -30,12 +30,6 @@ Writer = Callable[[Wave, np.ndarray, "np.ndarray | None"], None]
 # base opcode -> decoder(decoder, instruction, modifiers) -> Op
 OPCODES: dict[str, Callable[["Decoder", Instruction, "Mods"], Op]] = {}
 
-_SPECIAL = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {
-    "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid", "%lanemask_eq", "%lanemask_lt",
-    "%lanemask_le", "%lanemask_gt", "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size", "%clock",
-    "%clock64", "%globaltimer", "%cluster_ctarank", "%cluster_nctarank", "%is_explicit_cluster"}
-_WIDE = {"%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge", "%clock64",
-         "%globaltimer"}
 
 
 def opcode(*names: str):
@@ -88,30 +82,29 @@ class Decoder:
         self.globals = globals_  # module .global/.const variable -> device address
         self.storage = [STORAGE[TYPES[t][0]] if TYPES[t][0] <= 64 else None for _, t in function.registers]
         self.shared_sizes: set[int] = set()
-        self.uses_shared = False
         # Static shared memory: every module-scope variable the kernel names, then its own.
         named = {op.name for ins in function.body for op in _symbols(ins.operands)}
         variables = [v for v in module.variables if v.space == "shared" and v.name in named] + \
             [v for v in function.variables if v.space == "shared"]
         self.shared: dict[str, int] = {}
         self.shared_vars: list[tuple[int, int]] = []
-        offset, self.dynamic_align = 0, 16
+        offset, align = 0, 16
         dynamic = []
         for v in variables:
             if v.extern:
                 dynamic.append(v.name)
-                self.dynamic_align = max(self.dynamic_align, v.align)
+                align = max(align, v.align)
                 continue
             offset = -(-offset // max(v.align, 1)) * max(v.align, 1)
             self.shared[v.name] = offset
             self.shared_vars.append((offset, v.size))
             offset += v.size
         self.static_shared = offset
-        start = -(-offset // self.dynamic_align) * self.dynamic_align
+        # The dynamic region (every .extern .shared name) starts after, at its alignment.
+        self.dynamic_offset = -(-offset // align) * align
         for name in dynamic:
-            self.shared[name] = start
-        if variables:
-            self.uses_shared = True
+            self.shared[name] = self.dynamic_offset
+        self.declares_shared = bool(variables)
         offset = 0
         self.local: dict[str, int] = {}
         for v in function.variables:
@@ -137,8 +130,8 @@ class Decoder:
             return lambda w: value
         if isinstance(operand, Symbol):
             name = operand.name
-            if name in _SPECIAL:
-                wide = name in _WIDE
+            if name in SPECIAL_REGISTERS:
+                wide = name in WIDE_SPECIAL_REGISTERS
                 if type_ == "pred":
                     raise self.error(ins, f"{name} is not a predicate")
                 bits = TYPES[type_][0]
@@ -265,7 +258,6 @@ class Decoder:
         """Notes a shared (or generic) access of ``size`` bytes, for the race detector's granule."""
         if space in ("shared", "generic"):
             self.shared_sizes.add(size)
-            self.uses_shared = self.uses_shared or space == "shared"
 
     def operands(self, ins: Instruction, count: int | tuple[int, ...]) -> list:
         counts = (count,) if isinstance(count, int) else count
@@ -350,5 +342,5 @@ def decode_kernel(module: Module, function: Function, globals_: dict[str, int], 
     for size in decoder.shared_sizes:
         granule = gcd(granule, size)
     return Kernel(function, ops, [s if s is not None else np.dtype(np.uint64) for s in decoder.storage],
-                  decoder.static_shared, decoder.shared_vars, decoder.dynamic_align, decoder.local_bytes,
-                  max(granule, 1), decoder.uses_shared or bool(decoder.shared_sizes))
+                  decoder.static_shared, decoder.shared_vars, decoder.dynamic_offset, decoder.local_bytes,
+                  max(granule, 1), decoder.declares_shared or bool(decoder.shared_sizes))

@@ -12,7 +12,7 @@ import numpy as np
 from .decode import Decoder, Mods, opcode
 from .machine import BARRIER, BRANCH, EXIT, Op, Wave
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault
-from .numerics import DTYPES, bits_to_float, flush_f32, round_bits, two_sum
+from .numerics import DTYPES, bits_to_float, flush_f32, half, pack, round_bits, two_sum
 from .ptx import TYPES, Immediate, Instruction, PredicatePair, Register, Symbol, Vector
 
 FLOATS = {"f16", "bf16", "f32", "f64", "f16x2", "bf16x2"}
@@ -34,14 +34,6 @@ def _element(t: str) -> str:
 
 
 # ---------------------------------------------------------------- floating point
-
-def _half(bits: np.ndarray, high: bool) -> np.ndarray:
-    return (np.asarray(bits) >> np.uint32(16)).astype(np.uint16) if high else np.asarray(bits).astype(np.uint16)
-
-
-def _pack(low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    return np.asarray(low).astype(np.uint32) | (np.asarray(high).astype(np.uint32) << np.uint32(16))
-
 
 def _float_op(d: Decoder, ins: Instruction, mods: Mods, t: str, arity: int, compute,
                            roundings: tuple[str, ...], default: str | None = "rn", ftz: bool = True,
@@ -85,8 +77,8 @@ def _float_op(d: Decoder, ins: Instruction, mods: Mods, t: str, arity: int, comp
 
         def run(w, m):
             raw = [s(w) for s in sources]
-            halves = [evaluate([bits_to_float(_half(r, high), element) for r in raw]) for high in (False, True)]
-            dst(w, _pack(*halves), m)
+            halves = [evaluate([bits_to_float(half(r, high), element) for r in raw]) for high in (False, True)]
+            dst(w, pack(*halves), m)
         return Decoder.normal(ins, run)
     bits_type = {16: "b16", 32: "b32", 64: "b64"}[_bits(element)]
     sources = [d.reader(ins, op, bits_type) for op in ins.operands[1:]]
@@ -624,6 +616,15 @@ def _comparison(mods: Mods, t: str):
     return _COMPARE[op]
 
 
+def _half_floats(bits: np.ndarray, element: str, flush: bool) -> np.ndarray:
+    """16-bit f16/bf16 bits as f32 values; ``flush``: subnormals as zeros of their sign (.ftz)."""
+    bits = np.asarray(bits)
+    if flush:
+        exponent = np.uint16(0x7C00 if element == "f16" else 0x7F80)
+        bits = np.where((bits & exponent) == 0, bits & np.uint16(0x8000), bits).astype(np.uint16)
+    return bits_to_float(bits, element)
+
+
 @opcode("setp")
 def _setp(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     types = [p for p in mods.parts if p in TYPES]
@@ -635,51 +636,37 @@ def _setp(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         t = "u" + t[1:]
     compare = _comparison(mods, t)
     combine = mods.take("and", "or", "xor")
-    flush = mods.take("ftz")
+    flush = bool(mods.take("ftz"))
     dst, *sources = d.operands(ins, 4 if combine else 3)
     if t in ("f16x2", "bf16x2"):
-        return _setp_pairs(d, ins, t[:-2], compare, combine, bool(flush), dst, sources)
-    read_type = t if t not in ("f16", "bf16") else {"f16": "b16", "bf16": "b16"}[t]
-    ra, rb = d.reader(ins, sources[0], read_type), d.reader(ins, sources[1], read_type)
-    convert = (lambda x: bits_to_float(np.asarray(x), t)) if t in ("f16", "bf16") else \
-        (lambda x: flush_f32(x)) if flush and t == "f32" else (lambda x: x)
+        # p is the lower halves' result, q the upper halves' (PTX ISA 9.7.7.2); no complement.
+        element = t[:-2]
+        ra, rb = d.reader(ins, sources[0], "b32"), d.reader(ins, sources[1], "b32")
+
+        def results(a, b):
+            return tuple(compare(_half_floats(half(a, high), element, flush),
+                                 _half_floats(half(b, high), element, flush)) for high in (False, True))
+    else:
+        sixteen = t in ("f16", "bf16")
+        ra, rb = (d.reader(ins, source, "b16" if sixteen else t) for source in sources[:2])
+        convert = (lambda x: _half_floats(x, t, flush)) if sixteen else \
+            flush_f32 if flush and t == "f32" else (lambda x: x)
+
+        def results(a, b):
+            value = np.asarray(compare(convert(a), convert(b)))
+            return value, ~value
     rc = d.reader(ins, sources[2], "pred") if combine else None
     first, second = (dst.first, dst.second) if isinstance(dst, PredicatePair) else (dst, None)
     wp, wq = d.writer(ins, first, "pred"), d.writer(ins, second, "pred")
     logic = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(combine)
 
     def run(w, m):
-        value = np.asarray(compare(convert(ra(w)), convert(rb(w))))
-        if logic is None:
-            wp(w, value, m)
-            wq(w, ~value, m)
-        else:
+        p, q = results(np.asarray(ra(w)), np.asarray(rb(w)))
+        if logic is not None:
             c = rc(w)
-            wp(w, logic(value, c), m)
-            wq(w, logic(~value, c), m)
-    return Decoder.normal(ins, run)
-
-
-def _setp_pairs(d: Decoder, ins: Instruction, element: str, compare, combine, flush: bool, dst, sources) -> Op:
-    """setp on .f16x2/.bf16x2: p is the lower halves' result, q the upper halves' (PTX ISA 9.7.7.2)."""
-    ra, rb = d.reader(ins, sources[0], "b32"), d.reader(ins, sources[1], "b32")
-    rc = d.reader(ins, sources[2], "pred") if combine else None
-    first, second = (dst.first, dst.second) if isinstance(dst, PredicatePair) else (dst, None)
-    writers = d.writer(ins, first, "pred"), d.writer(ins, second, "pred")
-    logic = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(combine)
-    exponent = np.uint16(0x7C00 if element == "f16" else 0x7F80)
-
-    def half(bits, high):
-        h = _half(bits, high)
-        if flush:  # subnormals compare as zeros of their sign
-            h = np.where((h & exponent) == 0, h & np.uint16(0x8000), h).astype(np.uint16)
-        return bits_to_float(h, element)
-
-    def run(w, m):
-        a, b = np.asarray(ra(w)), np.asarray(rb(w))
-        for high, write in ((False, writers[0]), (True, writers[1])):
-            value = np.asarray(compare(half(a, high), half(b, high)))
-            write(w, value if logic is None else logic(value, rc(w)), m)
+            p, q = logic(p, c), logic(q, c)
+        wp(w, np.asarray(p), m)
+        wq(w, np.asarray(q), m)
     return Decoder.normal(ins, run)
 
 
@@ -776,7 +763,7 @@ def _cvt(d: Decoder, ins: Instruction, mods: Mods) -> Op:
 
         def run(w, m):
             # a goes to the upper half, b to the lower.
-            write(w, _pack(round_bits(np.asarray(rb(w)), element, mode), round_bits(np.asarray(ra(w)), element, mode)), m)
+            write(w, pack(round_bits(np.asarray(rb(w)), element, mode), round_bits(np.asarray(ra(w)), element, mode)), m)
         return Decoder.normal(ins, run)
     if frm == "tf32":
         raise mods.error(".tf32 is not a conversion source")

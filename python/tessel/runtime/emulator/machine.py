@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory, SharedMemory
 from .ptx import TYPES, EmulationError, Function, Instruction
 
-__all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "Kernel", "Launch", "Op", "Wave", "params_bytes", "run"]
+__all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "SPECIAL_REGISTERS", "WIDE_SPECIAL_REGISTERS", "Kernel", "Launch",
+           "Op", "Wave", "params_bytes", "run"]
 
 NORMAL, BRANCH, BARRIER, EXIT = range(4)
 _IDLE = np.iinfo(np.int64).max  # the counter of a lane that cannot run
@@ -52,9 +53,9 @@ class Kernel:
     function: Function
     ops: list[Op]
     storage: list[np.dtype]  # per register slot
-    static_shared: int  # bytes of static shared memory (the dynamic region starts after, aligned)
+    static_shared: int  # bytes of static shared memory
     shared_vars: list[tuple[int, int]]  # (offset, size) of each static shared variable
-    dynamic_align: int
+    dynamic_offset: int  # where the dynamic region starts: after the static variables, aligned
     local_bytes: int
     granule: int  # of shared-memory race tracking
     uses_shared: bool
@@ -66,17 +67,13 @@ class Kernel:
     def shared_layout(self, dynamic_bytes: int) -> tuple[int, np.ndarray]:
         """The block's shared memory size and which of its bytes are memory
         (a variable or the dynamic region)."""
-        start = -(-self.static_shared // self.dynamic_align) * self.dynamic_align if dynamic_bytes else \
-            self.static_shared
+        start = self.dynamic_offset if dynamic_bytes else self.static_shared
         size = start + dynamic_bytes
         layout = np.zeros(max(size, 1), bool)
         for offset, length in self.shared_vars:
             layout[offset:offset + length] = True
         layout[start:size] = True
-        return size, layout[:size] if size else layout[:0]
-
-    def dynamic_offset(self) -> int:
-        return -(-self.static_shared // self.dynamic_align) * self.dynamic_align
+        return size, layout[:size]
 
 
 @dataclass
@@ -88,10 +85,49 @@ class Launch:
     max_steps: int
 
 
+def _lane_mask(w: "Wave", compare) -> np.ndarray:
+    """%lanemask_*: the lanes of the warp for which ``compare(lane, own lane)`` holds, as bits."""
+    lane = (w.thread % WARP)[:, None]
+    return (compare(np.arange(WARP)[None, :], lane) * (np.uint64(1) << np.arange(WARP, dtype=np.uint64))
+            ).sum(axis=1, dtype=np.uint64)
+
+
+def _tid(w: "Wave", axis: int) -> np.ndarray:
+    bx, by, _ = w.launch.block
+    return (w.thread % bx, w.thread // bx % by, w.thread // (bx * by))[axis]
+
+
+def _ctaid(w: "Wave", axis: int) -> np.ndarray:
+    gx, gy, _ = w.launch.grid
+    return (w.block_ids % gx, w.block_ids // gx % gy, w.block_ids // (gx * gy))[axis]
+
+
+# The special registers (PTX ISA chapter 10) as functions of a wave; clocks count instruction steps.
+SPECIAL_REGISTERS: dict[str, Callable[["Wave"], Any]] = {
+    **{f"%tid.{c}": (lambda w, i=i: _tid(w, i)) for i, c in enumerate("xyz")},
+    **{f"%ntid.{c}": (lambda w, i=i: w.launch.block[i]) for i, c in enumerate("xyz")},
+    **{f"%ctaid.{c}": (lambda w, i=i: _ctaid(w, i)) for i, c in enumerate("xyz")},
+    **{f"%nctaid.{c}": (lambda w, i=i: w.launch.grid[i]) for i, c in enumerate("xyz")},
+    "%laneid": lambda w: w.thread % WARP, "%warpid": lambda w: w.thread // WARP,
+    "%nwarpid": lambda w: w.per_block // WARP,
+    "%smid": lambda w: 0, "%nsmid": lambda w: 1, "%gridid": lambda w: 0,
+    "%lanemask_eq": lambda w: _lane_mask(w, np.equal), "%lanemask_lt": lambda w: _lane_mask(w, np.less),
+    "%lanemask_le": lambda w: _lane_mask(w, np.less_equal), "%lanemask_gt": lambda w: _lane_mask(w, np.greater),
+    "%lanemask_ge": lambda w: _lane_mask(w, np.greater_equal),
+    "%dynamic_smem_size": lambda w: w.launch.dynamic_shared,
+    "%total_smem_size": lambda w: w.shared.size if w.shared else 0,
+    "%clock": lambda w: w.steps, "%clock64": lambda w: w.steps, "%globaltimer": lambda w: w.steps,
+    "%cluster_ctarank": lambda w: 0, "%cluster_nctarank": lambda w: 1, "%is_explicit_cluster": lambda w: 0,
+}
+WIDE_SPECIAL_REGISTERS = frozenset({"%clock64", "%globaltimer"})  # 64 bits; the others are 32
+_CLOCKS = frozenset({"%clock", "%clock64", "%globaltimer"})  # change as the wave runs: never cached
+
+
 class Wave:
     """The state of the blocks of one wave while they run."""
 
-    def __init__(self, kernel: Kernel, launch: Launch, blocks: np.ndarray, memory: GlobalMemory) -> None:
+    def __init__(self, kernel: Kernel, launch: Launch, blocks: np.ndarray, memory: GlobalMemory,
+                 shared: tuple[int, np.ndarray]) -> None:
         self.kernel, self.launch, self.memory = kernel, launch, memory
         bx, by, bz = launch.block
         self.threads = bx * by * bz
@@ -104,33 +140,10 @@ class Wave:
         self.thread = t
         self.alive = t < self.threads
         self.live_count = int(self.alive.sum())
-        gx, gy, _ = launch.grid
-        block = blocks[self.block_index]
+        self.block_ids = blocks[self.block_index]  # each lane's linear block id
         self.special: dict[str, np.ndarray] = {}
-        self._special_values = {
-            "%tid.x": lambda: t % bx, "%tid.y": lambda: t // bx % by, "%tid.z": lambda: t // (bx * by),
-            "%ntid.x": lambda: np.full(n, bx), "%ntid.y": lambda: np.full(n, by), "%ntid.z": lambda: np.full(n, bz),
-            "%ctaid.x": lambda: block % gx, "%ctaid.y": lambda: block // gx % gy,
-            "%ctaid.z": lambda: block // (gx * gy),
-            "%nctaid.x": lambda: np.full(n, gx), "%nctaid.y": lambda: np.full(n, gy),
-            "%nctaid.z": lambda: np.full(n, launch.grid[2]),
-            "%laneid": lambda: t % WARP, "%warpid": lambda: t // WARP,
-            "%nwarpid": lambda: np.full(n, self.per_block // WARP),
-            "%smid": lambda: np.zeros(n), "%nsmid": lambda: np.ones(n), "%gridid": lambda: np.zeros(n),
-            "%lanemask_eq": lambda: np.uint64(1) << (t % WARP).astype(np.uint64),
-            "%lanemask_lt": lambda: (np.uint64(1) << (t % WARP).astype(np.uint64)) - np.uint64(1),
-            "%lanemask_le": lambda: (np.uint64(2) << (t % WARP).astype(np.uint64)) - np.uint64(1),
-            "%lanemask_gt": lambda: ~((np.uint64(2) << (t % WARP).astype(np.uint64)) - np.uint64(1)),
-            "%lanemask_ge": lambda: ~((np.uint64(1) << (t % WARP).astype(np.uint64)) - np.uint64(1)),
-            "%dynamic_smem_size": lambda: np.full(n, launch.dynamic_shared),
-            "%total_smem_size": lambda: np.full(n, self.shared.size if self.shared else 0),
-            "%clock": lambda: np.full(n, self.steps), "%clock64": lambda: np.full(n, self.steps),
-            "%globaltimer": lambda: np.full(n, self.steps),
-            "%cluster_ctarank": lambda: np.zeros(n), "%cluster_nctarank": lambda: np.ones(n),
-            "%is_explicit_cluster": lambda: np.zeros(n),
-        }
         self.R = [np.zeros(n, dtype) for dtype in kernel.storage]
-        size, layout = kernel.shared_layout(launch.dynamic_shared)
+        size, layout = shared  # the launch's kernel.shared_layout, computed once for all its waves
         self.shared = SharedMemory(len(blocks), size, layout, kernel.granule, self.per_block) \
             if kernel.uses_shared else None
         self.local = LocalMemory(n, kernel.local_bytes, memory.check_initialized) if kernel.local_bytes else None
@@ -143,11 +156,13 @@ class Wave:
 
     # -- registers
     def special_register(self, name: str) -> np.ndarray:
+        """The value of special register ``name`` (a key of SPECIAL_REGISTERS) in every lane."""
         value = self.special.get(name)
         if value is None:
-            value = self.special[name] = np.asarray(self._special_values[name]()).astype(np.uint32) \
-                if not name.startswith(("%lanemask", "%clock64", "%globaltimer")) else \
-                np.asarray(self._special_values[name]()).astype(np.uint64)
+            dtype = np.uint64 if name in WIDE_SPECIAL_REGISTERS else np.uint32
+            value = np.broadcast_to(np.asarray(SPECIAL_REGISTERS[name](self)), (self.n,)).astype(dtype)
+            if name not in _CLOCKS:
+                self.special[name] = value
         return value
 
     def lanes(self, mask: np.ndarray | None) -> np.ndarray:
@@ -316,12 +331,13 @@ def run(kernel: Kernel, launch: Launch, memory: GlobalMemory, max_lanes: int = 1
     """Runs every block of the launch; returns the instruction steps taken."""
     blocks = math.prod(launch.grid)
     per_block = -(-math.prod(launch.block) // WARP) * WARP
-    size, _ = kernel.shared_layout(launch.dynamic_shared)
+    shared = kernel.shared_layout(launch.dynamic_shared)
+    size = shared[0]
     # Waves as large as the lane budget and about 64 MiB of shared-memory state allow.
     per_wave = max(1, min(max_lanes // per_block, (64 << 20) // max(size * 4, 1), blocks))
     steps = 0
     for start in range(0, blocks, per_wave):
-        wave = Wave(kernel, launch, np.arange(start, min(start + per_wave, blocks)), memory)
+        wave = Wave(kernel, launch, np.arange(start, min(start + per_wave, blocks)), memory, shared)
         steps += _execute(wave)
     return steps
 

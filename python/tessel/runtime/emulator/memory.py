@@ -93,9 +93,9 @@ class GlobalMemory:
 
     def find(self, pointer: int, nbytes: int) -> tuple[int, int] | None:
         """(base, offset) of ``nbytes`` at ``pointer`` inside one allocation."""
-        for base in self._order:
-            if base <= pointer and pointer + nbytes <= base + self.sizes[base]:
-                return base, pointer - base
+        i = bisect.bisect_right(self._order, pointer) - 1
+        if i >= 0 and pointer + nbytes <= self._order[i] + self.sizes[self._order[i]]:
+            return self._order[i], pointer - self._order[i]
         return None
 
     def host_write(self, pointer: int, data: bytes | np.ndarray) -> None:
@@ -127,10 +127,9 @@ class GlobalMemory:
         if not self._order:
             raise Fault(f"{what} of {size} bytes at {int(addresses[0]):#x}: no memory is allocated", lanes[:1])
         low, high = int(addresses.min()), int(addresses.max())
-        i = bisect.bisect_right(self._order, low) - 1
-        if i >= 0 and high + size <= self._order[i] + self.sizes[self._order[i]]:  # all in one allocation
-            base = self._order[i]
-            return [(base, None, (addresses - np.uint64(base)).astype(np.int64))]
+        one = self.find(low, high + size - low)
+        if one is not None:  # all in one allocation
+            return [(one[0], None, (addresses - np.uint64(one[0])).astype(np.int64))]
         which = np.searchsorted(self._bases, addresses, side="right").astype(np.int64) - 1
         safe = np.maximum(which, 0)
         inside = (which >= 0) & (addresses + np.uint64(size) <= self._ends[safe])

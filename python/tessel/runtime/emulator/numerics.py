@@ -15,7 +15,8 @@ import numpy as np
 
 from ...dtypes import BFLOAT16
 
-__all__ = ["DTYPES", "STORAGE", "bits_to_float", "flush_f32", "round_bits", "tf32_truncate", "two_sum"]
+__all__ = ["DTYPES", "STORAGE", "bits_to_float", "flush_f32", "half", "pack", "round_bits", "tf32_truncate",
+           "two_sum"]
 
 # The numpy dtype that reads a register as each PTX scalar type.
 DTYPES: dict[str, np.dtype] = {
@@ -35,6 +36,16 @@ STORAGE: dict[int, np.dtype] = {1: np.dtype(bool), 8: np.dtype(np.uint8), 16: np
                                 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
 
 _UNSIGNED = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def half(bits: np.ndarray, high: bool) -> np.ndarray:
+    """The upper or lower 16 bits of 32-bit words (the two elements of an f16x2 or a fragment register)."""
+    return (np.asarray(bits) >> np.uint32(16)).astype(np.uint16) if high else np.asarray(bits).astype(np.uint16)
+
+
+def pack(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """32-bit words of two 16-bit halves, ``low`` in bits 0-15."""
+    return np.asarray(low).astype(np.uint32) | (np.asarray(high).astype(np.uint32) << np.uint32(16))
 
 
 def bits_to_float(bits: np.ndarray, type_: str) -> np.ndarray:

@@ -586,7 +586,7 @@ class _Body:
                 raise EmulationError(f"label {token.text} is defined twice", line=token.line)
             function.labels[token.text] = len(function.body)
             return
-        if token.kind == "id" and token.text.startswith(".") and token.text not in (".reg",):
+        if token.kind == "id" and token.text.startswith("."):
             raise EmulationError(f"unknown directive {token.text!r} in function {self.name}", line=token.line)
         function.body.append(self.instruction())
 

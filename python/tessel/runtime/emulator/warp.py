@@ -16,7 +16,7 @@ import numpy as np
 from .decode import Decoder, Mods, opcode
 from .machine import WARP, Op, Wave
 from .memory import Fault
-from .numerics import bits_to_float, round_bits, tf32_truncate
+from .numerics import bits_to_float, half, pack, round_bits, tf32_truncate
 
 __all__ = ["check_members"]
 from .ptx import Instruction, PredicatePair, Vector
@@ -207,6 +207,13 @@ def _matrix_operands(d: Decoder, ins: Instruction, mods: Mods, registers: int):
     return count, vector.elements, address, space, _fragment_positions(trans)
 
 
+def _write_warps(w: Wave, write, warps: np.ndarray, value: np.ndarray, m) -> None:
+    """Writes (len(warps), 32) u32 ``value`` to the lanes of ``warps`` (the others keep theirs: ``m``)."""
+    full = np.zeros((w.n // WARP, WARP), np.uint32)
+    full[warps] = value
+    write(w, full.reshape(-1), m)
+
+
 def _row_lanes_of(warps: np.ndarray, count: int) -> np.ndarray:
     """The lanes giving row addresses: 0-7 for matrix 0, 8-15 for matrix 1, ..."""
     return (warps[:, None] * WARP + np.arange(8 * count)[None, :]).reshape(-1)
@@ -224,10 +231,7 @@ def _ldmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         data = w.load(space, address(w, lanes), 16, lanes).view(np.uint16).reshape(len(warps), count, 8, 8)
         for i, write in enumerate(writers):
             halves = data[:, i][:, rows, cols]  # (warps, lanes, 2)
-            value = halves[..., 0].astype(np.uint32) | (halves[..., 1].astype(np.uint32) << np.uint32(16))
-            full = np.zeros((w.n // WARP, WARP), np.uint32)
-            full[warps] = value
-            write(w, full.reshape(-1), m)
+            _write_warps(w, write, warps, pack(halves[..., 0], halves[..., 1]), m)
     return Decoder.normal(ins, run)
 
 
@@ -242,8 +246,8 @@ def _stmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         matrix = np.zeros((len(warps), count, 8, 8), np.uint16)
         for i, read in enumerate(readers):
             value = _warps(read(w), w)[warps]
-            matrix[:, i][:, rows[:, 0], cols[:, 0]] = (value & np.uint32(0xFFFF)).astype(np.uint16)
-            matrix[:, i][:, rows[:, 1], cols[:, 1]] = (value >> np.uint32(16)).astype(np.uint16)
+            matrix[:, i][:, rows[:, 0], cols[:, 0]] = half(value, False)
+            matrix[:, i][:, rows[:, 1], cols[:, 1]] = half(value, True)
         lanes = _row_lanes_of(warps, count)
         w.store(space, address(w, lanes), matrix.reshape(-1, 16 // 2).view(np.uint8).reshape(-1, 16), lanes)
     return Decoder.normal(ins, run)
@@ -290,8 +294,7 @@ def _gather(regs: list, rows, cols, per_reg: int, element: str, shape: tuple[int
     for e in range(rows.shape[1]):
         bits = regs[e // per_reg]
         if per_reg == 2:
-            part = (bits >> np.uint32(16 * (e % 2))).astype(np.uint16)
-            values = bits_to_float(part, element)
+            values = bits_to_float(half(bits, e % 2 == 1), element)
         elif element == "tf32":
             values = tf32_truncate(bits)
         else:
@@ -342,11 +345,9 @@ def _mma(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         if dtype == "f32":
             out = [round_bits(values[..., e], "f32") for e in range(4)]
         else:
-            halves = [round_bits(values[..., e], "f16").astype(np.uint32) for e in range(4)]
-            out = [halves[0] | (halves[1] << np.uint32(16)), halves[2] | (halves[3] << np.uint32(16))]
+            halves = [round_bits(values[..., e], "f16") for e in range(4)]
+            out = [pack(halves[0], halves[1]), pack(halves[2], halves[3])]
         for write, value in zip(writers, out):
-            full = np.zeros((w.n // WARP, WARP), np.uint32)
-            full[warps] = value
-            write(w, full.reshape(-1), m)
+            _write_warps(w, write, warps, value, m)
     return Decoder.normal(ins, run)
 
