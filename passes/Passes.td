@@ -17,7 +17,10 @@ def GraphDecompose : Pass<"graph-decompose"> {
     for f16/bf16); batch_norm becomes `x * s + t` with per-channel `s` and
     `t`; linear becomes matmul with a transposed weight plus bias. After
     this pass, constant folding precomputes everything that depends on
-    weights only and fusion sees the primitive ops.
+    weights only and fusion sees the primitive ops. Zero-size tensors fold
+    away: an op with an empty result becomes an empty constant, a sum,
+    mean, max, min, matmul or conv over nothing its identity (plus a
+    conv's bias), and a concatenation drops its empty operands.
   }];
 }
 

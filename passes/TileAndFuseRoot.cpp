@@ -98,6 +98,15 @@ tessel::tileAndFuseRoot(RewriterBase &rewriter, TilingInterface root,
                         ArrayRef<int64_t> sizes, bool sequential,
                         ArrayRef<Attribute> mapping,
                         const llvm::SmallPtrSetImpl<Operation *> &returned) {
+  // A loop over a reduction revisits each slice of the result: in
+  // parallel its tiles would race, and sequentially the producer of the
+  // accumulator (its fill) must run once before the loop, not per tile.
+  bool tilesReduction = false;
+  for (auto [size, type] : llvm::zip(sizes, root.getLoopIteratorTypes()))
+    tilesReduction |= size != 0 && type == utils::IteratorType::reduction;
+  if (tilesReduction && !sequential)
+    return root->emitError("cannot tile a reduction loop in parallel: the "
+                           "tiles would race on the result");
   scf::SCFTileAndFuseOptions options;
   options.tilingOptions.setTileSizes(
       getAsIndexOpFoldResult(rewriter.getContext(), sizes));
@@ -107,9 +116,10 @@ tessel::tileAndFuseRoot(RewriterBase &rewriter, TilingInterface root,
   if (!mapping.empty())
     options.tilingOptions.setMapping(mapping);
   options.setFusionControlFn(
-      [&](tensor::ExtractSliceOp, OpResult producer, bool)
+      [&](tensor::ExtractSliceOp, OpResult producer, bool isDestination)
           -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-        if (!isa<linalg::LinalgOp>(producer.getOwner()))
+        if (!isa<linalg::LinalgOp>(producer.getOwner()) ||
+            (isDestination && tilesReduction))
           return std::nullopt;
         return scf::SCFTileAndFuseOptions::ControlFnResult{
             returned.contains(producer.getOwner())};

@@ -65,25 +65,29 @@ std::optional<double> floatResult(Operation *op, ArrayRef<double> x) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-/// Integer semantics match the lowering: division truncates toward zero;
-/// division by zero is not folded (the kernel's behaviour is undefined).
-std::optional<int64_t> intResult(Operation *op, ArrayRef<int64_t> x,
-                                 int64_t minValue) {
+/// Integer semantics match the lowering: two's complement wraparound,
+/// division truncating toward zero, numpy's 0 for a zero divisor and
+/// MIN / -1 = MIN (the negation wraps). Computed on uint64_t, where
+/// wraparound is defined; the caller truncates to the element width.
+std::optional<int64_t> intResult(Operation *op, ArrayRef<int64_t> x) {
+  auto wrap = [](uint64_t v) { return static_cast<int64_t>(v); };
+  uint64_t a = x[0], b = x.size() > 1 ? x[1] : 0;
   return llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
-      .Case([&](AddOp) { return x[0] + x[1]; })
-      .Case([&](SubOp) { return x[0] - x[1]; })
-      .Case([&](MulOp) { return x[0] * x[1]; })
+      .Case([&](AddOp) { return wrap(a + b); })
+      .Case([&](SubOp) { return wrap(a - b); })
+      .Case([&](MulOp) { return wrap(a * b); })
       .Case([&](DivOp) -> std::optional<int64_t> {
-        // x / 0 and MIN / -1 are undefined in the kernel too.
-        if (x[1] == 0 || (x[1] == -1 && x[0] == minValue))
-          return std::nullopt;
+        if (x[1] == 0)
+          return 0;
+        if (x[1] == -1)
+          return wrap(0 - a);
         return x[0] / x[1];
       })
       .Case([&](MaximumOp) { return std::max(x[0], x[1]); })
       .Case([&](MinimumOp) { return std::min(x[0], x[1]); })
       .Case([&](ReluOp) { return std::max<int64_t>(x[0], 0); })
-      .Case([&](NegOp) { return -x[0]; })
-      .Case([&](AbsOp) { return x[0] < 0 ? -x[0] : x[0]; })
+      .Case([&](NegOp) { return wrap(0 - a); })
+      .Case([&](AbsOp) { return x[0] < 0 ? wrap(0 - a) : x[0]; })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -209,8 +213,7 @@ OpFoldResult tessel::graph::foldElementwise(Operation *op,
         return {};
       floats.push_back(fromDouble(*r, floatType));
     } else {
-      std::optional<int64_t> r = intResult(
-          op, xi, APInt::getSignedMinValue(elem.getIntOrFloatBitWidth()).getSExtValue());
+      std::optional<int64_t> r = intResult(op, xi);
       if (!r)
         return {};
       ints.push_back(APInt(elem.getIntOrFloatBitWidth(), *r, /*isSigned=*/true,

@@ -11,6 +11,15 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace tessel::graph {
+/// The highest rank of a graph tensor: numpy's, since every input and
+/// result crosses as a numpy array (and compile time grows with rank).
+constexpr int64_t kMaxRank = 64;
+/// Whether `type` has rank at most kMaxRank and its static dims hold fewer
+/// than 2^63 bytes (the byte size computed without overflow).
+bool hasSupportedShape(mlir::ShapedType type);
+} // namespace tessel::graph
+
 #include "dialects/graph/GraphDialect.h.inc"
 #include "dialects/graph/GraphEnums.h.inc"
 #include "dialects/graph/Folding.h"

@@ -5,11 +5,23 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace tessel::graph;
 
 #include "dialects/graph/GraphEnums.cpp.inc"
+
+bool tessel::graph::hasSupportedShape(ShapedType type) {
+  if (type.getRank() > kMaxRank)
+    return false;
+  int64_t bytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+  for (int64_t size : type.getShape())
+    if (!ShapedType::isDynamic(size) &&
+        (size < 0 || llvm::MulOverflow(bytes, size, bytes)))
+      return false;
+  return true;
+}
 
 //===----------------------------------------------------------------------===//
 // ConstantOp
@@ -22,6 +34,19 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
   auto type = dyn_cast<RankedTensorType>(adaptor.getValue().getType());
   if (!type)
     return emitOptionalError(loc, "constant value must be a ranked tensor");
+  // Dense values, or imported weights as a resource blob (its size is
+  // checked where it is read: the blob is parsed after the op). A rank-0
+  // resource has no lowering upstream (MemRefToLLVM asks for its splat
+  // value), nor has a sparse value.
+  if (isa<DenseResourceElementsAttr>(adaptor.getValue())) {
+    if (type.getRank() == 0)
+      return emitOptionalError(loc, "a rank-0 dense_resource constant is not "
+                                    "supported; write it as dense<...>");
+  } else if (!isa<DenseElementsAttr>(adaptor.getValue())) {
+    return emitOptionalError(loc, "constant value must be dense<...> or "
+                                  "dense_resource<...>; sparse constants are "
+                                  "not supported");
+  }
   results.push_back(type);
   return success();
 }
@@ -531,6 +556,11 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   FailureOr<int64_t> axis = normalizeAxis(loc, adaptor.getAxis(), input.getRank());
   if (failed(axis))
     return failure();
+  // No index is in range of an empty axis (numpy raises the same).
+  if (input.getDimSize(*axis) == 0 && !llvm::is_contained(indices.getShape(), 0))
+    return emitOptionalError(loc, "gather of indices ", indices,
+                             " from axis ", *axis, " of ", input,
+                             ", which is empty");
   SmallVector<int64_t> shape(input.getShape().take_front(*axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, input.getShape().drop_front(*axis + 1));

@@ -35,9 +35,18 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, traits>;
 
 def Graph_ElementType : AnyTypeOf<[F32, F16, BF16, I32, I64, I1]>;
-def Graph_Tensor : RankedTensorOf<[F32, F16, BF16, I32, I64, I1]>;
-def Graph_NumericTensor : RankedTensorOf<[F32, F16, BF16, I32, I64]>;
-def Graph_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+// Every tensor's size in bytes fits in an int64 (sizes, strides and
+// offsets are int64 from shape inference to the kernels' address
+// arithmetic), and its rank is at most numpy's 64.
+class Graph_TensorOf<list<Type> elements>
+    : ConfinedType<RankedTensorOf<elements>,
+                   [CPred<"::tessel::graph::hasSupportedShape("
+                          "::llvm::cast<::mlir::ShapedType>($_self))">],
+                   RankedTensorOf<elements>.summary #
+                       " of rank at most 64 and less than 2^63 bytes">;
+def Graph_Tensor : Graph_TensorOf<[F32, F16, BF16, I32, I64, I1]>;
+def Graph_NumericTensor : Graph_TensorOf<[F32, F16, BF16, I32, I64]>;
+def Graph_FloatTensor : Graph_TensorOf<[F32, F16, BF16]>;
 
 //===----------------------------------------------------------------------===//
 // Constants

@@ -18,6 +18,8 @@ namespace tessel::loop {
 /// custom<DynamicIndexList> stores them) with knob values substituted.
 llvm::SmallVector<int64_t> resolveValues(mlir::ValueRange dynamic,
                                          llvm::ArrayRef<int64_t> statics);
+/// The largest tunable value (tile size, factor, count) a schedule takes.
+constexpr int64_t kMaxTunableValue = (int64_t(1) << 31) - 1;
 } // namespace tessel::loop
 
 #define GET_OP_CLASSES

@@ -89,7 +89,7 @@ LogicalResult KnobOp::verify() {
               : llvm::is_contained(*getChoices(), v);
   if (!inDomain) {
     InFlightDiagnostic diag = emitOpError("knob '")
-                              << getName() << "' = " << getValue()
+                              << getName() << "' = " << v
                               << " is outside its domain ";
     if (isRange)
       diag << "range [" << *getLower() << ", " << *getUpper() << "] step "
@@ -118,8 +118,9 @@ SmallVector<int64_t> tessel::loop::resolveValues(ValueRange dynamic,
   return values;
 }
 
-/// Tunable values are knob results or constants, never negative. `what`
-/// names one value ("tile size").
+/// Tunable values are knob results or constants in [0, 2^31): none
+/// negative, and products of a few (threads, tiles, bytes) cannot overflow
+/// the passes' int64 arithmetic. `what` names one value ("tile size").
 static LogicalResult verifyValues(Operation *op, StringRef what,
                                   ValueRange dynamic,
                                   ArrayRef<int64_t> statics) {
@@ -127,9 +128,13 @@ static LogicalResult verifyValues(Operation *op, StringRef what,
     if (!v.getDefiningOp<KnobOp>())
       return op->emitOpError() << what
                                << "s must be constants or loop.knob values";
-  for (int64_t s : statics)
-    if (!ShapedType::isDynamic(s) && s < 0)
+  for (int64_t s : resolveValues(dynamic, statics)) {
+    if (s < 0)
       return op->emitOpError() << what << " " << s << " is negative";
+    if (s > kMaxTunableValue)
+      return op->emitOpError() << what << " " << s << " exceeds the largest "
+                               << "tunable value, " << kMaxTunableValue;
+  }
   return success();
 }
 

@@ -222,8 +222,26 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
       .Case([&](graph::AddOp) { return pick(arith::AddFOp(), arith::AddIOp()); })
       .Case([&](graph::SubOp) { return pick(arith::SubFOp(), arith::SubIOp()); })
       .Case([&](graph::MulOp) { return pick(arith::MulFOp(), arith::MulIOp()); })
-      .Case([&](graph::DivOp) {
-        return pick(arith::DivFOp(), arith::DivSIOp());
+      .Case([&](graph::DivOp) -> Value {
+        if (isFloat)
+          return arith::DivFOp::create(b, loc, args[0], args[1]);
+        // Defined for every divisor, as numpy: x / 0 = 0 and MIN / -1 =
+        // MIN (0 - x wraps), where divsi would trap (x86) or be poison.
+        Value one = arith::ConstantOp::create(b, loc, b.getOneAttr(t));
+        Value minusOne = arith::ConstantOp::create(
+            b, loc, b.getIntegerAttr(t, -1));
+        Value byZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             args[1], zero());
+        Value byMinusOne = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, args[1], minusOne);
+        Value divisor = arith::SelectOp::create(
+            b, loc, arith::OrIOp::create(b, loc, byZero, byMinusOne), one,
+            args[1]);
+        Value quotient = arith::DivSIOp::create(b, loc, args[0], divisor);
+        Value negated = arith::SubIOp::create(b, loc, zero(), args[0]);
+        return arith::SelectOp::create(
+            b, loc, byZero, zero(),
+            arith::SelectOp::create(b, loc, byMinusOne, negated, quotient));
       })
       .Case([&](graph::MaximumOp) {
         return pick(arith::MaximumFOp(), arith::MaxSIOp());

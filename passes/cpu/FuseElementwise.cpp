@@ -36,10 +36,23 @@ struct CpuFuseElementwisePass
       (void)linalg::generalizeNamedOp(rewriter, transpose);
     });
     RewritePatternSet patterns(ctx);
-    // A producer with other users would be recomputed: keep it.
+    // A producer with other users would be recomputed: keep it. Each
+    // fusion copies both bodies into a new op, so a chain of n ops fused
+    // pairwise costs n^2 copies; bodies stop growing at kMaxFusedBody ops
+    // (a loop nest that long is compute-bound: storing its result and
+    // reading it back in the next one costs little), which keeps long
+    // chains linear.
+    constexpr size_t kMaxFusedBody = 256;
     linalg::ControlFusionFn singleUse = [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
-      return producer && producer->hasOneUse();
+      if (!producer || !producer->hasOneUse())
+        return false;
+      auto bodySize = [](Operation *op) {
+        auto generic = dyn_cast<linalg::GenericOp>(op);
+        return generic ? generic.getBody()->getOperations().size() : 1;
+      };
+      return bodySize(producer) + bodySize(operand->getOwner()) <=
+             kMaxFusedBody;
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, singleUse);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);

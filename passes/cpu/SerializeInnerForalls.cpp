@@ -33,6 +33,13 @@ struct CpuSerializeInnerForallsPass
     // Post-order: innermost first, so each conversion sees a forall whose
     // nested ones are already loops.
     for (scf::ForallOp forall : inner) {
+      // Upstream's conversion takes foralls without results only.
+      if (forall.getNumResults() != 0) {
+        forall.emitError("cpu-serialize-inner-foralls runs after "
+                         "bufferization; this nested scf.forall still has "
+                         "tensor results");
+        return signalPassFailure();
+      }
       rewriter.setInsertionPoint(forall);
       if (failed(scf::forallToForLoop(rewriter, forall))) {
         forall.emitError("could not serialize this nested scf.forall");

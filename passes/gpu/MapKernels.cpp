@@ -354,6 +354,30 @@ void placeInSharedMemory(gpu::LaunchOp launch) {
       outside, loc, outside.getI32Type(), bytes));
 }
 
+/// The pass maps loops over buffers: a kernel still on tensors (the pass
+/// run before bufferization) is an error at its first tensor, not an
+/// assertion deep in the mapping.
+LogicalResult checkBufferized(func::FuncOp func) {
+  auto isTensor = [](Type t) { return isa<TensorType>(t); };
+  FunctionType type = func.getFunctionType();
+  if (llvm::any_of(type.getInputs(), isTensor) ||
+      llvm::any_of(type.getResults(), isTensor))
+    return func.emitError("gpu-map-kernels runs on bufferized kernels, but "
+                          "kernel '")
+           << func.getSymName() << "' takes or returns tensors";
+  WalkResult walk = func.walk([&](Operation *op) {
+    if (llvm::any_of(op->getOperandTypes(), isTensor) ||
+        llvm::any_of(op->getResultTypes(), isTensor)) {
+      op->emitError("gpu-map-kernels runs on bufferized kernels, but this "
+                    "op of kernel '")
+          << func.getSymName() << "' works on tensors";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 struct GpuMapKernelsPass
     : tessel::impl::GpuMapKernelsBase<GpuMapKernelsPass> {
   void runOnOperation() override {
@@ -361,6 +385,8 @@ struct GpuMapKernelsPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr("tessel.kernel") || func.isExternal())
         continue;
+      if (failed(checkBufferized(func)))
+        return signalPassFailure();
       // Upstream maps only normalized foralls (from 0, step 1).
       SmallVector<scf::ForallOp> foralls;
       func.walk([&](scf::ForallOp forall) { foralls.push_back(forall); });

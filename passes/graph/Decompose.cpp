@@ -5,6 +5,8 @@
 // the pieces (a softmax becomes one reduction group), constant folding
 // precomputes what depends on weights only (batch_norm's scale and shift,
 // linear's transposed weight), and lowering only needs the primitives.
+// Zero-size tensors fold away here too (FoldZeroSize), so that no later
+// stage schedules a loop of extent 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -197,11 +199,112 @@ struct DecomposeLinear : OpRewritePattern<LinearOp> {
   }
 };
 
+/// The value of a reduction of `kind` over nothing, as the lowering's
+/// initial values give it (and ONNX defines it): 0 for sums, NaN for means
+/// (0 / 0), the lowest and highest values for max and min.
+DenseElementsAttr emptyReduction(ReduceKind kind, RankedTensorType type) {
+  Type elem = type.getElementType();
+  if (auto floatType = dyn_cast<FloatType>(elem)) {
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    APFloat value = kind == ReduceKind::mean ? APFloat::getNaN(semantics)
+                    : kind == ReduceKind::max
+                        ? APFloat::getInf(semantics, /*Negative=*/true)
+                    : kind == ReduceKind::min ? APFloat::getInf(semantics)
+                                              : APFloat::getZero(semantics);
+    return DenseElementsAttr::get(type, value);
+  }
+  unsigned width = elem.getIntOrFloatBitWidth();
+  APInt value = kind == ReduceKind::max   ? APInt::getSignedMinValue(width)
+                : kind == ReduceKind::min ? APInt::getSignedMaxValue(width)
+                                          : APInt::getZero(width);
+  return DenseElementsAttr::get(type, value);
+}
+
+/// Zero-size tensors leave no work for a kernel, and a reduction over an
+/// empty extent is its identity: an op with an empty result becomes an
+/// empty constant, sum/mean/matmul/conv over nothing a constant (plus a
+/// conv's bias), and a concatenation drops its empty operands. Later
+/// stages then never see a loop of extent 0 with work after it. Runs
+/// before the decompositions (higher benefit): a softmax of an empty row
+/// is empty, not a max over nothing.
+struct FoldZeroSize : RewritePattern {
+  FoldZeroSize(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/2, context) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<GraphDialect>(op->getDialect()) || op->getNumRegions() != 0 ||
+        isa<ConstantOp>(op) || op->getNumResults() != 1)
+      return failure();
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || !type.hasStaticShape())
+      return failure();
+    Location loc = op->getLoc();
+    if (type.getNumElements() == 0) {
+      rewriter.replaceOpWithNewOp<ConstantOp>(
+          op, DenseElementsAttr::get(type, ArrayRef<Attribute>()));
+      return success();
+    }
+    auto isEmpty = [](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.hasStaticShape() && t.getNumElements() == 0;
+    };
+    if (auto concat = dyn_cast<ConcatOp>(op)) {
+      SmallVector<Value> kept = llvm::to_vector(
+          llvm::make_filter_range(concat.getInputs(), [&](Value v) {
+            return !isEmpty(v);
+          }));
+      if (kept.size() == concat.getInputs().size())
+        return failure();
+      if (kept.size() == 1)
+        rewriter.replaceOp(op, kept[0]);
+      else
+        rewriter.replaceOpWithNewOp<ConcatOp>(op, kept, concat.getAxis());
+      return success();
+    }
+    Attribute zero = rewriter.getZeroAttr(type);
+    auto constant = [&](Attribute value) -> Value {
+      return ConstantOp::create(rewriter, loc, cast<ElementsAttr>(value));
+    };
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (!isEmpty(reduce.getInput()))
+        return failure();
+      rewriter.replaceOp(op, constant(emptyReduction(reduce.getKind(), type)));
+      return success();
+    }
+    if (auto matmul = dyn_cast<MatmulOp>(op)) {
+      if (tensorOf(matmul.getLhs()).getShape().back() != 0)
+        return failure();
+      rewriter.replaceOp(op, constant(zero));
+      return success();
+    }
+    if (auto conv = dyn_cast<Conv2DOp>(op)) {
+      if (!isEmpty(conv.getWeight()))
+        return failure();
+      Value result = constant(zero);
+      if (Value bias = conv.getBias()) {
+        // [F] against the result's channel dimension.
+        if (conv.getLayout() == ImageLayout::nchw)
+          bias = ReshapeOp::create(
+              rewriter, loc,
+              RankedTensorType::get({tensorOf(bias).getDimSize(0), 1, 1},
+                                    type.getElementType()),
+              bias);
+        result = AddOp::create(rewriter, loc, result, bias);
+      }
+      rewriter.replaceOp(op, result);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct GraphDecomposePass
     : tessel::impl::GraphDecomposeBase<GraphDecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateGraphDecompositionPatterns(patterns);
+    patterns.add<FoldZeroSize>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -994,6 +994,11 @@ struct LoopDefaultSchedulePass
       return failure();
     }
     SmallVector<int64_t> extents = *maybeExtents;
+    if (target != "cpu" && llvm::is_contained(extents, 0)) {
+      root->emitError("has a loop of extent 0, which GPU schedules do not "
+                      "take; graph-decompose folds zero-size tensors away");
+      return failure();
+    }
     if (target == "cpu") {
       addCpuSchedule(func, root, extents, kind, result, mayCoverKernel);
       return false;

@@ -47,10 +47,15 @@ struct LoopUnrollPass : tessel::impl::LoopUnrollBase<LoopUnrollPass> {
       rewriter.eraseOp(op);
       auto innermost =
           loops->empty() ? scf::ForOp() : dyn_cast<scf::ForOp>(loops->back());
-      if (innermost && factor.getInt() > 1 &&
-          failed(loopUnrollByFactor(innermost, factor.getInt()))) {
+      // A factor beyond the trip count unrolls the loop fully.
+      int64_t by = factor.getInt();
+      if (innermost)
+        if (std::optional<APInt> trips = innermost.getStaticTripCount())
+          by = std::min<int64_t>(by, std::max<int64_t>(trips->getSExtValue(), 1));
+      if (innermost && by > 1 &&
+          failed(loopUnrollByFactor(innermost, by))) {
         innermost.emitError("loop.unroll could not unroll this loop by ")
-            << factor.getInt();
+            << by;
         return signalPassFailure();
       }
     }

@@ -437,7 +437,13 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
            << schedule.getKernel() << "' has dynamic loops; schedules "
            << "need static shapes";
   SmallVector<int64_t> extents = *maybeExtents;
+  SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
   bool gpu = schedule.getTarget() != "cpu";
+  if (gpu && llvm::is_contained(extents, 0))
+    return schedule.emitError("kernel '")
+           << schedule.getKernel() << "' has a loop of extent 0, which GPU "
+           << "schedules do not take; graph-decompose folds zero-size "
+              "tensors away";
   bool blocks = false;
   loop::TileOp blockTile;
   bool threadMapped = false;
@@ -471,6 +477,15 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
         return tile.emitError(sizeName(tile, i))
                << " = " << size << " exceeds its loop's extent "
                << extents[i];
+      if ((mapping || tile.getParallel()) &&
+          iterators[i] == utils::IteratorType::reduction)
+        return tile.emitError(sizeName(tile, i))
+               << " = " << size << " tiles reduction loop " << i
+               << " across parallel "
+               << (mapping ? "processors" : "workers")
+               << ", whose tiles would race on the result; tile it in a "
+                  "sequential loop.tile (neither `parallel` nor mapped) or "
+                  "split it with loop.split_k";
       int64_t count = llvm::divideCeil(extents[i], size);
       if (mapping) {
         Attribute id = (*mapping)[m++];

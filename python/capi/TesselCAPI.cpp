@@ -28,8 +28,72 @@ void tesselRegisterPasses(void) {
   std::call_once(once, [] { tessel::registerTesselPasses(); });
 }
 
+/// Checks what MLIR's parser does not bound before it reads `text`:
+/// nesting (it recurses once per bracket, region or type parameter list
+/// with no limit: 20,000 nested `[` overflow the stack) and the alignment
+/// word that opens each resource blob (0 aborts, 2^31 reserves 2 GiB). The
+/// error is at the offending character; string literals and comments do
+/// not count.
+static mlir::LogicalResult checkBeforeParsing(mlir::MLIRContext *context,
+                                              llvm::StringRef text,
+                                              llvm::StringRef sourceName) {
+  constexpr unsigned kMaxNesting = 256;
+  constexpr uint32_t kMaxBlobAlignment = 4096;
+  unsigned depth = 0, line = 1, column = 1;
+  bool inMetadata = false; // in the `{-# ... #-}` resources section
+  auto error = [&]() {
+    return mlir::emitError(
+        mlir::FileLineColLoc::get(context, sourceName, line, column));
+  };
+  for (size_t i = 0; i < text.size(); ++i, ++column) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else if (c == '"') {
+      llvm::StringRef literal = text.substr(i + 1);
+      if (inMetadata && literal.starts_with("0x") && literal.size() >= 10) {
+        // Four little-endian bytes of alignment, in hex.
+        uint32_t alignment = 0;
+        for (int b = 3; b >= 0; --b) {
+          unsigned byte;
+          if (literal.substr(2 + 2 * b, 2).getAsInteger(16, byte))
+            break;
+          alignment = alignment << 8 | byte;
+        }
+        if (!llvm::isPowerOf2_32(alignment) || alignment > kMaxBlobAlignment)
+          return error() << "resource blob alignment " << alignment
+                         << " is not a power of two of at most "
+                         << kMaxBlobAlignment;
+      }
+      for (++i, ++column; i < text.size() && text[i] != '"'; ++i, ++column) {
+        if (text[i] == '\\')
+          ++i, ++column;
+        else if (text[i] == '\n')
+          ++line, column = 0;
+      }
+    } else if (c == '/' && text.substr(i).starts_with("//")) {
+      i = std::min(text.find('\n', i), text.size()) - 1;
+    } else if (c == '{' && text.substr(i).starts_with("{-#")) {
+      inMetadata = true;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth > kMaxNesting)
+        return error() << "brackets nest deeper than " << kMaxNesting
+                       << " levels; tessel does not parse such input";
+    } else if ((c == ')' || c == ']' || c == '}' ||
+                (c == '>' && (i == 0 || text[i - 1] != '-'))) &&
+               depth > 0) {
+      --depth;
+    }
+  }
+  return mlir::success();
+}
+
 MlirModule tesselParseModule(MlirContext context, MlirStringRef source,
                              MlirStringRef sourceName) {
+  if (mlir::failed(checkBeforeParsing(unwrap(context), unwrap(source),
+                                      unwrap(sourceName))))
+    return MlirModule{nullptr};
   mlir::ParserConfig config(unwrap(context));
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(unwrap(source), config,

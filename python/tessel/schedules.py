@@ -12,6 +12,7 @@ module and run its schedules as they are.
 
 from __future__ import annotations
 
+import numbers
 import random
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence, Union
@@ -77,6 +78,9 @@ def with_knobs(module: ir.Module, values: Mapping[KnobKey, int]) -> ir.Module:
     """A copy of ``module`` with the knobs at ``values`` (keyed by
     :attr:`Knob.key`) set; a value outside its domain is a CompileError
     from the knob's verifier, a key that names no knob an UnsupportedError."""
+    for key, value in values.items():
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not -2**63 <= value < 2**63:
+            raise ValueError(f"knob {key}: the value must be a 64-bit integer, not {value!r}")
     work = _copy(module)
     remaining = dict(values)
     with work.context:

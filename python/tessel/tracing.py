@@ -65,6 +65,17 @@ def _value(arg: Any) -> Any:
     return arg
 
 
+def check_int64(value: Any, what: str) -> None:
+    """Refuses an int (or a list holding one) that no 64-bit attribute can
+    hold, naming ``what``, before the bindings reject it with a bare
+    "incompatible function arguments"."""
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            check_int64(v, what)
+    elif isinstance(value, numbers.Integral) and not -2**63 <= int(value) < 2**63:
+        raise error(f"{what} holds {int(value)}, which does not fit in 64 bits")
+
+
 def build(op_class: type[ir.OpView], *args: Any, **kwargs: Any) -> Tensor:
     """Creates and verifies one op at the user's line; Tensors in args are unwrapped.
 
@@ -72,6 +83,10 @@ def build(op_class: type[ir.OpView], *args: Any, **kwargs: Any) -> Tensor:
     MLIR's diagnostics, so a bad operand is reported where the user wrote it
     rather than when the whole module is verified.
     """
+    for name, value in kwargs.items():
+        check_int64(value, f"{op_class.OPERATION_NAME} {name}")
+    for value in args:
+        check_int64(value, f"an attribute of {op_class.OPERATION_NAME}")
     try:
         op = op_class(*map(_value, args), **{k: _value(v) for k, v in kwargs.items()}, loc=location())
         op.verify()
@@ -276,6 +291,7 @@ class Tensor:
         shape = [int(d) for d in shape]
         if any(d < 0 for d in shape):
             raise error(f"invalid shape {tuple(shape)}: sizes must be non-negative")
+        check_int64(shape, f"shape {tuple(shape)}")
         return ir.RankedTensorType.get(shape, self.value.type.element_type)
 
     def reshape(self, *shape: Any) -> Tensor:

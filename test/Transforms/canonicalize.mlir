@@ -71,14 +71,11 @@ func.func @fold_int_div() -> tensor<3xi32> {
 
 // -----
 
-// Integer division by zero is undefined in the kernel: it is not folded,
-// even when only one element divides by zero.
-// CHECK-LABEL: func.func @no_fold_int_div_by_zero
-// CHECK-DAG: %[[L:.*]] = graph.constant dense<5> : tensor<2xi32>
-// CHECK-DAG: %[[R:.*]] = graph.constant dense<[1, 0]> : tensor<2xi32>
-// CHECK: %[[D:.*]] = graph.div %[[L]], %[[R]]
-// CHECK: return %[[D]]
-func.func @no_fold_int_div_by_zero() -> tensor<2xi32> {
+// Integer division by zero gives 0, as in the kernels (and numpy).
+// CHECK-LABEL: func.func @fold_int_div_by_zero
+// CHECK-NEXT: %[[C:.*]] = graph.constant dense<[5, 0]> : tensor<2xi32>
+// CHECK-NEXT: return %[[C]]
+func.func @fold_int_div_by_zero() -> tensor<2xi32> {
   %l = graph.constant dense<5> : tensor<2xi32>
   %r = graph.constant dense<[1, 0]> : tensor<2xi32>
   %0 = graph.div %l, %r : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
@@ -636,9 +633,11 @@ func.func @no_fold_parameter_argument(%x: tensor<1x2x4x4xf32>, %scale: tensor<2x
 
 // -----
 
-// MIN / -1 overflows like x / 0: neither folds.
+// MIN / -1 wraps around to MIN, as in the kernels (and numpy).
 // CHECK-LABEL: func.func @int_div_overflow
-// CHECK-COUNT-2: graph.div
+// CHECK-DAG: graph.constant dense<-9223372036854775808> : tensor<i64>
+// CHECK-DAG: graph.constant dense<-2147483648> : tensor<i32>
+// CHECK-NOT: graph.div
 func.func @int_div_overflow() -> (tensor<i64>, tensor<i32>) {
   %min = graph.constant dense<-9223372036854775808> : tensor<i64>
   %m1 = graph.constant dense<-1> : tensor<i64>

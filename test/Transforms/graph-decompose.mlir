@@ -252,3 +252,20 @@ func.func @primitives(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4xf32>
   %1 = graph.reduce sum %0 axes [1] : tensor<4x8xf32> -> tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// Zero-size tensors: an empty result is an empty constant, a reduction over
+// nothing its identity, a concatenation drops its empty operands.
+// CHECK-LABEL: func.func @zero_size
+// CHECK-DAG: %[[EMPTY:.*]] = graph.constant dense<> : tensor<4x0xf32>
+// CHECK-DAG: %[[MAX:.*]] = graph.constant dense<0xFF800000> : tensor<4xf32>
+// CHECK-DAG: %[[MM:.*]] = graph.constant dense<0.000000e+00> : tensor<4x3xf32>
+// CHECK: return %[[EMPTY]], %[[MAX]], %[[MM]], %arg2
+func.func @zero_size(%a: tensor<4x0xf32>, %b: tensor<0x3xf32>, %c: tensor<4x3xf32>) -> (tensor<4x0xf32>, tensor<4xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+  %0 = graph.softmax %a axis 1 : tensor<4x0xf32>
+  %1 = graph.reduce max %a axes [1] : tensor<4x0xf32> -> tensor<4xf32>
+  %2 = graph.matmul %a, %b : (tensor<4x0xf32>, tensor<0x3xf32>) -> tensor<4x3xf32>
+  %3 = graph.concat %a, %c axis 1 : (tensor<4x0xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %0, %1, %2, %3 : tensor<4x0xf32>, tensor<4xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+}

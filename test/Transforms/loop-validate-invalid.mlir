@@ -1009,6 +1009,7 @@ loop.schedule @twice target "sm_90" {
   loop.grid_reduce parts [1] threads [128]
 }
 loop.schedule @twice result 0 target "sm_90" {
+  // expected-error @below {{tile size = 500 tiles reduction loop 0 across parallel processors}}
   loop.tile [500] mapping [#gpu.block<x>]
 }
 
@@ -1028,4 +1029,51 @@ func.func private @pointwise(%a: tensor<64x64xf32>) -> tensor<64x64xf32> attribu
 loop.schedule @pointwise target "sm_90" {
   // expected-error @below {{cannot apply to kernel 'pointwise': it has no reduction to a single value}}
   loop.grid_reduce parts [1] threads [128]
+}
+
+// -----
+
+// Tiles of a reduction loop run in parallel would race on the result.
+func.func private @mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %0 = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+loop.schedule @mm target "cpu" {
+  // expected-error @below {{tile size #2 = 8 tiles reduction loop 2 across parallel workers}}
+  loop.tile [8, 0, 8] parallel
+}
+
+// -----
+
+func.func private @mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %0 = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+loop.schedule @mm target "sm_90" {
+  // expected-error @below {{tile size #2 = 16 tiles reduction loop 2 across parallel processors}}
+  loop.tile [16, 16, 16] mapping [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @empty(%a: tensor<4x0xf32>) -> tensor<4x0xf32> attributes {tessel.kernel = "elementwise"} {
+  %e = tensor.empty() : tensor<4x0xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x0xf32>) outs(%e : tensor<4x0xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<4x0xf32>
+  return %0 : tensor<4x0xf32>
+}
+// expected-error @below {{kernel 'empty' has a loop of extent 0, which GPU schedules do not take}}
+loop.schedule @empty target "sm_90" {
+  loop.tile [1, 0] mapping [#gpu.block<x>]
 }

@@ -236,6 +236,52 @@ def test_sampled_cpu_schedules_match_numpy(case):
                                                             rtol=2e-3, atol=2e-3))
 
 
+# Hand-written tile levels, reduction loops included: validation rejects a
+# schedule or the kernel computes what numpy does. Each case: function, its
+# inputs, the reference, the root's loop count (a reduction root's last loop
+# is its reduction).
+RAW_TILE_CASES = {
+    "matmul": (lambda a, b: a @ b, [RNG.standard_normal(s).astype(np.float32) for s in ((24, 36), (36, 20))],
+               np.matmul, 3),
+    "row_sum": (lambda x: ops.sum(x, axis=1), [RNG.standard_normal((12, 40)).astype(np.float32)],
+                lambda x: x.sum(1), 2),
+    "softmax": (lambda x: ops.softmax(x, axis=-1), [RNG.standard_normal((6, 30)).astype(np.float32)],
+                lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(
+                    -1, keepdims=True), 2),
+}
+
+
+def _with_schedule(module, kernel: str, body: str) -> str:
+    """``module``'s kernels with one CPU schedule, of ``kernel``, holding ``body``."""
+    text = str(schedules.default_schedules(module, "cpu"))
+    return f'{text[:text.index("  loop.schedule")]}  loop.schedule @{kernel} target "cpu" {{\n{body}\n  }}\n}}\n'
+
+
+@pytest.mark.parametrize("case", sorted(RAW_TILE_CASES))
+def test_random_tile_levels_are_rejected_or_match_numpy(case):
+    fn, args, reference, loops = RAW_TILE_CASES[case]
+    module = tessel.trace(fn, *args, name=case)
+    want = reference(*args)
+    rng = random.Random(case)
+    outcomes = {"rejected": 0, "ran": 0}
+    for _ in range(12):
+        levels = []
+        for _ in range(rng.randint(1, 2)):
+            sizes = [rng.choice([0, 0, 1, 3, 4, 8, 16]) for _ in range(loops)]
+            levels.append(f"    loop.tile {sizes}" + (" parallel" if rng.random() < 0.5 else ""))
+        text = _with_schedule(module, f"{case}_kernel0", "\n".join(levels))
+        try:
+            exe = tessel.compile(tessel.parse(text))
+        except tessel.CompileError as e:
+            reasons = ("exceeds its loop's extent", "tiles reduction loop", "tiles no loop")
+            assert any(why in str(e) for why in reasons), str(e)
+            outcomes["rejected"] += 1
+            continue
+        np.testing.assert_allclose(exe(*args), want, rtol=1e-4, atol=1e-4, err_msg="\n".join(levels))
+        outcomes["ran"] += 1
+    assert outcomes["ran"] and (outcomes["rejected"] or case == "softmax"), outcomes
+
+
 # loop.split_k: K in parts computed in parallel into a workspace, then a
 # second loop nest sums the parts and runs the epilogue.
 def _parts(scheduled, parts):

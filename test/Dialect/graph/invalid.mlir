@@ -900,3 +900,36 @@ func.func @fused_without_yield(%x: tensor<4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @too_many_bytes(%a: tensor<4611686018427387904x4xf32>) {
+  // expected-error @below {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values of rank at most 64 and less than 2^63 bytes}}
+  %0 = graph.relu %a : tensor<4611686018427387904x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_empty_axis(%a: tensor<0x4xf32>, %i: tensor<2xi32>) {
+  // expected-error @+2 {{gather of indices 'tensor<2xi32>' from axis 0 of 'tensor<0x4xf32>', which is empty}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.gather %a[%i] axis 0 : (tensor<0x4xf32>, tensor<2xi32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @rank_0_resource() {
+  // expected-error @+1 {{a rank-0 dense_resource constant is not supported; write it as dense<...>}}
+  %0 = graph.constant dense_resource<blob> : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @sparse() {
+  // expected-error @+1 {{constant value must be dense<...> or dense_resource<...>; sparse constants are not supported}}
+  %0 = graph.constant sparse<[[0]], [1.0]> : tensor<2xf32>
+  return
+}
