@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from typing import Sequence
 
 import numpy as np
@@ -30,12 +31,30 @@ __all__ = ["main"]
 
 
 def _inputs(path: str, count: int) -> list[np.ndarray]:
-    with np.load(path) as data:
-        for prefix in ("arg", "arr_"):
-            names = [f"{prefix}{i}" for i in range(count)]
-            if all(n in data for n in names):
-                return [data[n] for n in names]
-        raise TesselError(f"{path} must hold arg0..arg{count - 1} (or arr_0..), it has {sorted(data)}")
+    """The ``count`` arguments in .npz file ``path`` (``arg0``... or
+    ``arr_0``...; no pickles); TesselError naming what is wrong."""
+    try:
+        with open(path, "rb") as f:
+            # np.load takes anything else for a pickle, which it refuses with a misleading message.
+            if not zipfile.is_zipfile(f):
+                raise TesselError(f"{path} is not an .npz file (np.savez writes one)")
+            f.seek(0)
+            with np.load(f, allow_pickle=False) as data:
+                for prefix in ("arg", "arr_"):
+                    names = [f"{prefix}{i}" for i in range(count)]
+                    if all(n in data for n in names):
+                        return [data[n] for n in names]
+                raise TesselError(f"{path} must hold arg0..arg{count - 1} (or arr_0..), it has {sorted(data)}")
+    except TesselError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a damaged .npz raises zipfile's, zlib's, tokenize's, numpy's errors
+        raise TesselError(f"cannot read the arguments in {path}: {e}") from None
+
+
+def _failed(command: str, error: BaseException) -> int:
+    """Reports ``error`` as the one line of a failed ``tessel COMMAND``; the exit status."""
+    print(f"tessel {command}: {error}", file=sys.stderr)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,10 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         executable = runtime.load(args.artifact, device=args.device, dry=args.dry, emulate=args.emulate)
         results = executable(*_inputs(args.inputs, len(executable.artifact.inputs)))
     except TesselError as e:
-        print(f"tessel run: {e}", file=sys.stderr)
-        return 1
+        return _failed("run", e)
     results = results if isinstance(results, tuple) else (results,)
-    np.savez(args.out, **{f"out{i}": r for i, r in enumerate(results)})
+    try:
+        with open(args.out, "wb") as f:  # a file object: np.savez would add .npz to a name without it
+            np.savez(f, **{f"out{i}": r for i, r in enumerate(results)})
+    except OSError as e:
+        return _failed("run", f"cannot write the results to {args.out}: {e.strerror or e}")
     print(f"ran {executable.artifact.entry} ({len(executable.artifact.kernels)} kernels) on "
           f"{executable.driver.device_name}; wrote {len(results)} results to {args.out}")
     return 0
@@ -109,8 +131,7 @@ def _tune(args: argparse.Namespace) -> int:
         summaries = tune(module, target=target, trials=args.trials, db=args.db, plot=args.plot,
                          search=args.search, seed=args.seed, progress=print_progress)
     except (TesselError, OSError, ValueError) as e:
-        print(f"tessel tune: {e}", file=sys.stderr)
-        return 1
+        return _failed("tune", e)
     _print_summaries(summaries)
     print(f"recorded in {args.db}; tessel.compile(module, target={args.target!r}, tuning_db={args.db!r}) "
           "uses the best schedules" + (f"; curves in {args.plot}" if args.plot else ""))
@@ -122,9 +143,12 @@ def _tune_import(args: argparse.Namespace) -> int:
 
     try:
         summaries = import_batch(args.batch, args.db, results=args.results)
-    except (TesselError, OSError, ValueError, KeyError) as e:
-        print(f"tessel tune-import: {e}", file=sys.stderr)
-        return 1
+    except (TesselError, OSError, ValueError) as e:
+        return _failed("tune-import", e)
+    except (KeyError, TypeError, AttributeError, IndexError, RecursionError) as e:
+        # import_batch reads the JSON files unchecked: these are fields missing or of the wrong type.
+        return _failed("tune-import", f"{args.batch}: a malformed batch or results file "
+                                      f"({type(e).__name__}: {e})")
     _print_summaries(summaries)
     print(f"recorded in {args.db}")
     return 0

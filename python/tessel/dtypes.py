@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import UnsupportedError
 
-__all__ = ["BFLOAT16", "ELEMENT_DTYPES", "dtype_named", "words"]
+__all__ = ["BFLOAT16", "ELEMENT_DTYPES", "described", "dtype_named", "host_array", "words"]
 
 try:
     import ml_dtypes
@@ -44,3 +44,21 @@ def words(array: np.ndarray) -> np.ndarray:
     """``array`` itself, or for bfloat16 a view of its raw 16-bit words: the
     buffer protocol, ctypes and torch.from_numpy have no bfloat16."""
     return array.view(np.uint16) if array.dtype == BFLOAT16 and BFLOAT16 is not None else array
+
+
+def host_array(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Host argument ``array`` (``dtype`` in either byte order) as the bytes
+    kernels read: C-contiguous, native byte order, booleans 0 or 1 (numpy
+    takes any nonzero byte for True; kernels read the low bit, or the whole
+    byte as an i8). ``array`` itself when it is all that already."""
+    if dtype == np.bool_:
+        return np.ascontiguousarray(array.view(np.uint8) != 0)  # != keeps a Fortran array's order
+    return np.ascontiguousarray(array, dtype)
+
+
+def described(dtype: np.dtype) -> str:
+    """``dtype``'s name, with its byte order when that is not the machine's:
+    a big-endian float32 is not the float32 an error message asks for."""
+    if dtype.isnative:
+        return dtype.name
+    return f"{'big' if dtype.byteorder == '>' else 'little'}-endian {dtype.name}"

@@ -6,7 +6,8 @@ no global MLIR state beyond what MLIR itself registers once per process.
 
 from __future__ import annotations
 
-from typing import Optional
+import contextlib
+from typing import Iterator, Optional
 
 from mlir import ir, passmanager
 from mlir._mlir_libs import _mlir as _mlir_cext
@@ -14,7 +15,7 @@ from mlir._mlir_libs import _mlir as _mlir_cext
 from . import _tessel
 from .errors import CompileError, Diagnostic
 
-__all__ = ["context", "parse", "verify", "run_passes"]
+__all__ = ["collecting_diagnostics", "context", "parse", "verify", "run_passes"]
 
 # Generated op classes for graph/loop live in tessel.dialects; MLIR looks
 # there when it meets those dialects. Both registrations are idempotent.
@@ -60,13 +61,10 @@ def compile_error(summary: str, error: ir.MLIRError) -> CompileError:
     return CompileError(summary, [_diagnostic(d) for d in error.error_diagnostics])
 
 
-def parse(text: str, *, ctx: Optional[ir.Context] = None, source_name: str = "<input>") -> ir.Module:
-    """Parses and verifies MLIR text (graph dialect or upstream dialects).
-
-    Raises CompileError with MLIR's diagnostics, located at
-    ``source_name:line:col``, when the text is malformed or does not verify.
-    """
-    ctx = ctx or context()
+@contextlib.contextmanager
+def collecting_diagnostics(ctx: ir.Context) -> Iterator[list[Diagnostic]]:
+    """A list of the diagnostics MLIR emits in ``ctx`` while the block runs,
+    collected for a CompileError instead of printed to stderr."""
     diagnostics: list[Diagnostic] = []
 
     def collect(d: ir.Diagnostic) -> bool:
@@ -75,9 +73,28 @@ def parse(text: str, *, ctx: Optional[ir.Context] = None, source_name: str = "<i
 
     handler = ctx.attach_diagnostic_handler(collect)
     try:
-        module = _tessel.parse_module(ctx, text, source_name)
+        yield diagnostics
     finally:
         handler.detach()
+
+
+def parse(text: str, *, ctx: Optional[ir.Context] = None, source_name: str = "<input>") -> ir.Module:
+    """Parses and verifies MLIR text (graph dialect or upstream dialects).
+
+    Raises CompileError with MLIR's diagnostics, located at
+    ``source_name:line:col``, when the text is malformed or does not verify.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        # A str that is not Unicode (a lone surrogate, as os.fsdecode makes
+        # of undecodable bytes) cannot reach the C++ parser at all.
+        line, column = text.count("\n", 0, e.start) + 1, e.start - text.rfind("\n", 0, e.start)
+        raise CompileError(f"failed to parse {source_name}", [Diagnostic(
+            "error", f"{source_name}:{line}:{column}", f"{text[e.start]!r} is not a Unicode character")]) from None
+    ctx = ctx or context()
+    with collecting_diagnostics(ctx) as diagnostics:
+        module = _tessel.parse_module(ctx, text, source_name)
     if module is None:
         raise CompileError(f"failed to parse {source_name}", diagnostics)
     return module

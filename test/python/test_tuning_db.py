@@ -298,6 +298,7 @@ def test_apply_records_keeps_the_default_when_a_record_does_not_fit(tmp_path, sc
         schedule = _schedule_text(sm80, "alone_kernel0")
     with TuningDatabase(tmp_path / "tune.db") as db:
         db.add(_record(kernel_keys(alone)[("alone_kernel0", None)], kernel="alone_kernel0", schedule=schedule))
-        result, used = apply_records(alone, db, DEVICE)
+        with pytest.warns(UserWarning, match="cannot be applied.*it keeps its default schedule"):
+            result, used = apply_records(alone, db, DEVICE)
     assert used == {("alone_kernel0", None): None}
     assert str(result) == str(alone)

@@ -22,8 +22,9 @@ from mlir import execution_engine, ir
 
 from .. import _tessel, dlpack
 from .. import ir as tir
+from ..dtypes import described, host_array
 from ..tools import mlir_runtime_library
-from ..errors import UnsupportedError
+from ..errors import CompileError, UnsupportedError
 from ..runtime.executor import ALIGNMENT
 from .pipelines import GPU_TARGETS, cpu_stages, run_stages, scheduled_for
 from .signature import TensorSpec, entry_function, signature
@@ -192,7 +193,9 @@ class CPUExecutable:
         """Argument ``index`` as a C-contiguous array, and its address. A contiguous numpy
         array or CPU ``__dlpack__`` object (a torch tensor) is used in place;
         a strided one is copied, as is one at an address that is not a
-        multiple of ``ALIGNMENT`` (kernels move aligned vectors)."""
+        multiple of ``ALIGNMENT`` (kernels move aligned vectors), one of the
+        other byte order (converted, as numpy would) and a bool one (any
+        nonzero byte made 1: kernels do not read numpy's bool as numpy does)."""
         spec = self.inputs[index]
         array = value
         if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
@@ -203,11 +206,10 @@ class CPUExecutable:
                 raise ValueError(f"{self.name}: argument {index} (DLPack device {device}) cannot be read as CPU "
                                  f"memory: {e}") from None
         array = np.asarray(array)
-        if array.shape != spec.shape or array.dtype != spec.dtype:
+        if array.shape != spec.shape or array.dtype.newbyteorder("=") != spec.dtype:
             raise ValueError(f"{self.name}: argument {index} must be {spec}, "
-                             f"got {TensorSpec(array.shape, array.dtype)}")
-        if not array.flags.c_contiguous:
-            array = np.ascontiguousarray(array)
+                             f"got {described(array.dtype)}{list(array.shape)}")
+        array = host_array(array, spec.dtype)
         address = array.ctypes.data
         if address % ALIGNMENT:
             array = array.copy()
@@ -278,11 +280,17 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
                          print_ir_after_all=print_ir_after_all, timing=timing)
     start = time.perf_counter()
     declared = _declared_functions(work)
-    engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)
-    _register_runtime_symbols(engine, declared)
-    engine.initialize()
-    # Code generation is lazy: look the entry up now so that it is part of
-    # the compile (and its errors surface here), not of the first call.
-    engine.lookup(name)
+    # The ExecutionEngine fails with builtins' RuntimeError (a global it
+    # cannot emit, a symbol no library defines); the diagnostics say which.
+    with tir.collecting_diagnostics(work.context) as diagnostics:
+        try:
+            engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)
+            _register_runtime_symbols(engine, declared)
+            engine.initialize()
+            # Code generation is lazy: look the entry up now so that it is part of
+            # the compile (and its errors surface here), not of the first call.
+            engine.lookup(name)
+        except RuntimeError as e:
+            raise CompileError(f"the JIT cannot compile @{name}: {e}", diagnostics) from None
     seconds["jit"] = time.perf_counter() - start
     return CPUExecutable(engine, name, inputs, outputs, seconds)

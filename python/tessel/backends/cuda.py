@@ -15,13 +15,17 @@ the same host program as on the CPU, each kernel's mapped loops become a
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
+import math
+import os
 import re
 import subprocess
 import tempfile
 import time
-from pathlib import Path
-from typing import Any, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, Callable, Sequence
 
 import numpy as np
 from mlir import ir
@@ -29,11 +33,11 @@ from mlir.dialects import gpu
 
 from .. import ir as tir
 from ..errors import CompileError, UnsupportedError
-from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo, read
+from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo, read, saved_manifest
 from ..runtime.executor import Executable
 from ..tools import ptxas
 from .pipelines import GPU_TARGETS, cuda_stages, run_stages, scheduled_for
-from ..dtypes import ELEMENT_DTYPES
+from ..dtypes import BFLOAT16, ELEMENT_DTYPES
 from .signature import TensorSpec, entry_function, signature
 
 __all__ = ["BufferInfo", "CudaArtifact", "KernelInfo", "compile_cuda"]
@@ -86,19 +90,37 @@ class CudaArtifact:
 
     def save(self, path: str | Path) -> Path:
         """Writes ``manifest.json``, ``kernels/*.ptx`` and ``constants/*.npy``
-        under directory ``path`` (created if missing), replacing those of an
-        artifact saved there before; returns the path."""
+        under directory ``path`` (created if missing); returns the path.
+
+        ``path`` must be empty or hold a tessel artifact, whose files (those
+        its manifest lists) this one replaces; nothing else there is
+        deleted, and nothing is written through a symlink. Else
+        FileExistsError, before anything is written. Until the new manifest
+        is in place (written last), the folder's manifest marks the artifact
+        incomplete, so that a failing save leaves no mix of old and new
+        files that loads, and saving again cleans up.
+        """
         root = Path(path)
-        (root / "kernels").mkdir(parents=True, exist_ok=True)
-        (root / "constants").mkdir(exist_ok=True)
-        for stale in [*(root / "kernels").glob("*.ptx"), *(root / "constants").glob("*.npy")]:
-            stale.unlink()
-        for i, k in enumerate(self.kernels):
-            (root / _kernel_file(i, k)).write_text(k.ptx)
-        for b in self.buffers:
-            if b.kind == "constant":
-                np.save(root / b.file, self.constants[b.id])
-        (root / "manifest.json").write_text(json.dumps(self.manifest(), indent=1) + "\n")
+        root.mkdir(parents=True, exist_ok=True)
+        old = _owned_files(root)
+        for folder in ("kernels", "constants"):
+            if (root / folder).is_symlink() or ((root / folder).exists() and not (root / folder).is_dir()):
+                raise FileExistsError(f"{root / folder} is a symlink or a file, not this artifact's folder; "
+                                      "tessel writes nothing through it")
+            (root / folder).mkdir(exist_ok=True)
+        manifest = self.manifest()
+        files: dict[str, Callable[[BinaryIO], None]] = {
+            k["file"]: functools.partial(_write_text, text=kernel.ptx)
+            for k, kernel in zip(manifest["kernels"], self.kernels)}
+        files.update({b.file: functools.partial(np.save, arr=self.constants[b.id], allow_pickle=False)
+                      for b in self.buffers if b.kind == "constant"})
+        _write_json(root / "manifest.json", {"format": FORMAT, "version": VERSION, "incomplete": True,
+                                             "files": sorted(old | set(files))})
+        for relative, write in files.items():
+            _write_atomically(root / relative, write)
+        _write_json(root / "manifest.json", manifest)
+        for stale in sorted(old - set(files)):
+            (root / stale).unlink(missing_ok=True)
         return root
 
     def emulate(self, **options: Any) -> Executable:
@@ -111,6 +133,56 @@ class CudaArtifact:
         with tempfile.TemporaryDirectory() as tmp:
             # The executable reads the PTX and uploads the constants now.
             return Executable(read(self.save(Path(tmp) / "artifact")), EmulatorDriver(self.target, **options))
+
+
+def _owned_files(root: Path) -> set[str]:
+    """The files of the artifact saved in folder ``root`` before, which a
+    new save may replace or delete: those its manifest lists that are
+    regular files directly in its ``kernels/`` or ``constants/`` folders
+    (not symlinks, not through one). FileExistsError when ``root`` is
+    neither empty nor a tessel artifact."""
+    manifest = saved_manifest(root)
+    if manifest is None:
+        if any(root.iterdir()):
+            raise FileExistsError(f"{root} is not empty and holds no tessel artifact; save into an empty "
+                                  "folder or over an artifact (tessel deletes nothing it did not write)")
+        return set()
+    # Unchecked JSON: a list of names in a placeholder, "file" fields in a manifest.
+    listed = list(manifest["files"]) if isinstance(manifest.get("files"), list) else []
+    for key in ("kernels", "buffers"):
+        if isinstance(manifest.get(key), list):
+            listed += [entry.get("file") for entry in manifest[key] if isinstance(entry, dict)]
+    owned = set()
+    for relative in listed:
+        parts = PurePosixPath(relative).parts if isinstance(relative, str) else ()
+        if (len(parts) == 2 and parts[0] in ("kernels", "constants") and parts[1] != ".."
+                and not (root / parts[0]).is_symlink() and not (root / relative).is_symlink()
+                and (root / relative).is_file()):
+            owned.add(relative)
+    return owned
+
+
+def _write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Writes ``path`` with ``write`` through a new temporary file renamed
+    over it: a failure leaves the old file, never part of the new, and what
+    was at ``path`` (even a symlink) is replaced, never written through."""
+    temporary = path.with_name(f".{path.name}.saving")
+    temporary.unlink(missing_ok=True)  # a leftover of a failed save, or a link: not to be written through
+    try:
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as f:
+            write(f)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _write_text(f: BinaryIO, text: str) -> None:
+    f.write(text.encode("utf-8"))
+
+
+def _write_json(path: Path, data: Any) -> None:
+    _write_atomically(path, functools.partial(_write_text, text=json.dumps(data, indent=1) + "\n"))
 
 
 def _kernel_file(index: int, kernel: KernelInfo) -> str:
@@ -163,6 +235,54 @@ def _memref_spec(t: ir.Type) -> tuple[tuple[int, ...], np.dtype]:
     if dtype is None:
         raise UnsupportedError(f"buffers of {element} are not supported by the CUDA backend")
     return tuple(memref.shape), dtype
+
+
+class _MlirAttribute(ctypes.Structure):
+    """MLIR's C API ``MlirAttribute``: one pointer, passed by value."""
+
+    _fields_ = [("ptr", ctypes.c_void_p)]
+
+
+_capsule_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+@functools.cache
+def _raw_data_function() -> Callable[[_MlirAttribute], int]:
+    """MLIR's ``mlirDenseElementsAttrGetRawData``, from the C API library
+    that the Python bindings load (loading it again gives the same copy)."""
+    import mlir._mlir_libs
+
+    library = ctypes.CDLL(str(Path(mlir._mlir_libs.__file__).parent / "libMLIRPythonCAPI.so"))
+    function = library.mlirDenseElementsAttrGetRawData
+    function.argtypes, function.restype = [_MlirAttribute], ctypes.c_void_p
+    return function
+
+
+def _raw_words(attr: ir.DenseElementsAttr, count: int) -> np.ndarray:
+    """The first ``count`` 16-bit words of ``attr``'s storage, copied."""
+    capsule = attr._CAPIPtr
+    pointer = _raw_data_function()(_MlirAttribute(_capsule_pointer(capsule, _capsule_name(capsule))))
+    return np.frombuffer(ctypes.string_at(pointer, 2 * count), np.uint16)
+
+
+def _constant_value(global_: Any, buffer: BufferInfo) -> np.ndarray:
+    """The value of constant ``buffer``, the initial value of ``memref.global``
+    op ``global_``. numpy reads a dense attribute through the buffer protocol
+    (a splat expanded, i1 bits unpacked), except bf16, for which the
+    protocol has no format: the attribute's raw words are read instead
+    (through MLIR's C API; the Python bindings cannot give them)."""
+    symbol = ir.StringAttr(global_.attributes["sym_name"]).value
+    initial = global_.attributes["initial_value"] if "initial_value" in global_.attributes else None
+    if not isinstance(initial, ir.DenseElementsAttr):
+        raise UnsupportedError(f"constant @{symbol} has initial value {str(initial)[:80]}; the CUDA backend "
+                               "saves dense constants only")
+    if buffer.dtype != BFLOAT16:
+        return np.array(initial)
+    if initial.is_splat:
+        return np.full(buffer.shape, _raw_words(initial, 1).view(BFLOAT16)[0])
+    return _raw_words(initial, math.prod(buffer.shape)).view(BFLOAT16).reshape(buffer.shape)
 
 
 def _ptx_objects(module: ir.Module) -> dict[str, str]:
@@ -234,8 +354,7 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
             if kind == "memref.get_global":
                 symbol = ir.FlatSymbolRefAttr(op.attributes["name"]).value
                 ids[op.result] = add(op.result, "constant")
-                initial = globals_[symbol].attributes["initial_value"]
-                constants[ids[op.result]] = np.array(ir.DenseElementsAttr(initial))
+                constants[ids[op.result]] = _constant_value(globals_[symbol], buffers[ids[op.result]])
             elif kind == "memref.alloc":
                 ids[op.result] = add(op.result, "temporary")
                 steps.append({"op": "alloc", "buffer": ids[op.result]})

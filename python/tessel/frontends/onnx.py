@@ -9,39 +9,71 @@ inputs that must be known while building (a ``Reshape``'s shape, a
 ``Slice``'s bounds) are. Opsets 13 and newer of the default domain are
 read. An op, attribute or dtype that is not supported raises
 ``tessel.UnsupportedError`` naming the node and listing the supported ops.
+
+A malformed model (an input no node defines, nodes out of order, a node
+with the wrong inputs or attributes for its op, initializer data that does
+not match its dims, an output computed with another type than declared) is
+a ``tessel.CompileError`` naming the node, tensor or file: every failure of
+the importer is one of the two. Nothing is allocated from a declared shape;
+a constant the importer folds (``ConstantOfShape``, ``Expand``, ...) is
+checked against ``MAX_CONSTANT_BYTES`` before it is built.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+import os
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
 from .. import ops
-from ..errors import UnsupportedError
+from ..backends.signature import TensorSpec
+from ..errors import CompileError, UnsupportedError
 from ..tracing import Tensor, as_tensor, trace
 from ._common import Value, attention, cast_to, matmul, numpy_or
 
-__all__ = ["from_onnx", "SUPPORTED_OPS"]
+__all__ = ["from_onnx", "SUPPORTED_OPS", "MAX_CONSTANT_BYTES"]
 
 MIN_OPSET = 13
+
+# The largest array the importer builds from a shape, a count or an
+# attribute (and that a module then holds as one constant): a malformed or
+# hostile model is an error, not an out-of-memory kill.
+MAX_CONSTANT_BYTES = 1 << 30
+
+
+@contextmanager
+def _located(where: str) -> Iterator[None]:
+    """Errors while handling ``where`` (a node, tensor or file) name it: a
+    CompileError gets it as a prefix, any other exception (numpy's, or a
+    converter's own indexing, on a malformed node) becomes a CompileError."""
+    try:
+        yield
+    except CompileError as e:
+        raise type(e)(f"{where}: {e.summary}", e.diagnostics) from None
+    except Exception as e:  # noqa: BLE001 - turned into the importer's one error type, cause chained
+        raise CompileError(f"{where}: cannot be imported ({type(e).__name__}: {e})") from e
+
+
+def _label(proto: Any, index: int) -> str:
+    """How errors name a node: its name (else its index) and op."""
+    return f"ONNX node {proto.name or '#' + str(index)} ({proto.op_type})"
 
 
 class _Node:
     """One ONNX node while converting: its attributes and input values."""
 
-    def __init__(self, proto: Any, index: int, inputs: list[Optional[Value]], helper: Any) -> None:
-        self.proto, self.index, self.inputs = proto, index, inputs
+    def __init__(self, proto: Any, inputs: list[Optional[Value]], helper: Any) -> None:
+        self.proto, self.inputs = proto, inputs
         self.attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
         self.op = proto.op_type
 
-    def where(self) -> str:
-        return f"ONNX node {self.proto.name or '#' + str(self.index)} ({self.op})"
-
     def unsupported(self, reason: str) -> UnsupportedError:
-        return UnsupportedError(f"{self.where()}: {reason}")
+        # The conversion loop prefixes the node's label.
+        return UnsupportedError(reason)
 
     def attr(self, name: str, default: Any = None) -> Any:
         value = self.attrs.get(name, default)
@@ -64,6 +96,52 @@ class _Node:
             raise self.unsupported(f"attribute {extra[0]} is not supported")
 
 
+def _sized(shape: Sequence[Any], dtype: Any) -> tuple[int, ...]:
+    """``shape`` as ints, once an array of it and ``dtype`` is known to be
+    buildable: no negative dim, at most MAX_CONSTANT_BYTES."""
+    dims = tuple(int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise CompileError(f"shape {list(dims)} has a negative dim")
+    size = math.prod(dims) * np.dtype(dtype).itemsize
+    if size > MAX_CONSTANT_BYTES:
+        raise UnsupportedError(f"it would build a constant of shape {list(dims)} ({size} bytes) while importing; "
+                               f"tessel builds at most {MAX_CONSTANT_BYTES} bytes")
+    return dims
+
+
+def _folded(values: Sequence[Optional[Value]]) -> Sequence[Optional[Value]]:
+    """``values``, the operands of an elementwise op, once their broadcast
+    is known to be buildable where it is computed in numpy (all known)."""
+    if all(v is None or isinstance(v, np.ndarray) for v in values):
+        arrays = [v for v in values if v is not None]
+        if arrays:
+            widest = max((a.dtype for a in arrays), key=lambda d: d.itemsize)
+            _sized(np.broadcast_shapes(*(a.shape for a in arrays)), widest)
+    return values
+
+
+def _array(tensor: Any) -> np.ndarray:
+    """A TensorProto (an initializer, a Constant's value) as a numpy array,
+    once its data is known to match its dims."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    dims = tuple(tensor.dims)
+    if any(d < 0 for d in dims):
+        raise CompileError(f"its dims {list(dims)} include a negative one")
+    dtype, count = _np_dtype(tensor.data_type), math.prod(dims)
+    # Types numpy has stand one value per element (raw: itemsize bytes);
+    # complex, float8, sub-byte and string data are laid out otherwise,
+    # and their mismatches are left to onnx's own reading.
+    if dtype.kind in "biuf" and tensor.data_location != TensorProto.EXTERNAL:
+        if tensor.HasField("raw_data"):
+            if len(tensor.raw_data) != count * dtype.itemsize:
+                raise CompileError(f"its raw data has {len(tensor.raw_data)} bytes; {dtype.name}{list(dims)} "
+                                   f"takes {count * dtype.itemsize}")
+        elif len(values := getattr(tensor, helper.tensor_dtype_to_field(tensor.data_type))) != count:
+            raise CompileError(f"it holds {len(values)} values; {dtype.name}{list(dims)} takes {count}")
+    return numpy_helper.to_array(tensor)
+
+
 def _reshaped(x: Value, shape: Sequence[int]) -> Value:
     return numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
 
@@ -74,24 +152,35 @@ def _indexed(x: Value, index: Any) -> Value:
 
 
 def _broadcast(x: Value, shape: Sequence[int]) -> Value:
-    return numpy_or([x], lambda v: np.broadcast_to(v, shape).copy(), lambda v: ops.broadcast_to(v, shape))
+    return numpy_or([x], lambda v: np.broadcast_to(v, _sized(shape, v.dtype)).copy(),
+                    lambda v: ops.broadcast_to(v, shape))
 
 
 def _concatenated(values: Sequence[Value], axis: int) -> Value:
     return numpy_or(values, lambda *v: np.concatenate(v, axis), lambda *v: ops.concatenate(list(v), axis))
 
 
-def _dtype(node: _Node, onnx_type: int) -> np.dtype:
+def _np_dtype(onnx_type: int) -> np.dtype:
+    """The numpy dtype of an ONNX element type, supported by tessel or not."""
     from onnx import helper
 
     try:
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type))
-    except (KeyError, TypeError):
-        raise node.unsupported(f"element type {onnx_type} is not supported") from None
+        return np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type))
+    except (KeyError, TypeError, ValueError):
+        raise UnsupportedError(f"element type {onnx_type} is not supported") from None
+
+
+def _supported(dtype: np.dtype) -> np.dtype:
+    """``dtype``, once it is one tessel computes in."""
     if dtype not in (np.float32, np.float16, np.int32, np.int64, np.bool_):
-        raise node.unsupported(f"dtype {dtype.name} is not supported; tessel takes float32, float16, "
+        raise UnsupportedError(f"dtype {dtype.name} is not supported; tessel takes float32, float16, "
                                "int32, int64 and bool")
     return dtype
+
+
+def _dtype(onnx_type: int) -> np.dtype:
+    """The numpy dtype of an ONNX element type that tessel computes in."""
+    return _supported(_np_dtype(onnx_type))
 
 
 def _axes(node: _Node, rank: int, i: int = 1) -> Optional[list[int]]:
@@ -105,13 +194,13 @@ def _axes(node: _Node, rank: int, i: int = 1) -> Optional[list[int]]:
 # Converters -----------------------------------------------------------------
 
 def _binary(fn: Callable[[Value, Value], Value]) -> Callable[[_Node], Value]:
-    return lambda n: fn(n.inputs[0], n.inputs[1])
+    return lambda n: fn(*_folded(n.inputs))
 
 
 def _variadic(fn: Callable[[Value, Value], Value]) -> Callable[[_Node], Value]:
     def convert(n: _Node) -> Value:
-        result = n.inputs[0]
-        for value in n.inputs[1:]:
+        result, *rest = _folded(n.inputs)
+        for value in rest:
             result = fn(result, value)
         return result
     return convert
@@ -148,7 +237,7 @@ def _compare(name: str) -> Callable[[_Node], Value]:
     import operator
 
     fn = getattr(operator, name)
-    return lambda n: fn(n.inputs[0], n.inputs[1])
+    return lambda n: fn(*_folded(n.inputs))
 
 
 def _not(n: _Node) -> Value:
@@ -157,7 +246,7 @@ def _not(n: _Node) -> Value:
 
 def _logical(kind: str) -> Callable[[_Node], Value]:
     def convert(n: _Node) -> Value:
-        a, b = n.inputs
+        a, b = _folded(n.inputs)
         if kind == "and":
             return _where(a, b, np.bool_(False))
         if kind == "or":
@@ -167,7 +256,7 @@ def _logical(kind: str) -> Callable[[_Node], Value]:
 
 
 def _cast(n: _Node) -> Value:
-    return cast_to(n.inputs[0], _dtype(n, n.attr("to")))
+    return cast_to(n.inputs[0], _dtype(n.attr("to")))
 
 
 def _cast_like(n: _Node) -> Value:
@@ -341,7 +430,12 @@ def _slice(n: _Node) -> Value:
 def _gather(n: _Node) -> Value:
     x, indices = n.inputs
     axis = n.attr("axis", 0)
-    return numpy_or([x, indices], lambda v, i: np.take(v, i, axis), lambda v, i: ops.take(v, i, axis))
+
+    def take(v: np.ndarray, i: np.ndarray) -> np.ndarray:
+        at = axis % v.ndim
+        _sized(v.shape[:at] + i.shape + v.shape[at + 1:], v.dtype)
+        return np.take(v, i, axis)
+    return numpy_or([x, indices], take, lambda v, i: ops.take(v, i, axis))
 
 
 def _expand(n: _Node) -> Value:
@@ -357,10 +451,8 @@ def _shape(n: _Node) -> Value:
 
 
 def _constant(n: _Node) -> Value:
-    from onnx import numpy_helper
-
     if "value" in n.attrs:
-        return numpy_helper.to_array(n.attrs["value"])
+        return _array(n.attrs["value"])
     for name, dtype in (("value_float", np.float32), ("value_int", np.int64)):
         if name in n.attrs:
             return np.array(n.attrs[name], dtype)
@@ -371,21 +463,24 @@ def _constant(n: _Node) -> Value:
 
 
 def _constant_of_shape(n: _Node) -> Value:
-    from onnx import numpy_helper
-
-    value = numpy_helper.to_array(n.attrs["value"]) if "value" in n.attrs else np.zeros(1, np.float32)
-    return np.full([int(s) for s in n.constant(0, "shape")], value.reshape(-1)[0], value.dtype)
+    value = _array(n.attrs["value"]) if "value" in n.attrs else np.zeros(1, np.float32)
+    return np.full(_sized(n.constant(0, "shape"), value.dtype), value.reshape(-1)[0], value.dtype)
 
 
 def _range(n: _Node) -> Value:
-    start, limit, delta = (n.constant(i, "bounds") for i in range(3))
-    return np.arange(start, limit, delta).astype(np.asarray(start).dtype)
+    start, limit, delta = (n.constant(i, "bounds").reshape(()) for i in range(3))
+    if delta == 0:
+        raise CompileError("its delta is 0")
+    _sized([max(0, math.ceil((limit - start) / delta))], start.dtype)
+    return np.arange(start, limit, delta).astype(start.dtype)
 
 
 def _pads(n: _Node, spatial: int) -> list[int]:
     if n.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
         raise n.unsupported(f"auto_pad={n.attr('auto_pad')} is not supported")
     pads = n.attr("pads", [0] * 2 * spatial)
+    if len(pads) != 2 * spatial:
+        raise CompileError(f"pads {pads} has {len(pads)} values; {spatial}-D windows take {2 * spatial}")
     return [pads[0], pads[1], pads[2], pads[3]]  # top, left, bottom, right
 
 
@@ -512,12 +607,14 @@ def _split(n: _Node) -> tuple[Value, ...]:
 
 def _tile(n: _Node) -> Value:
     x = n.inputs[0]
-    repeats = [int(r) for r in n.constant(1, "repeats")]
-    result = x
-    for axis, r in enumerate(repeats):
-        if r != 1:
-            result = _concatenated([result] * r, axis)
-    return result
+    repeats, shape = [int(r) for r in n.constant(1, "repeats")], [int(s) for s in x.shape]
+    if len(repeats) != len(shape) or any(r < 0 for r in repeats):
+        raise CompileError(f"repeats {repeats} do not fit its rank-{len(shape)} input (one count >= 0 per dim)")
+    # A unit dim before each dim, broadcast to the repeats: one broadcast
+    # however many copies, not a concatenation of that many operands.
+    spread = [d for s in shape for d in (1, s)]
+    copies = [d for r, s in zip(repeats, shape) for d in (r, s)]
+    return _reshaped(_broadcast(_reshaped(x, spread), copies), [r * s for r, s in zip(repeats, shape)])
 
 
 def _dropout(n: _Node) -> Value:
@@ -534,7 +631,7 @@ def _trilu(n: _Node) -> Value:
     x = n.inputs[0]
     k = int(n.constant(1, "k")) if n.input(1) is not None else 0
     rows, cols = x.shape[-2], x.shape[-1]
-    keep = (np.triu if n.attr("upper", 1) else np.tril)(np.ones((rows, cols), bool), k)
+    keep = (np.triu if n.attr("upper", 1) else np.tril)(np.ones(_sized((rows, cols), bool), bool), k)
     return _where(keep, x, _zeros_like(x))
 
 
@@ -576,8 +673,9 @@ def _depth_to_space(n: _Node) -> Value:
 
 def _eye_like(n: _Node) -> Value:
     x = n.inputs[0]
-    dtype = _dtype(n, n.attr("dtype")) if "dtype" in n.attrs else np.dtype(x.dtype)
-    return np.eye(x.shape[0], x.shape[1], n.attr("k", 0), dtype=dtype)
+    dtype = _dtype(n.attr("dtype")) if "dtype" in n.attrs else np.dtype(x.dtype)
+    rows, cols = _sized(x.shape, dtype)
+    return np.eye(rows, cols, n.attr("k", 0), dtype=dtype)
 
 
 def _is_inf(n: _Node) -> Value:
@@ -614,7 +712,7 @@ def _pad(n: _Node) -> Value:
             shape = list(result.shape)
             shape[axis] = width
             if mode == "constant":
-                parts.append(np.full(shape, fill, np.dtype(x.dtype)))
+                parts.append(np.full(_sized(shape, x.dtype), fill, np.dtype(x.dtype)))
             else:
                 index = [slice(None)] * rank
                 index[axis] = slice(0, 1) if edge == 0 else slice(result.shape[axis] - 1, result.shape[axis])
@@ -630,7 +728,8 @@ def _one_hot(n: _Node) -> Value:
     indices, depth, values = n.inputs[0], int(n.constant(1, "depth").reshape(())), n.inputs[2]
     rank = len(indices.shape) + 1
     axis = n.attr("axis", -1) % rank
-    classes = np.arange(depth, dtype=np.dtype(indices.dtype)).reshape([depth] + [1] * (rank - 1 - axis))
+    classes = np.arange(_sized([depth], indices.dtype)[0], dtype=np.dtype(indices.dtype))
+    classes = classes.reshape([depth] + [1] * (rank - 1 - axis))
     positive = _where(indices < 0, indices + np.asarray(depth, np.dtype(indices.dtype)), indices)
     expanded = numpy_or([positive], lambda v: np.expand_dims(v, axis), lambda v: ops.unsqueeze(v, axis))
     off, on = (_indexed(values, i) for i in (0, 1))
@@ -672,7 +771,7 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "Max": _variadic(_maximum), "Min": _variadic(_minimum), "Sum": _variadic(lambda a, b: a + b), "Mean": _mean,
     "Equal": _compare("eq"), "Less": _compare("lt"), "LessOrEqual": _compare("le"), "Greater": _compare("gt"),
     "GreaterOrEqual": _compare("ge"), "Not": _not, "And": _logical("and"), "Or": _logical("or"),
-    "Xor": _logical("xor"), "Where": lambda n: _where(*n.inputs), "Cast": _cast, "CastLike": _cast_like,
+    "Xor": _logical("xor"), "Where": lambda n: _where(*_folded(n.inputs)), "Cast": _cast, "CastLike": _cast_like,
     "Clip": _clip, "MatMul": lambda n: matmul(*n.inputs), "Gemm": _gemm,
     "ReduceSum": _reduce("sum"), "ReduceMean": _reduce("mean"), "ReduceMax": _reduce("max"),
     "ReduceMin": _reduce("min"), "ReduceSumSquare": _reduce("sum_square"), "ReduceL1": _reduce("l1"),
@@ -696,14 +795,23 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
 SUPPORTED_OPS = tuple(sorted(CONVERTERS))
 
 
-def _load(model: Any) -> Any:
+def _onnx() -> Any:
+    """The onnx package with the submodules the importer uses; a friendly
+    UnsupportedError, not an ImportError, where it is not installed."""
     try:
         import onnx
+        import onnx.defs
+        import onnx.helper
+        import onnx.numpy_helper  # noqa: F401 - used through the package
     except ImportError:
         raise UnsupportedError("tessel.from_onnx needs the onnx package (pip install onnx)") from None
-    if isinstance(model, (str, Path)):
+    return onnx
+
+
+def _load(onnx: Any, model: Any) -> Any:
+    if isinstance(model, (str, os.PathLike)):
         try:
-            return onnx.load(str(model))
+            return onnx.load(os.fspath(model))
         except Exception as e:  # noqa: BLE001 - onnx raises many types for a bad file
             raise UnsupportedError(f"{model}: not a readable ONNX model ({type(e).__name__}: {e})") from None
     if not isinstance(model, onnx.ModelProto):
@@ -711,7 +819,170 @@ def _load(model: Any) -> Any:
     return model
 
 
-def from_onnx(model: Union[str, Path, Any], *, name: Optional[str] = None,
+Dims = Optional[tuple[Optional[int], ...]]
+
+
+def _declared(value: Any, where: str) -> tuple[Optional[np.dtype], Dims]:
+    """The element type and dims a graph input's or output's ValueInfo
+    declares, None for what it leaves out: no element type, or no shape
+    field (a scalar's shape is present, with zero dims); a dim given by
+    name or not at all is None."""
+    kind = value.type.WhichOneof("value")
+    if kind not in (None, "tensor_type"):
+        raise UnsupportedError(f"{where} is a {kind.removesuffix('_type')}, not a tensor; tessel takes tensors")
+    tensor = value.type.tensor_type
+    with _located(where):
+        dtype = _np_dtype(tensor.elem_type) if tensor.elem_type else None
+    if not tensor.HasField("shape"):
+        return dtype, None
+    return dtype, tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+
+
+def _describe(dtype: Optional[np.dtype], dims: Dims) -> str:
+    """``float32[2, ?]``: ``?`` for a dim, ``any`` for a dtype, that is not declared."""
+    text = "any" if dtype is None else np.dtype(dtype).name
+    if dims is None:
+        return text + " of any shape"
+    return text + "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def _matches(dtype: Any, shape: Sequence[int], declared: tuple[Optional[np.dtype], Dims]) -> bool:
+    """Whether a value of ``dtype`` and ``shape`` is what ``declared`` says."""
+    want_dtype, want_dims = declared
+    if want_dtype is not None and np.dtype(dtype) != want_dtype:
+        return False
+    return want_dims is None or (len(want_dims) == len(shape) and
+                                 all(w is None or w == s for w, s in zip(want_dims, shape)))
+
+
+def _argument(value: Any) -> TensorSpec:
+    """What a graph input that becomes an argument takes; never allocated."""
+    where = f"ONNX input {value.name!r}"
+    dtype, dims = _declared(value, where)
+    if dtype is None:
+        raise CompileError(f"{where} declares no element type")
+    with _located(where):
+        _supported(dtype)
+    if dims is None:
+        raise UnsupportedError(f"{where} declares no shape (not even a scalar's, of zero dims); tessel needs "
+                               "static shapes: declare one, or fix the input with constants=")
+    if None in dims:
+        raise UnsupportedError(f"{where} has a dynamic or unknown shape; tessel needs static shapes")
+    if any(d < 0 for d in dims):
+        raise CompileError(f"{where} has a negative dim: {list(dims)}")
+    if math.prod(dims) * dtype.itemsize >= 1 << 63:
+        raise UnsupportedError(f"{where} of shape {list(dims)} has more bytes than a 64-bit size counts")
+    return TensorSpec(dims, dtype)
+
+
+def _fixed(value: Any, array: Any) -> np.ndarray:
+    """A ``constants=`` value for graph input ``value``, once it is what the input declares."""
+    array = np.asarray(array)
+    where = f"ONNX input {value.name!r}"
+    declared = _declared(value, where)
+    if not _matches(array.dtype, array.shape, declared):
+        raise CompileError(f"constants[{value.name!r}] is {_describe(array.dtype, array.shape)}, but {where} is "
+                           f"declared {_describe(*declared)}")
+    return array
+
+
+# Where each value is computed: its first producer's index and label.
+Producers = dict[str, tuple[int, str]]
+
+
+def _lookup(env: dict[str, Value], name: str, index: int, producers: Producers, what: str) -> Value:
+    """The value of ``name`` for node ``index`` (the graph's outputs: the
+    number of nodes); ``what`` names it in the error where it has none."""
+    if name in env:
+        return env[name]
+    if name not in producers:
+        raise CompileError(f"{what} is not a graph input, an initializer or an output of any node")
+    at, producer = producers[name]
+    if at >= index:
+        raise CompileError(f"{what} is computed by a later node, {producer}; ONNX nodes must be in "
+                           "topological order")
+    raise UnsupportedError(f"{what} is an output of {producer} that tessel does not compute")
+
+
+@functools.lru_cache(maxsize=None)
+def _schema(op_type: str, version: int) -> Any:
+    """The ONNX schema of a default-domain op at opset ``version``; that of
+    its first opset for an op newer than the model's, None for one the
+    installed onnx does not know."""
+    from onnx import defs
+
+    version = min(version, defs.onnx_opset_version())  # a model may name any opset
+    for args in ((op_type, version, ""), (op_type, "")):
+        try:
+            return defs.get_schema(*args)
+        except defs.SchemaError:
+            continue
+    return None
+
+
+def _check_signature(proto: Any, schema: Any) -> None:
+    """Rejects a node whose inputs, outputs or attributes its op's schema
+    does not allow (converters rely on it: a missing input or attribute
+    would otherwise fail in them, or be read as its default)."""
+    from onnx import AttributeProto, defs
+
+    if schema is None:
+        return
+    op, inputs = proto.op_type, list(proto.input)
+    for kind, count, low, high in (("inputs", len(inputs), schema.min_input, schema.max_input),
+                                   ("outputs", len(proto.output), schema.min_output, schema.max_output)):
+        if not low <= count <= high:
+            takes = str(low) if low == high else f"{low} to {high}" if high < 1 << 30 else f"at least {low}"
+            raise CompileError(f"it has {count} {kind if count != 1 else kind[:-1]}; {op} takes {takes}")
+    for i, name in enumerate(inputs):
+        # An empty name omits an optional input; the last formal input may repeat (variadic).
+        formal = schema.inputs[min(i, len(schema.inputs) - 1)]
+        if not name and formal.option != defs.OpSchema.FormalParameterOption.Optional:
+            raise CompileError(f"its input {i} ({formal.name}) is required")
+    for attribute in proto.attribute:
+        formal = schema.attributes.get(attribute.name)
+        if formal is not None and attribute.type != formal.type.value:
+            kinds = AttributeProto.AttributeType
+            given = kinds.Name(attribute.type) if attribute.type in kinds.values() else str(attribute.type)
+            raise CompileError(f"attribute {attribute.name} is {given}; {op} takes {formal.type.name}")
+    given = {a.name for a in proto.attribute}
+    missing = sorted(name for name, formal in schema.attributes.items() if formal.required and name not in given)
+    if missing:
+        raise CompileError(f"attribute {missing[0]} is required")
+
+
+def _convert(proto: Any, index: int, env: dict[str, Value], producers: Producers, version: int,
+             helper: Any) -> tuple[Value, ...]:
+    """Node ``index``'s output values, one per output (fewer when tessel
+    does not compute its optional ones)."""
+    if proto.domain not in ("", "ai.onnx"):
+        raise UnsupportedError(f"domain {proto.domain!r} is not supported")
+    convert = CONVERTERS.get(proto.op_type)
+    if convert is None:
+        raise UnsupportedError("this op is not supported; supported: " + ", ".join(SUPPORTED_OPS))
+    _check_signature(proto, _schema(proto.op_type, version))
+    inputs = [_lookup(env, name, index, producers, f"input {name!r}") if name else None for name in proto.input]
+    outputs = [name for name in proto.output if name]
+    for i, name in enumerate(outputs):
+        if name in env or name in outputs[:i]:
+            raise CompileError(f"its output {name!r} is already defined; ONNX graphs define each name once")
+    result = convert(_Node(proto, inputs, helper))
+    return result if isinstance(result, tuple) else (result,)
+
+
+def _output(value: Any, env: dict[str, Value], producers: Producers, nodes: int) -> Tensor:
+    """Graph output ``value``'s computed value, once it is what the output declares."""
+    where = f"ONNX output {value.name!r}"
+    with _located(where):
+        result = as_tensor(_lookup(env, value.name, nodes, producers, "its value"))
+    declared = _declared(value, where)
+    if not _matches(result.dtype, result.shape, declared):
+        raise CompileError(f"{where} is declared {_describe(*declared)}, but the graph computes "
+                           f"{_describe(np.dtype(result.dtype), tuple(result.shape))}")
+    return result
+
+
+def from_onnx(model: Union[str, os.PathLike[str], Any], *, name: Optional[str] = None,
               constants: Optional[dict[str, np.ndarray]] = None) -> Any:
     """An ONNX model (a path or an ``onnx.ModelProto``) as a graph-dialect module.
 
@@ -719,53 +990,51 @@ def from_onnx(model: Union[str, Path, Any], *, name: Optional[str] = None,
     ``func.func @name`` (default: the graph's name, else ``main``), in order;
     initializers become constants. Shapes must be static. ``constants``
     fixes graph inputs by name while importing (an axes or shape input that
-    the model takes at run time): they become constants, not arguments.
+    the model takes at run time): they become constants, not arguments, and
+    must have the dtype and shape the input declares. The graph's outputs
+    must compute the dtypes and shapes they declare (a dim given by name
+    matches any).
     """
-    from onnx import helper, numpy_helper
-
-    model = _load(model)
+    onnx = _onnx()
+    model = _load(onnx, model)
     opsets = {o.domain: o.version for o in model.opset_import}
     version = opsets.get("", opsets.get("ai.onnx"))
     if version is None or version < MIN_OPSET:
         raise UnsupportedError(f"ONNX opset {version} is not supported; tessel reads opset {MIN_OPSET} and newer")
     graph = model.graph
-    initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-    unknown = sorted(set(constants or ()) - {i.name for i in graph.input})
+    if not graph.output:
+        raise CompileError(f"ONNX graph {graph.name!r} has no outputs")
+    values: dict[str, Value] = {}  # known while importing: initializers and constants
+    for tensor in graph.initializer:
+        where = f"ONNX initializer {tensor.name!r}"
+        if tensor.name in values:
+            raise CompileError(f"{where} is defined twice")
+        with _located(where):
+            values[tensor.name] = _array(tensor)
+    declared: dict[str, Any] = {}
+    for value in graph.input:
+        if value.name in declared:
+            raise CompileError(f"ONNX input {value.name!r} is declared twice")
+        declared[value.name] = value
+    unknown = sorted(set(constants or ()) - set(declared))
     if unknown:
         raise UnsupportedError(f"constants names {unknown[0]!r}, which is not an input of the model")
-    initializers.update({k: np.asarray(v) for k, v in (constants or {}).items()})
-    arguments = [i for i in graph.input if i.name not in initializers]
-    examples = []
-    for value in arguments:
-        tensor = value.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
-        if not value.type.HasField("tensor_type") or None in dims:
-            raise UnsupportedError(f"ONNX input {value.name!r} has a dynamic or unknown shape; tessel needs "
-                                   "static shapes")
-        node = _Node(helper.make_node("Identity", [value.name], [value.name]), -1, [], helper)
-        dtype = _dtype(node, tensor.elem_type)
-        examples.append(np.zeros(dims, dtype))
+    values.update((key, _fixed(declared[key], array)) for key, array in (constants or {}).items())
+    arguments = [value for value in graph.input if value.name not in values]
+    specs = [_argument(value) for value in arguments]
+    producers: Producers = {}
+    for index, proto in enumerate(graph.node):
+        for output in proto.output:
+            if output:
+                producers.setdefault(output, (index, _label(proto, index)))
 
     def build(*args: Tensor) -> list[Tensor]:
-        env: dict[str, Value] = dict(initializers)
+        env: dict[str, Value] = dict(values)
         env.update((v.name, a) for v, a in zip(arguments, args))
         for index, proto in enumerate(graph.node):
-            node = _Node(proto, index, [env[i] if i else None for i in proto.input], helper)
-            if proto.domain not in ("", "ai.onnx"):
-                raise node.unsupported(f"domain {proto.domain!r} is not supported")
-            convert = CONVERTERS.get(proto.op_type)
-            if convert is None:
-                raise node.unsupported("this op is not supported; supported: " + ", ".join(SUPPORTED_OPS))
-            try:
-                result = convert(node)
-            except UnsupportedError as e:
-                if str(e).startswith("ONNX node"):
-                    raise
-                raise node.unsupported(str(e)) from None
-            results = result if isinstance(result, tuple) else (result,)
-            for output, value in zip(proto.output, results):
-                if output:
-                    env[output] = value
-        return [as_tensor(env[o.name]) for o in graph.output]
+            with _located(_label(proto, index)):
+                results = _convert(proto, index, env, producers, version, onnx.helper)
+            env.update((output, value) for output, value in zip(proto.output, results) if output)
+        return [_output(value, env, producers, len(graph.node)) for value in graph.output]
 
-    return trace(build, *examples, name=name or graph.name or "main")
+    return trace(build, *specs, name=name or graph.name or "main")

@@ -3,27 +3,53 @@
 Only the standard library and numpy: this runs on GPU machines that have no
 compiler. The format is written by :meth:`tessel.CudaArtifact.save` and
 described in docs/architecture.md ("The CUDA artifact").
+
+An artifact is untrusted input: every field of the manifest is checked for
+its type and range before use, every file it names must be a regular file
+inside the artifact's folder (no ``..``, absolute path or symlink out, no
+device or pipe) and of bounded size, and ``.npy`` constants are loaded
+without pickles. Whatever is wrong is a tessel.RuntimeError naming the file
+and the field.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from ..dtypes import dtype_named
 from ..errors import RuntimeError
 
-__all__ = ["FORMAT", "VERSION", "Artifact", "BufferInfo", "KernelInfo", "read"]
+__all__ = ["FORMAT", "VERSION", "Artifact", "BufferInfo", "KernelInfo", "read", "saved_manifest"]
 
 FORMAT = "tessel-cuda-artifact"
 VERSION = 1
 
 BUFFER_KINDS = ("input", "output", "constant", "temporary", "view")
 STEP_OPS = ("alloc", "free", "launch", "copy")
+# The element types a buffer may have: those of tessel's tensors, and int8
+# (booleans are bytes in buffers between kernels).
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "int32", "int64", "bool", "int8")
+# Bounds of what a manifest may ask for, far above any real artifact's, so
+# that a corrupted one fails here rather than exhausting memory or
+# overflowing the drivers' integer arguments.
+MAX_MANIFEST_BYTES = 64 << 20
+MAX_PTX_BYTES = 64 << 20
+MAX_NPY_HEADER_BYTES = 1 << 16  # np.save writes format 1.0: a header of at most 64 KiB
+MAX_BUFFER_BYTES = 1 << 40  # more than any GPU has
+MAX_RANK = 32  # numpy's (1.x) limit of dimensions
+MAX_DYNAMIC_SHARED_BYTES = 2**32 - 1  # cuLaunchKernel's unsigned int
+MAX_THREADS = 1024  # per block
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
 
 
 @dataclass(frozen=True)
@@ -40,7 +66,7 @@ class BufferInfo:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 @dataclass(frozen=True)
@@ -57,59 +83,218 @@ class KernelInfo:
     ptxas: dict[str, int] = field(default_factory=dict)
 
 
+class _Malformed(Exception):
+    """A manifest field of the wrong type or out of range (the message says
+    which); Artifact turns it into a tessel.RuntimeError naming the file."""
+
+
+def _shown(value: Any) -> str:
+    """``value``'s repr, cut short: a malformed field may be megabytes."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _get(record: dict[str, Any], key: str, where: str) -> Any:
+    if key not in record:
+        raise _Malformed(f"{where} has no {key!r}")
+    return record[key]
+
+
+def _typed(value: Any, kind: type, where: str, what: str) -> Any:
+    # bool is an int to isinstance; no field of the format is a bool.
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise _Malformed(f"{where} must be {what}, not {_shown(value)}")
+    return value
+
+
+def _int(value: Any, where: str, low: int = 0, high: int | None = None) -> int:
+    _typed(value, int, where, "an integer")
+    if value < low or (high is not None and value > high):
+        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        raise _Malformed(f"{where} must be {bound}, not {_shown(value)}")
+    return value
+
+
+def _optional_int(record: dict[str, Any], key: str, where: str) -> int | None:
+    value = record.get(key)
+    return None if value is None else _int(value, f"{where}.{key}")
+
+
+def _ints(value: Any, where: str, *, length: int | None = None, max_length: int | None = None) -> tuple[int, ...]:
+    items = _typed(value, list, where, "a list of integers")
+    if (length is not None and len(items) != length) or (max_length is not None and len(items) > max_length):
+        raise _Malformed(f"{where} must be {length if length is not None else f'at most {max_length}'} "
+                         f"integers, not {_shown(value)}")
+    return tuple(_int(v, f"{where}[{i}]") for i, v in enumerate(items))
+
+
+def _records(manifest: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
+    """The list ``manifest[key]`` of JSON objects, each with its field path."""
+    items = _typed(_get(manifest, key, "the manifest"), list, key, "a list")
+    return [(f"{key}[{i}]", _typed(item, dict, f"{key}[{i}]", "an object")) for i, item in enumerate(items)]
+
+
+def _tensor(record: dict[str, Any], where: str) -> tuple[tuple[int, ...], np.dtype]:
+    """The (shape, dtype) of a signature entry or buffer, its size bounded."""
+    shape = _ints(_get(record, "shape", where), f"{where}.shape", max_length=MAX_RANK)
+    name = _get(record, "dtype", where)
+    if name not in DTYPE_NAMES:
+        raise _Malformed(f"{where}.dtype must be one of {', '.join(DTYPE_NAMES)}, not {_shown(name)}")
+    dtype = dtype_named(name)
+    if math.prod(shape) * dtype.itemsize > MAX_BUFFER_BYTES:
+        raise _Malformed(f"{where} of shape {list(shape)} is over {MAX_BUFFER_BYTES} bytes")
+    return shape, dtype
+
+
+def _entry_parameters(ptx: str, name: str) -> int | None:
+    """How many parameters PTX entry ``name`` declares; None if it has none of that name."""
+    match = re.search(rf"\.entry\s+{re.escape(name)}\s*\(([^)]*)\)", ptx)
+    return None if match is None else match.group(1).count(".param")
+
+
+def _open(root: Path, relative: Any, max_bytes: int) -> BinaryIO:
+    """File ``relative`` (a manifest's string) of the artifact in folder
+    ``root``, open for reading: a regular file inside ``root`` once symlinks
+    are resolved, of at most ``max_bytes``; else _Malformed."""
+    if not isinstance(relative, str) or not relative or "\0" in relative:
+        raise _Malformed(f"{_shown(relative)} is not a file name")
+    # os.path.realpath, not Path.resolve: that raises (builtins') RuntimeError on a symlink loop.
+    top = Path(os.path.realpath(root))
+    path = Path(os.path.realpath(top / relative))
+    if not path.is_relative_to(top) or path == top:
+        raise _Malformed(f"{relative!r} is outside the artifact's folder")
+    try:
+        # Neither blocking on a FIFO nor following a symlink swapped in since resolving.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        raise _Malformed(f"cannot open {relative!r}: {e.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        os.close(fd)
+        raise _Malformed(f"{relative!r} is not a regular file" if not stat.S_ISREG(info.st_mode) else
+                         f"{relative!r} has {info.st_size} bytes, over the {max_bytes} it may have")
+    return open(fd, "rb")
+
+
+def _text(root: Path, relative: Any, max_bytes: int) -> str:
+    """File ``relative`` of the artifact (see :func:`_open`) as UTF-8 text."""
+    with _open(root, relative, max_bytes) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:  # it grew since it was opened
+        raise _Malformed(f"{relative!r} is over the {max_bytes} bytes it may have")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _Malformed(f"{relative!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
 class Artifact:
     """A loaded artifact: signature, buffers, kernels and the launch steps."""
 
     def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
         self.path = path
         self.manifest = manifest
-        self.target: str = manifest["target"]
-        self.entry: str = manifest["entry"]
-        self.inputs = tuple((tuple(s["shape"]), dtype_named(s["dtype"])) for s in manifest["inputs"])
-        self.outputs = tuple((tuple(s["shape"]), dtype_named(s["dtype"])) for s in manifest["outputs"])
-        self.buffers = tuple(
-            BufferInfo(b["id"], b["kind"], tuple(b["shape"]), dtype_named(b["dtype"]), b.get("index"),
-                       b.get("view_of"), b.get("file"))
-            for b in manifest["buffers"])
-        self.kernels = tuple(
-            KernelInfo(k["name"], (path / k["file"]).read_text(), tuple(k["grid"]), tuple(k["block"]),
-                       k["dynamic_shared_bytes"], dict(k.get("ptxas", {})))
-            for k in manifest["kernels"])
-        self.steps: tuple[dict[str, Any], ...] = tuple(manifest["steps"])
+        try:
+            self._parse(manifest)
+        except _Malformed as e:
+            raise RuntimeError(f"{path / 'manifest.json'}: malformed manifest: {e}") from None
         self._check()
 
+    def _parse(self, manifest: dict[str, Any]) -> None:
+        """Every field, typed and in range; the kernels' PTX read."""
+        self.target: str = _typed(_get(manifest, "target", "the manifest"), str, "target", "a string")
+        if not re.fullmatch(r"sm_\d+a?", self.target):
+            raise _Malformed(f"target must name a chip (sm_90, ...), not {_shown(self.target)}")
+        self.entry: str = _typed(_get(manifest, "entry", "the manifest"), str, "entry", "a string")
+        self.inputs = tuple(_tensor(s, where) for where, s in _records(manifest, "inputs"))
+        self.outputs = tuple(_tensor(s, where) for where, s in _records(manifest, "outputs"))
+        buffers = []
+        for where, b in _records(manifest, "buffers"):
+            kind = _get(b, "kind", where)
+            if kind not in BUFFER_KINDS:
+                raise _Malformed(f"{where}.kind must be one of {', '.join(BUFFER_KINDS)}, not {_shown(kind)}")
+            file = b.get("file")
+            if kind == "constant":
+                _typed(file, str, f"{where}.file", "a file name")
+            buffers.append(BufferInfo(_int(_get(b, "id", where), f"{where}.id"), kind, *_tensor(b, where),
+                                      _optional_int(b, "index", where), _optional_int(b, "view_of", where),
+                                      file if kind == "constant" else None))
+        self.buffers = tuple(buffers)
+        for b in self.buffers:
+            if b.kind == "constant":
+                self._constant_file(b).close()  # there, and not too large; read when uploaded
+        kernels = []
+        for where, k in _records(manifest, "kernels"):
+            ptxas = _typed(k.get("ptxas", {}), dict, f"{where}.ptxas", "an object")
+            kernels.append(KernelInfo(
+                _typed(_get(k, "name", where), str, f"{where}.name", "a string"),
+                _text(self.path, _get(k, "file", where), MAX_PTX_BYTES),
+                _ints(_get(k, "grid", where), f"{where}.grid", length=3),
+                _ints(_get(k, "block", where), f"{where}.block", length=3),
+                _int(_get(k, "dynamic_shared_bytes", where), f"{where}.dynamic_shared_bytes",
+                     high=MAX_DYNAMIC_SHARED_BYTES),
+                {key: _int(v, f"{where}.ptxas.{key}") for key, v in ptxas.items()}))
+        self.kernels = tuple(kernels)
+        steps: list[dict[str, Any]] = []
+        for where, s in _records(manifest, "steps"):
+            op = _get(s, "op", where)
+            if op not in STEP_OPS:
+                raise _Malformed(f"{where}.op must be one of {', '.join(STEP_OPS)}, not {_shown(op)}")
+            fields = {"alloc": ("buffer",), "free": ("buffer",), "launch": ("kernel",),
+                      "copy": ("source", "target")}[op]
+            step: dict[str, Any] = {"op": op, **{f: _int(_get(s, f, where), f"{where}.{f}") for f in fields}}
+            if op == "launch":
+                step["args"] = list(_ints(_get(s, "args", where), f"{where}.args"))
+            steps.append(step)
+        self.steps: tuple[dict[str, Any], ...] = tuple(steps)
+
     def constant(self, buffer: BufferInfo) -> np.ndarray:
-        """The value of a constant buffer, from its ``.npy`` file."""
-        value = np.load(self.path / buffer.file)
+        """The value of a constant buffer, from its ``.npy`` file (no
+        pickles; the file no larger than the buffer and a header)."""
+        try:
+            with self._constant_file(buffer) as f:
+                value = np.load(f, allow_pickle=False)
+        except _Malformed as e:
+            raise RuntimeError(f"{self.path}: constant {buffer.id}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - numpy's header parser also raises tokenize's and ast's errors
+            raise RuntimeError(f"{self.path}: constant {buffer.id}: {buffer.file!r} is not a .npy array "
+                               f"({type(e).__name__}: {e})") from None
+        if value.dtype.kind == buffer.dtype.kind == "V" and value.dtype.itemsize == buffer.dtype.itemsize:
+            # .npy has no bfloat16: np.save writes its words as raw bytes (V2).
+            value = value.view(buffer.dtype)
         if value.shape != buffer.shape or value.dtype != buffer.dtype:
             raise RuntimeError(f"{self.path}: constant {buffer.id} holds {value.dtype}{list(value.shape)}, "
                                f"the manifest says {buffer.dtype}{list(buffer.shape)}")
         return value
+
+    def _constant_file(self, buffer: BufferInfo) -> BinaryIO:
+        return _open(self.path, buffer.file, buffer.nbytes + MAX_NPY_HEADER_BYTES)
 
     def _check(self) -> None:
         """Every reference in the manifest resolves; buffers are used only while live."""
         def fail(message: str) -> None:
             raise RuntimeError(f"{self.path / 'manifest.json'}: {message}")
 
+        # Steps index buffers by position.
+        if [b.id for b in self.buffers] != list(range(len(self.buffers))):
+            fail("buffer ids must be 0..n-1, in order")
         ids = {b.id: b for b in self.buffers}
-        if sorted(ids) != list(range(len(self.buffers))):
-            fail("buffer ids must be 0..n-1")
         for b in self.buffers:
-            if b.kind not in BUFFER_KINDS:
-                fail(f"buffer {b.id} has unknown kind {b.kind!r}")
             if b.kind == "view" and (b.view_of not in ids or ids[b.view_of].kind == "view"
                                      or ids[b.view_of].nbytes != b.nbytes):
                 fail(f"view {b.id} must alias a buffer of the same size")
-            if b.kind == "constant" and not (self.path / str(b.file)).is_file():
-                fail(f"constant {b.id} has no file {b.file!r}")
         for kind, specs in (("input", self.inputs), ("output", self.outputs)):
-            given = sorted((b.index, b.shape, b.dtype.str) for b in self.buffers if b.kind == kind)
+            given = sorted((b.index if b.index is not None else -1, b.shape, b.dtype.str)
+                           for b in self.buffers if b.kind == kind)
             if given != [(i, s, d.str) for i, (s, d) in enumerate(specs)]:
                 fail(f"the {kind} buffers do not match the signature")
+        parameters = []
         for k in self.kernels:
-            if f".entry {k.name}(" not in k.ptx:
+            parameters.append(_entry_parameters(k.ptx, k.name))
+            if parameters[-1] is None:
                 fail(f"kernel {k.name}'s PTX has no entry of that name")
-            if min(k.grid + k.block) < 1 or int(np.prod(k.block)) > 1024:
+            if (min(k.grid + k.block) < 1 or math.prod(k.block) > MAX_THREADS
+                    or any(n > m for n, m in zip(k.grid + k.block, MAX_GRID + MAX_BLOCK))):
                 fail(f"kernel {k.name} has an invalid launch shape {k.grid} x {k.block}")
 
         def base(buffer_id: int) -> int:
@@ -117,9 +302,7 @@ class Artifact:
 
         live = {b.id for b in self.buffers if b.kind in ("input", "output", "constant")}
         for n, step in enumerate(self.steps):
-            op = step.get("op")
-            if op not in STEP_OPS:
-                fail(f"step {n} has unknown op {op!r}")
+            op = step["op"]
             used = ([step["buffer"]] if op in ("alloc", "free") else
                     step["args"] if op == "launch" else [step["source"], step["target"]])
             if any(u not in ids for u in used):
@@ -132,27 +315,59 @@ class Artifact:
             if any(base(u) not in live for u in used):
                 fail(f"step {n} uses a buffer that is not allocated")
             if op == "free":
+                if ids[step["buffer"]].kind != "temporary":
+                    fail(f"step {n} frees buffer {step['buffer']}, which is not a temporary")
                 live.remove(step["buffer"])
-            elif op == "launch" and not 0 <= step["kernel"] < len(self.kernels):
-                fail(f"step {n} launches unknown kernel {step['kernel']}")
+            elif op == "launch":
+                if not step["kernel"] < len(self.kernels):
+                    fail(f"step {n} launches unknown kernel {step['kernel']}")
+                if len(step["args"]) != parameters[step["kernel"]]:
+                    fail(f"step {n} passes {len(step['args'])} buffers to kernel "
+                         f"{self.kernels[step['kernel']].name}, whose PTX takes {parameters[step['kernel']]}")
             elif op == "copy" and ids[step["source"]].nbytes != ids[step["target"]].nbytes:
                 fail(f"step {n} copies between buffers of different sizes")
 
 
+def _load_manifest(root: Path) -> Any:
+    """The JSON data of ``root``'s ``manifest.json``; tessel.RuntimeError
+    when there is none, or it is not JSON."""
+    if not root.is_dir():
+        raise RuntimeError(f"{root}: not a tessel artifact (no such directory)")
+    try:
+        return json.loads(_text(root, "manifest.json", MAX_MANIFEST_BYTES))
+    except _Malformed as e:
+        raise RuntimeError(f"{root}: not a tessel artifact ({e})") from None
+    except ValueError as e:
+        raise RuntimeError(f"{root / 'manifest.json'}: not a tessel artifact (not JSON: {e})") from None
+    except RecursionError:
+        raise RuntimeError(f"{root / 'manifest.json'}: not a tessel artifact (JSON nested too deeply)") from None
+
+
+def saved_manifest(root: Path) -> dict[str, Any] | None:
+    """The manifest of the tessel artifact (of any version, complete or
+    not) in folder ``root``, as JSON data unchecked beyond its format; None
+    when ``root`` holds none."""
+    try:
+        manifest = _load_manifest(root)
+    except RuntimeError:
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
+
+
 def read(path: str | Path) -> Artifact:
     """Reads and checks the artifact in directory ``path``; a missing,
-    malformed or foreign manifest is a tessel.RuntimeError."""
+    malformed or foreign manifest, or a file it names that is missing,
+    outside the folder or malformed, is a tessel.RuntimeError."""
     root = Path(path)
-    try:
-        manifest = json.loads((root / "manifest.json").read_text())
-    except (OSError, ValueError) as e:
-        raise RuntimeError(f"{root}: not a tessel artifact ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise RuntimeError(f"{root}: not a tessel artifact (format {manifest.get('format')!r})"
-                           if isinstance(manifest, dict) else f"{root}: not a tessel artifact")
-    if manifest.get("version") != VERSION:
-        raise RuntimeError(f"{root}: artifact version {manifest.get('version')}, this runtime reads {VERSION}")
-    try:
-        return Artifact(root, manifest)
-    except (KeyError, TypeError, OSError) as e:
-        raise RuntimeError(f"{root}: malformed manifest ({type(e).__name__}: {e})") from None
+    manifest = _load_manifest(root)
+    if not isinstance(manifest, dict):
+        raise RuntimeError(f"{root}: not a tessel artifact (its manifest is a {type(manifest).__name__}, "
+                           "not an object)")
+    if manifest.get("format") != FORMAT:
+        raise RuntimeError(f"{root}: not a tessel artifact (format {_shown(manifest.get('format'))})")
+    if manifest.get("incomplete"):
+        raise RuntimeError(f"{root}: an incomplete artifact: saving it did not finish; save it again")
+    version = manifest.get("version")
+    if type(version) is not int or version != VERSION:
+        raise RuntimeError(f"{root}: artifact version {_shown(version)}, this runtime reads {VERSION!r}")
+    return Artifact(root, manifest)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import RuntimeError, TesselError
 from . import load
 
 __all__ = ["BATCH_FORMAT", "candidate_inputs", "measure", "output_sample", "run_batch", "timed_calls"]
@@ -104,14 +105,39 @@ def _on_device(executable: Any, array: np.ndarray) -> Any:
     return DeviceArray(driver, pointer, array.shape, array.dtype)
 
 
+def _read_batch(directory: Path) -> dict[str, Any]:
+    """``directory``'s ``batch.json``, checked as far as running it needs:
+    a target, and candidates with a ``kernel`` and an ``id`` that names a
+    folder directly inside ``directory`` (no ``..``, absolute path or
+    symlink out: the artifact reader confines files to that folder, this
+    confines the folder to the batch); tessel.RuntimeError naming the file
+    and what is wrong."""
+    path = directory / "batch.json"
+    try:
+        batch = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise RuntimeError(f"{path}: not a tessel tuning batch ({type(e).__name__}: {e})") from None
+    if not isinstance(batch, dict) or batch.get("format") != BATCH_FORMAT:
+        raise RuntimeError(f"{path} is not a tessel tuning batch")
+    candidates = batch.get("candidates")
+    if not isinstance(candidates, list) or not isinstance(batch.get("target"), str):
+        raise RuntimeError(f"{path}: a tuning batch needs a target and a list of candidates")
+    for n, candidate in enumerate(candidates):
+        if not (isinstance(candidate, dict) and isinstance(candidate.get("id"), str)
+                and isinstance(candidate.get("kernel"), str)):
+            raise RuntimeError(f"{path}: candidate {n} needs an id and a kernel")
+        folder = directory / candidate["id"]
+        if "\0" in candidate["id"] or folder.resolve().parent != directory.resolve():
+            raise RuntimeError(f"{path}: candidate {n}'s id {candidate['id']!r} names no folder of the batch")
+    return batch
+
+
 def run_batch(directory: str | Path, *, device: int = 0, dry: bool = False, min_seconds: float = 0.05,
               min_runs: int = 5, max_runs: int = 100) -> dict[str, Any]:
     """Measures every candidate of the batch in ``directory``; the results
     as ``results.json`` holds them."""
     directory = Path(directory)
-    batch = json.loads((directory / "batch.json").read_text())
-    if batch.get("format") != BATCH_FORMAT:
-        raise ValueError(f"{directory / 'batch.json'} is not a tessel tuning batch")
+    batch = _read_batch(directory)
     results: dict[str, Any] = {}
     device_name = None
     for candidate in batch["candidates"]:
@@ -138,9 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", type=int, default=0, help="CUDA device ordinal")
     parser.add_argument("--dry", action="store_true", help="run on the dry driver (no GPU; times meaningless)")
     args = parser.parse_args(argv)
-    results = run_batch(args.batch, device=args.device, dry=args.dry)
     out = Path(args.out or Path(args.batch) / "results.json")
-    out.write_text(json.dumps(results))
+    try:
+        results = run_batch(args.batch, device=args.device, dry=args.dry)
+        out.write_text(json.dumps(results))
+    except (TesselError, OSError) as e:
+        print(f"tessel.runtime.batch: {e}", file=sys.stderr)
+        return 1
     failed = sum("error" in r for r in results["results"].values())
     print(f"measured {len(results['results']) - failed} candidates on {results['device']}, {failed} failed; "
           f"wrote {out}", file=sys.stderr)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from .. import dlpack
+from ..dtypes import described, host_array
 from ..errors import RuntimeError, UnsupportedError
 from .artifact import Artifact, BufferInfo, KernelInfo
 
@@ -231,10 +232,11 @@ class Executable:
             view = _view(value, self.driver)
         except Exception as e:  # noqa: BLE001 - producers raise BufferError, RuntimeError, TypeError, ...
             raise RuntimeError(f"{self.artifact.entry}: argument {index}: {e}") from None
-        if (view.shape, view.dtype) != (shape, dtype):
-            raise RuntimeError(f"{self.artifact.entry}: argument {index} must be {dtype.name}{list(shape)}, "
-                               f"got {view.dtype.name}{list(view.shape)}")
         device = isinstance(view, dlpack.DLTensorView)
+        # Host arrays of the dtype in the other byte order are converted, as numpy would.
+        if view.shape != shape or (view.dtype != dtype and (device or view.dtype.newbyteorder("=") != dtype)):
+            raise RuntimeError(f"{self.artifact.entry}: argument {index} must be {described(dtype)}{list(shape)}, "
+                               f"got {described(view.dtype)}{list(view.shape)}")
         if device:
             held.append(view.owner)
             if view.pointer % ALIGNMENT == 0:
@@ -247,7 +249,7 @@ class Executable:
             # of a larger tensor) is copied to an aligned buffer first.
             self.driver.copy(pointer, view.pointer, nbytes)
         else:
-            self.driver.upload(pointer, np.ascontiguousarray(view))
+            self.driver.upload(pointer, host_array(view, dtype))
         return pointer
 
     def __call__(self, *args: Any, device_outputs: bool = False) -> Any:

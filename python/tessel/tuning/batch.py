@@ -19,7 +19,7 @@ import json
 import math
 import random
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from mlir import ir
@@ -35,7 +35,7 @@ from .features import CandidateFeatures, Features
 from .database import Record, TuningDatabase
 from .keys import device_key
 from .runners import Measurement
-from .search import ENTRY, KernelSummary, _knob_values, _mismatch, _propose, tasks
+from .search import ENTRY, KernelSummary, _check_counts, _knob_values, _mismatch, _propose, tasks
 
 __all__ = ["export_batch", "import_batch"]
 
@@ -48,8 +48,7 @@ def export_batch(module: ir.Module, directory: str | Path, *, target: str = "sm_
     any GPU of the chip are not proposed again and guide the proposals."""
     if target not in GPU_TARGETS:
         raise UnsupportedError(f"batches are for GPU targets; {target!r} is not one of {', '.join(GPU_TARGETS)}")
-    if trials < 1:
-        raise ValueError(f"trials must be at least 1, got {trials}")
+    _check_counts(trials=trials, seed=seed)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -97,18 +96,18 @@ def import_batch(directory: str | Path, db: str | Path, *,
                  results: Optional[str | Path] = None) -> list[KernelSummary]:
     """Records the measurements of the batch in ``directory`` (its
     ``results.json`` unless ``results`` names another file) in tuning
-    database ``db``; one summary per kernel schedule of the batch."""
+    database ``db``; one summary per kernel schedule of the batch.
+
+    Both files are checked before anything is recorded: another program's
+    file or another tessel's batch is a TesselError, a malformed one (not
+    JSON, a field missing or of the wrong type) a ValueError naming the
+    file and the field."""
     directory = Path(directory)
-    batch = json.loads((directory / "batch.json").read_text())
-    measured = json.loads(Path(results or directory / "results.json").read_text())
-    if batch.get("format") != BATCH_FORMAT or measured.get("format") != BATCH_FORMAT + "-results":
-        raise TesselError(f"{directory} does not hold a tessel tuning batch and its results")
-    if batch.get("tessel_version") != __version__:
-        raise TesselError(f"the batch in {directory} was written by tessel {batch.get('tessel_version')}, "
-                          f"this is {__version__}")
-    device = device_key(batch["target"], gpu_name=measured["device"])
+    target, candidates = _read_batch(directory / "batch.json")
+    device_name, measured = _read_results(Path(results or directory / "results.json"), target)
+    device = device_key(target, gpu_name=device_name)
     by_kernel: dict[tuple[str, Optional[int]], list[dict]] = {}
-    for candidate in batch["candidates"]:
+    for candidate in candidates:
         by_kernel.setdefault((candidate["kernel"], candidate["result"]), []).append(candidate)
     summaries = []
     with TuningDatabase(db) as database:
@@ -116,11 +115,8 @@ def import_batch(directory: str | Path, db: str | Path, *,
             summary = KernelSummary(kernel, result, math.inf, math.inf, "", 0, 0, 0)
             reference = None
             for candidate in group:
-                got = measured["results"].get(candidate["id"])
                 m = (Measurement(error=candidate["error"]) if candidate["error"] is not None
-                     else Measurement(error="not measured (missing from the results)") if got is None
-                     else Measurement(error=got["error"]) if "error" in got
-                     else Measurement(tuple(got["seconds"]), tuple(map(tuple, got["sample"]))))
+                     else measured.get(candidate["id"], Measurement(error="not measured (missing from the results)")))
                 error = m.error if m.error is not None else _mismatch(m, reference)
                 if candidate["default"] and error is None:
                     reference, summary.default_seconds = m.sample, float(np.median(m.seconds))
@@ -136,3 +132,102 @@ def import_batch(directory: str | Path, db: str | Path, *,
                 summary.error = "the default schedule failed or was not measured"
             summaries.append(summary)
     return summaries
+
+
+class _Fields:
+    """Reads the fields of JSON file ``path``: each one present and of its
+    type, else a ValueError naming the file and the field (a batch comes
+    back from another machine: it is input, not tessel's own state)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self, what: str) -> dict[str, Any]:
+        """The file's JSON object."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+            raise ValueError(f"{self.path}: not {what} ({type(e).__name__}: {e})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.path}: not {what} (a JSON {type(data).__name__}, not an object)")
+        return data
+
+    def get(self, record: Any, key: str, where: str, kinds: tuple[type, ...], what: str) -> Any:
+        """``record[key]``, of one of ``kinds``; ``record`` is at ``where``
+        in the file ("" for the file's object)."""
+        if not isinstance(record, dict):
+            raise ValueError(f"{self.path}: {where} must be an object, not {record!r:.60}")
+        if key not in record:
+            raise ValueError(f"{self.path}: {where or 'the file'} has no {key!r}")
+        value = record[key]
+        # bool is an int to isinstance; no number of these files is a bool.
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise ValueError(f"{self.path}: {f'{where}.{key}' if where else key} must be {what}, not {value!r:.60}")
+        return value
+
+    def numbers(self, value: Any, where: str) -> tuple[float, ...]:
+        """``value``, a list of numbers at ``where``."""
+        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                  for v in value):
+            raise ValueError(f"{self.path}: {where} must be a list of numbers, not {value!r:.60}")
+        return tuple(float(v) for v in value)
+
+
+_CANDIDATE_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
+    ("id", (str,), "a string"), ("kernel", (str,), "a string"), ("result", (int, type(None)), "an integer or null"),
+    ("key", (str,), "a string"), ("default", (bool,), "true or false"), ("schedule", (str,), "a string"),
+    ("error", (str, type(None)), "a string or null"))
+
+
+def _read_batch(path: Path) -> tuple[str, list[dict[str, Any]]]:
+    """The target and candidates of ``batch.json`` file ``path``, every
+    field :func:`import_batch` reads checked."""
+    fields = _Fields(path)
+    batch = fields.load("a tessel tuning batch")
+    if batch.get("format") != BATCH_FORMAT:
+        raise TesselError(f"{path} is not a tessel tuning batch")
+    if batch.get("tessel_version") != __version__:
+        raise TesselError(f"the batch {path} was written by tessel {batch.get('tessel_version')!r:.60}, "
+                          f"this is {__version__}")
+    target = fields.get(batch, "target", "", (str,), "a string")
+    if target not in GPU_TARGETS:
+        raise ValueError(f"{path}: target must be one of {', '.join(GPU_TARGETS)}, not {target!r:.60}")
+    candidates = fields.get(batch, "candidates", "", (list,), "a list")
+    ids: dict[str, int] = {}
+    for n, candidate in enumerate(candidates):
+        where = f"candidates[{n}]"
+        for key, kinds, what in _CANDIDATE_FIELDS:
+            fields.get(candidate, key, where, kinds, what)
+        if candidate["error"] == "":
+            raise ValueError(f"{path}: {where}.error must be null or a message, not ''")
+        if ids.setdefault(candidate["id"], n) != n:
+            raise ValueError(f"{path}: {where}.id {candidate['id']!r:.60} is candidates[{ids[candidate['id']]}]'s")
+    return target, candidates
+
+
+def _read_results(path: Path, target: str) -> tuple[str, dict[str, Measurement]]:
+    """The GPU's name and the measurement of each candidate id in
+    ``results.json`` file ``path``, measured for ``target``."""
+    fields = _Fields(path)
+    measured = fields.load("the results of a tessel tuning batch")
+    if measured.get("format") != BATCH_FORMAT + "-results":
+        raise TesselError(f"{path} does not hold the results of a tessel tuning batch")
+    if fields.get(measured, "target", "", (str,), "a string") != target:
+        raise ValueError(f"{path}: results for target {measured['target']!r:.60}, the batch is for {target}")
+    device = fields.get(measured, "device", "", (str,), "a string")
+    results = {}
+    for candidate, got in fields.get(measured, "results", "", (dict,), "an object").items():
+        where = f"results[{candidate!r:.60}]"
+        if isinstance(got, dict) and "error" in got:
+            error = fields.get(got, "error", where, (str,), "a string")
+            if not error:
+                raise ValueError(f"{path}: {where}.error must be a message, not ''")
+            results[candidate] = Measurement(error=error)
+            continue
+        seconds = fields.numbers(fields.get(got, "seconds", where, (list,), "a list"), f"{where}.seconds")
+        if not seconds or not all(0 < s < math.inf for s in seconds):
+            raise ValueError(f"{path}: {where}.seconds must be positive, finite times, not {list(seconds)!r:.60}")
+        sample = fields.get(got, "sample", where, (list,), "a list")
+        results[candidate] = Measurement(seconds, tuple(fields.numbers(values, f"{where}.sample[{i}]")
+                                                        for i, values in enumerate(sample)))
+    return device, results

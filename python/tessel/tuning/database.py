@@ -12,6 +12,8 @@ The file is safe to share: it is in WAL mode, every :meth:`TuningDatabase.add`
 is one transaction, so concurrent tuners all get their records in, and a
 tuner killed mid-run leaves every record whose ``add`` returned. A file that
 is not a tessel tuning database is reported as such and never written to.
+A database in a folder this process cannot write (a shared, read-only
+copy) opens with ``readonly=True``.
 """
 
 from __future__ import annotations
@@ -119,25 +121,31 @@ class Record:
 class TuningDatabase:
     """A tuning database file, opened or created at ``path``.
 
-    ``readonly=True`` opens an existing database without writing to it.
-    Raises :class:`TuningDatabaseError` when the file cannot be opened or is
-    not a tessel tuning database of this schema version; a foreign file is
-    left as it was. Use as a context manager, or call :meth:`close`.
+    ``readonly=True`` opens an existing database without writing to it,
+    also where its file or folder is read-only. Raises
+    :class:`TuningDatabaseError` when the file cannot be opened (or, without
+    ``readonly``, written) or is not a tessel tuning database of this schema
+    version; a foreign file is left as it was. Use as a context manager, or
+    call :meth:`close`.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
+        # SQLite's special names: an in-memory or a temporary database,
+        # either gone when closed, which no tuning run or compile could share.
+        if os.fspath(path) in ("", ":memory:"):
+            raise ValueError(f"a tuning database is a file: pass a file path, not {os.fspath(path)!r} "
+                             "(SQLite would keep the records only until it is closed)")
         self.path = Path(path)
         self.readonly = readonly
+        if self.path.is_dir():
+            raise TuningDatabaseError(f"{self.path} is a folder, not a tuning database file")
         if readonly and not self.path.is_file():
             raise TuningDatabaseError(f"no tuning database at {self.path}")
-        # Autocommit (isolation_level=None): each statement outside an
-        # explicit BEGIN is its own transaction.
+        if not readonly and (reason := self._unwritable()):
+            hint = "; pass readonly=True to read it" if self.path.is_file() else ""
+            raise TuningDatabaseError(f"tuning database {self.path} cannot be written: {reason}{hint}")
         with self._errors():
-            if readonly:
-                self._conn = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True,
-                                             timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-            else:
-                self._conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+            self._conn = self._connect()
         try:
             with self._errors():
                 self._open()
@@ -145,9 +153,34 @@ class TuningDatabase:
             self._conn.close()
             raise
 
+    def _unwritable(self) -> str | None:
+        """Why this process cannot write the database (SQLite also creates
+        its journal files beside it), or None."""
+        folder = self.path.absolute().parent
+        if not folder.is_dir():
+            return f"its folder {folder} does not exist"
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            return "the file is read-only"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"its folder {folder} is read-only"
+        return None
+
+    def _connect(self, *, immutable: bool = False) -> sqlite3.Connection:
+        # Autocommit (isolation_level=None): each statement outside an
+        # explicit BEGIN is its own transaction.
+        if not self.readonly:
+            return sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
+        return sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+
     def _open(self) -> None:
         if self.readonly:
-            self._check_schema(create=False)
+            try:
+                self._check_schema(create=False)
+            except sqlite3.OperationalError as e:
+                if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN:
+                    raise
+                self._reopen_immutable()
             return
         # SQLite answers "locked" without waiting where waiting could
         # deadlock (openers racing to switch a new file to WAL), so the
@@ -163,6 +196,24 @@ class TuningDatabase:
                 if e.sqlite_errorcode & 0xFF not in _BUSY_CODES or time.monotonic() > deadline:
                     raise
                 time.sleep(random.uniform(0.001, 0.02))
+
+    def _reopen_immutable(self) -> None:
+        """Reads a WAL database whose folder SQLite cannot create the
+        ``-shm`` index in (read-only; the file may be shared) as immutable:
+        without locks or the index. That sees every record when there is no
+        write-ahead log, as after every writer closed (the last one merges
+        the log into the file and removes it); and no writer has it open,
+        since a writer keeps the index while it does."""
+        wal = Path(f"{self.path}-wal")
+        if wal.exists() and wal.stat().st_size:
+            raise TuningDatabaseError(
+                f"tuning database {self.path} cannot be read here: its write-ahead log {wal.name} holds records "
+                "not yet in the file, and SQLite cannot create its index beside it (the folder is read-only); "
+                "open it once where the folder is writable (closing merges the log into the file), or copy "
+                "the files to a writable folder")
+        self._conn.close()
+        self._conn = self._connect(immutable=True)
+        self._check_schema(create=False)
 
     def _create_or_check(self) -> None:
         # The write lock makes check-then-create atomic against other

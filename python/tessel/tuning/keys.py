@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 
 from mlir import ir
 
@@ -70,42 +71,68 @@ def apply_records(module: ir.Module, db: TuningDatabase,
     """A copy of scheduled ``module`` in which every schedule that has a
     :meth:`TuningDatabase.best` record for its kernel on ``device`` is that
     record's schedule, and which record each (kernel, result) got: None
-    where the schedule is kept, because there is no record, or its text
-    does not parse (another tessel's loop dialect), or it is for another
-    target than the schedule it would replace. ``module`` is not modified.
+    where the schedule is kept because there is no record, or because the
+    record cannot be applied: its text does not parse (another tessel's
+    loop dialect), it is for another target, or the schedule validator
+    rejects it for this kernel (a tile of another rank, ...). A record that
+    cannot be applied is skipped with a warning naming the database and the
+    kernel, so that one bad record never fails a compile. ``module`` is not
+    modified.
     """
     work = _copy(module)
     used: dict[ScheduleKey, Record | None] = {}
     keys = kernel_keys(work)
     for old, kernel, result in _schedules(work):
         record = db.best(keys[(kernel, result)], device)
-        new = _parse_schedule(record, work.context) if record is not None else None
-        if new is None or new.attributes["target"] != old.attributes["target"]:
-            used[(kernel, result)] = None
-            continue
-        with work.context:
-            new.attributes["kernel"] = ir.FlatSymbolRefAttr.get(kernel)
-        ir.InsertionPoint(old).insert(new)
-        old.erase()
-        used[(kernel, result)] = record
+        reason = None if record is None else _replace(work, old, kernel, record)
+        if reason is not None:
+            name = kernel if result is None else f"{kernel}#{result}"
+            warnings.warn(f"tuning database {db.path}: the best record for kernel {name} on {device} cannot be "
+                          f"applied ({reason}); it keeps its default schedule", stacklevel=2)
+        used[(kernel, result)] = record if record is not None and reason is None else None
     tir.verify(work)
     return work, used
 
 
-def _parse_schedule(record: Record, context: ir.Context) -> ir.Operation | None:
+def _replace(work: ir.Module, old: ir.OpView, kernel: str, record: Record) -> str | None:
+    """Replaces schedule ``old`` of ``kernel`` in ``work`` by ``record``'s;
+    why it cannot (``old`` is kept), or None."""
+    try:
+        new = _parse_schedule(record, work.context)
+    except CompileError as e:
+        return f"its schedule does not parse: {_first_message(e)}"
+    if new.attributes["target"] != old.attributes["target"]:
+        return f"its schedule is for target {new.attributes['target']}, not {old.attributes['target']}"
+    with work.context:
+        new.attributes["kernel"] = ir.FlatSymbolRefAttr.get(kernel)
+    ir.InsertionPoint(old).insert(new)
+    old.operation.detach_from_parent()
+    try:
+        # What every compile runs first; the other schedules already pass.
+        tir.run_passes(work, "builtin.module(loop-validate)")
+    except CompileError as e:
+        ir.InsertionPoint(new).insert(old.operation)
+        new.erase()
+        return _first_message(e)
+    old.operation.erase()
+    return None
+
+
+def _first_message(error: CompileError) -> str:
+    return error.diagnostics[0].message if error.diagnostics else error.summary
+
+
+def _parse_schedule(record: Record, context: ir.Context) -> ir.Operation:
     """The record's ``loop.schedule`` op, parsed in ``context`` and
-    detached; None if the text does not parse as one."""
+    detached; CompileError if the text is not one."""
     # The schedule's verifier needs its kernel to exist: a declaration of
     # the symbol it was measured for stands in for it.
     with context:
         kernel = ir.FlatSymbolRefAttr.get(record.kernel)
-    try:
-        scratch = tir.parse(f"func.func private {kernel}()\n{record.schedule}", ctx=context,
-                            source_name="<tuning record>")
-    except CompileError:
-        return None
+    scratch = tir.parse(f"func.func private {kernel}()\n{record.schedule}", ctx=context,
+                        source_name="<tuning record>")
     ops = list(scratch.body.operations)
     if len(ops) != 2 or ops[1].operation.name != "loop.schedule":
-        return None
+        raise CompileError("the text is not one loop.schedule op")
     # A clone: the op must outlive the scratch module.
     return ops[1].operation.clone(ip=False)

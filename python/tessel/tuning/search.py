@@ -16,12 +16,14 @@ for the kernel seed the search and are never measured again.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import random
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Mapping, Optional, Sequence
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence, get_args
 
 import numpy as np
 from mlir import ir
@@ -33,12 +35,13 @@ from ..schedules import Knob, _schedules, default_schedules, knobs, with_knobs
 from .cost_model import CostModel
 from .features import CandidateFeatures, Features
 from .database import Record, TuningDatabase
-from .keys import kernel_keys
+from .keys import device_key, kernel_keys
 from .runners import LocalCpuRunner, LocalCudaRunner, Measurement, Runner
 
-__all__ = ["KernelSummary", "Task", "plot_curves", "print_progress", "tasks", "tune"]
+__all__ = ["STRATEGIES", "KernelSummary", "Task", "plot_curves", "print_progress", "tasks", "tune"]
 
 Strategy = Literal["model", "evolution", "random"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 # The public function each task module calls its kernel from.
 ENTRY = "tessel_tune_entry"
@@ -172,8 +175,8 @@ class KernelSummary:
 Progress = Callable[[str, int, int, int, int, float, bool], None]
 
 
-def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str, plot: Optional[str] = None,
-         search: Strategy = "model", runner: Optional[Runner] = None, seed: int = 0,
+def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str | os.PathLike[str],
+         plot: Optional[str] = None, search: Strategy = "model", runner: Optional[Runner] = None, seed: int = 0,
          progress: Optional[Progress] = None) -> list[KernelSummary]:
     """Tunes every kernel schedule of graph module ``module`` for ``target``
     (``"cpu"`` or a GPU chip such as ``"sm_90"``, measured on this
@@ -190,42 +193,70 @@ def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str, p
     ``progress(kernel, done_kernels, kernels, trial, trials, best_speedup,
     finished)`` is called after each round (:func:`print_progress` draws a
     progress bar); ``plot`` writes best-so-far curves (PNG).
-    Returns one :class:`KernelSummary` per schedule.
+    Returns one :class:`KernelSummary` per schedule. Every option is
+    checked, and the database opened, before any work: a bad one is a
+    ValueError (or, for ``target``, an UnsupportedError) naming it.
     """
-    if trials < 1:
-        raise ValueError(f"trials must be at least 1, got {trials}")
-    # One model for all the kernels (its features tell them apart); it fails
-    # early, with the install hint, when LightGBM is missing.
-    model = CostModel(seed) if search == "model" else None
+    _check_counts(trials=trials, seed=seed)
+    if search not in STRATEGIES:
+        raise ValueError(f"unknown search {search!r}; the strategies are {', '.join(map(repr, STRATEGIES))}")
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress must be a callable or None, got {progress!r}")
+    if plot is not None:
+        _check_plot(plot)
+    device_key(target)  # an unknown target is an UnsupportedError naming the known ones
     if runner is not None and runner.target != target:
         raise UnsupportedError(f"the runner measures for {runner.target!r}, not {target!r}")
-    all_tasks = tasks(default_schedules(module, target))
-    owned = runner is None
-    if runner is None:
+    with TuningDatabase(db) as database:
+        # One model for all the kernels (its features tell them apart); it
+        # fails early, with the install hint, when LightGBM is missing.
+        model = CostModel(seed) if search == "model" else None
+        all_tasks = tasks(default_schedules(module, target))
+        owned = runner is None
+        if runner is None:
+            try:
+                runner = LocalCpuRunner() if target == "cpu" else LocalCudaRunner(target)
+            except RuntimeError as e:
+                raise RuntimeError(f"{e}; to tune for {target} on a GPU machine without the compiler, "
+                                   "use tessel.tuning.export_batch (tessel tune --export)") from None
+        device = runner.device
+        rng = random.Random(seed)
+        summaries = []
+        history: list[tuple[Features, float]] = []  # finished kernels' measurements, for the model
         try:
-            runner = LocalCpuRunner() if target == "cpu" else LocalCudaRunner(target)
-        except RuntimeError as e:
-            raise RuntimeError(f"{e}; to tune for {target} on a GPU machine without the compiler, "
-                               "use tessel.tuning.export_batch (tessel tune --export)") from None
-    device = runner.device
-    rng = random.Random(seed)
-    summaries = []
-    history: list[tuple[Features, float]] = []  # finished kernels' measurements, for the model
-    try:
-        with TuningDatabase(db) as database:
             for done, task in enumerate(all_tasks):
                 report = None if progress is None else (
                     lambda trial, best, finished, t=task, d=done:
                     progress(t.name, d, len(all_tasks), trial, trials, best, finished))
                 summaries.append(_tune_task(task, trials, runner, database, device, rng, search, report, model,
                                             history))
-    finally:
-        if owned:
-            runner.close()
+        finally:
+            if owned:
+                runner.close()
     if plot is not None:
         plot_curves({s.name: [s.curve[0] / b for b in s.curve] for s in summaries if s.curve}, plot,
                     title=f"tessel tune: best speed-up over the default schedule ({target})")
     return summaries
+
+
+def _check_counts(**counts: Any) -> None:
+    """Rejects a ``trials`` below 1, or a count or seed that is not an
+    integer, with a ValueError naming it (tune and export_batch take them)."""
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if counts.get("trials", 1) < 1:
+        raise ValueError(f"trials must be at least 1, got {counts['trials']}")
+
+
+def _check_plot(path: Any) -> None:
+    """Fails before tuning, not after it, where ``plot_curves`` could not write ``path``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"plot must be a file path, got {path!r}")
+    folder = Path(path).absolute().parent
+    if not folder.is_dir():
+        raise ValueError(f"plot {os.fspath(path)!r}: the folder {folder} does not exist")
+    _pyplot()
 
 
 def _tune_task(task: Task, trials: int, runner: Runner, db: TuningDatabase, device: str, rng: random.Random,
@@ -416,13 +447,7 @@ def _knob_values(schedule: str, names: Sequence[str]) -> Optional[tuple[int, ...
 def plot_curves(curves: Mapping[str, Sequence[float]], path: str, *, title: str = "",
                 ylabel: str = "best speed-up over the default schedule") -> None:
     """Draws each curve (a value per trial) against trials into PNG ``path``."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise UnsupportedError("plotting needs matplotlib: pip install 'tessel[tune]'") from None
-    matplotlib.use("Agg")  # files only; no display needed
-    from matplotlib import pyplot
-
+    pyplot = _pyplot()
     figure, axes = pyplot.subplots(figsize=(8, 5))
     for label, values in curves.items():
         axes.plot(range(1, len(values) + 1), values, label=label)
@@ -434,6 +459,18 @@ def plot_curves(curves: Mapping[str, Sequence[float]], path: str, *, title: str 
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     pyplot.close(figure)
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot, drawing to files; UnsupportedError with the install hint without it."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UnsupportedError("plotting needs matplotlib: pip install 'tessel[tune]'") from None
+    matplotlib.use("Agg")  # files only; no display needed
+    from matplotlib import pyplot
+
+    return pyplot
 
 
 def print_progress(kernel: str, done: int, kernels: int, trial: int, trials: int, speedup: float,
