@@ -11,14 +11,13 @@ import copy
 import importlib.metadata
 import io
 import json
+import math
 import os
-import queue
 import random
 import shutil
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import pytest
 
 import tessel
 from tessel import ops, runtime
+from tessel.testing.workers import CaseWorker, serve
 
 SIGNATURE = [((2, 4), "float32"), ((2, 8), "bool")]
 
@@ -113,91 +113,29 @@ def test_an_unrelated_mlir_folder_in_the_working_directory_breaks_nothing(tmp_pa
 
 # --- a worker that loads artifacts in a subprocess: a crash or hang is an outcome, not pytest's end
 
-WORKER = textwrap.dedent("""
-    import json, math, resource, sys, traceback
-    # Reading /dev/zero (a regression) ends in a MemoryError here, not in exhausting the machine.
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-    import numpy as np
-    import tessel
-    from tessel import runtime
+def _load_case(path: str, progress) -> None:
+    """In the worker (this file run as a script): reads the artifact at
+    ``path``, loads and calls it dry, and emulates it when it is small."""
     from tessel.runtime.emulator import EmulatorDriver
 
-    args = [np.ones(shape, dtype) for shape, dtype in json.loads(sys.argv[1])]
-
-    def small(artifact):
-        # Emulate only what runs quickly: a mutation may ask for 65535 blocks.
-        return (sum(b.nbytes for b in artifact.buffers) <= 1 << 20
-                and all(math.prod(k.grid) * math.prod(k.block) <= 4096 for k in artifact.kernels))
-
-    print("ready", flush=True)
-    for line in sys.stdin:
-        try:
-            artifact = runtime.read(line.strip())
-            executable = runtime.load(line.strip(), dry=True)
-            executable(*args)
-            executable.close()
-            if small(artifact):
-                emulated = runtime.Executable(artifact, EmulatorDriver(artifact.target, max_steps=100_000))
-                emulated(*args)
-                emulated.close()
-            outcome, message = "ok", ""
-        except tessel.TesselError as e:
-            outcome, message = "tessel", str(e)
-        except ValueError as e:
-            outcome, message = "value", str(e)
-        except BaseException as e:
-            outcome, message = type(e).__name__, traceback.format_exc(limit=-4)
-        print(json.dumps({"outcome": outcome, "message": message[:2000]}), flush=True)
-""")
-
-
-class Worker:
-    """The WORKER subprocess; restarted after a crash or a timeout."""
-
-    def __init__(self, directory: Path) -> None:
-        self.script = directory / "worker.py"
-        self.script.write_text(WORKER)
-        self.restarts = 0
-        self._start()
-
-    def _start(self) -> None:
-        self.process = subprocess.Popen([sys.executable, str(self.script), json.dumps(SIGNATURE)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        text=True)
-        self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, args=(self.process, self.lines), daemon=True).start()
-        assert self.lines.get(timeout=120) == "ready"
-
-    @staticmethod
-    def _read(process: subprocess.Popen, lines: queue.Queue) -> None:
-        for line in process.stdout:
-            lines.put(line.strip())
-        lines.put(None)  # it exited
-
-    def load(self, path: Path, timeout: float = 30) -> dict:
-        try:
-            self.process.stdin.write(f"{path}\n")
-            self.process.stdin.flush()
-            line = self.lines.get(timeout=timeout)
-        except (BrokenPipeError, queue.Empty):
-            line = "timeout" if self.process.poll() is None else None
-        if line is not None and line != "timeout":
-            return json.loads(line)
-        self.close()
-        self.restarts += 1
-        self._start()
-        return {"outcome": "timeout" if line else "crash", "message": str(path)}
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait()
+    args = [np.ones(shape, dtype) for shape, dtype in SIGNATURE]
+    artifact = runtime.read(path)
+    executable = runtime.load(path, dry=True)
+    executable(*args)
+    executable.close()
+    # Emulate only what runs quickly: a mutation may ask for 65535 blocks.
+    if (sum(b.nbytes for b in artifact.buffers) <= 1 << 20
+            and all(math.prod(k.grid) * math.prod(k.block) <= 4096 for k in artifact.kernels)):
+        emulated = runtime.Executable(artifact, EmulatorDriver(artifact.target, max_steps=100_000))
+        emulated(*args)
+        emulated.close()
 
 
 @pytest.fixture
-def worker(tmp_path):
-    w = Worker(tmp_path)
-    yield w
-    w.close()
+def worker():
+    # The memory cap: reading /dev/zero (a regression) ends in a MemoryError, not in exhausting the machine.
+    with CaseWorker(Path(__file__), timeout=30, memory_cap=4 << 30) as w:
+        yield w
 
 
 def _case(saved: Path, directory: Path, name: str) -> Path:
@@ -271,7 +209,7 @@ def test_files_outside_the_artifact_or_not_regular_are_refused(saved, tmp_path, 
     (inner / "kernels" / "alias.ptx").symlink_to(inner / kernel_file)
     cases["inner-symlink"] = _edit_manifest(inner, lambda m: m["kernels"][0].update(file="kernels/alias.ptx"))
 
-    outcomes = {name: worker.load(path) for name, path in cases.items()}
+    outcomes = {name: worker.run(str(path)) for name, path in cases.items()}
     assert outcomes.pop("inner-symlink")["outcome"] == "ok"
     wrong = {name: o for name, o in outcomes.items() if o["outcome"] != "tessel"}
     assert not wrong, wrong
@@ -289,7 +227,7 @@ def test_pickled_constants_are_refused(saved, tmp_path, worker):
     case = _case(saved, tmp_path, "pickled")
     np.save(case / "constants" / "4.npy", np.array([{"code": "evil"}] * 32, object).reshape(4, 8),
             allow_pickle=True)
-    outcome = worker.load(case)
+    outcome = worker.run(str(case))
     assert outcome["outcome"] == "tessel" and "not a .npy array" in outcome["message"], outcome
 
 
@@ -393,7 +331,7 @@ def test_mutated_artifacts_load_or_fail_with_a_tessel_error(saved, tmp_path, wor
                 (case / relative).unlink()
             else:
                 (case / relative).write_bytes(data)
-        outcome = worker.load(case)
+        outcome = worker.run(str(case))
         outcomes.setdefault(outcome["outcome"], []).append(name)
         if outcome["outcome"] not in ("ok", "tessel", "value"):
             bad.append((name, outcome))
@@ -611,3 +549,7 @@ def test_batch_candidates_outside_the_batch_folder_are_refused(saved, tmp_path):
     (batch / "batch.json").write_text("[]")
     with pytest.raises(tessel.RuntimeError, match="is not a tessel tuning batch"):
         run_batch(batch, dry=True)
+
+
+if __name__ == "__main__":
+    serve(_load_case)

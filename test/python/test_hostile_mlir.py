@@ -17,14 +17,11 @@ to a file name, written there as Markdown.
 from __future__ import annotations
 
 import json
+import math
 import os
-import queue
 import random
 import re
-import subprocess
-import sys
 import textwrap
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +32,7 @@ import pytest
 
 import tessel
 from tessel import ops
+from tessel.testing.workers import CaseWorker, serve
 
 Case = tuple[str, str]  # (what was mutated, the module's text)
 Mutation = Callable[[dict[str, str], random.Random], Iterator[Case]]
@@ -508,120 +506,43 @@ MEMORY_CAP = 6 << 30  # bytes of address space: a huge constant ends in an error
 CASE_SECONDS = 20.0
 MAX_RUN_ELEMENTS = 1 << 16  # of each argument and result, for a case to be called
 
-WORKER = textwrap.dedent("""
-    import faulthandler, json, math, os, resource, sys, traceback
-    resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
-    faulthandler.enable()  # a crash reports the Python stack (parse, compile or call) on stderr
-    # Replies go to the original stdout; anything a kernel prints goes to stderr.
-    replies = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    import numpy as np
-    import tessel
 
-    def reply(**fields):
-        replies.write(json.dumps(fields) + "\\n")
-        replies.flush()
-
-    def inputs(specs):
-        rng = np.random.default_rng(0)
-        # Integer arguments (gather's indices) are zeros: always in range.
-        return [rng.standard_normal(s.shape).astype(s.dtype) if s.dtype.kind == "f" else np.zeros(s.shape, s.dtype)
-                for s in specs]
-
-    reply(ready=True)
-    for line in sys.stdin:
-        text = json.loads(line)
-        stage = "parse"
-        try:
-            reply(stage=stage)
-            module = tessel.parse(text)
-            stage = "compile"
-            reply(stage=stage)
-            executable = tessel.compile(module)
-            if all(math.prod(s.shape) <= {elements} for s in executable.inputs + executable.outputs):
-                stage = "run"
-                reply(stage=stage)
-                executable(*inputs(executable.inputs))
-            outcome, message = "ok", ""
-        except tessel.TesselError as e:
-            outcome, message = "tessel", str(e)
-        except ValueError as e:
-            outcome, message = "value", str(e)
-        except BaseException as e:
-            outcome, message = type(e).__name__, traceback.format_exc(limit=-3)
-        reply(outcome=outcome, stage=stage, message=message[:4000])
-""").format(cap=MEMORY_CAP, elements=MAX_RUN_ELEMENTS)
+def _inputs(specs) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    # Integer arguments (gather's indices) are zeros: always in range.
+    return [rng.standard_normal(s.shape).astype(s.dtype) if s.dtype.kind == "f" else np.zeros(s.shape, s.dtype)
+            for s in specs]
 
 
-class Worker:
-    """The WORKER subprocess, restarted after a crash or a timeout."""
+def _compile_case(text: str, progress) -> None:
+    """In the worker (this file run as a script): parses ``text``, compiles
+    it and, when its tensors are small, calls it; each stage is reported
+    before it begins, so that a crash or a hang names it."""
+    progress(stage="parse")
+    module = tessel.parse(text)
+    progress(stage="compile")
+    executable = tessel.compile(module)
+    if all(math.prod(s.shape) <= MAX_RUN_ELEMENTS for s in executable.inputs + executable.outputs):
+        progress(stage="run")
+        executable(*_inputs(executable.inputs))
 
-    def __init__(self, directory: Path) -> None:
-        self.script = directory / "mlir_worker.py"
-        self.script.write_text(WORKER)
-        self.restarts = 0
-        self._start()
 
-    def _start(self) -> None:
-        self.process = subprocess.Popen([sys.executable, str(self.script)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        errors="replace")
-        self.replies: queue.Queue = queue.Queue()
-        self.stderr: list[str] = []  # since the current case began
-        self._readers = [threading.Thread(target=self._read, args=(self.process.stdout, self.replies.put),
-                                          daemon=True),
-                         threading.Thread(target=self._read, args=(self.process.stderr, self.stderr.append),
-                                          daemon=True)]
-        for reader in self._readers:
-            reader.start()
-        assert json.loads(self.replies.get(timeout=120)) == {"ready": True}
+class Worker(CaseWorker):
+    """This file's worker: :meth:`run` gives a case's ``outcome`` (ok,
+    tessel, value, an exception's name, crash or timeout), ``stage`` (parse,
+    compile or run) and ``message`` (a crash's standard error)."""
 
-    @staticmethod
-    def _read(stream, put) -> None:
-        for line in stream:
-            put(line)
-        put(None)  # it exited
+    def __init__(self) -> None:
+        super().__init__(Path(__file__), timeout=CASE_SECONDS, memory_cap=MEMORY_CAP, keep_stderr=True)
 
-    def run(self, text: str) -> dict:
-        """The outcome of one case: ``outcome`` (ok, tessel, value, an
-        exception's name, crash or timeout), ``stage`` (parse, compile or
-        run) and ``message`` (a crash's standard error)."""
-        del self.stderr[:]
-        stage = "parse"
-        deadline = time.monotonic() + CASE_SECONDS
-        try:
-            self.process.stdin.write(json.dumps(text) + "\n")
-            self.process.stdin.flush()
-            while True:
-                line = self.replies.get(timeout=max(0.0, deadline - time.monotonic()))
-                if line is None:
-                    break
-                reply = json.loads(line)
-                if "outcome" in reply:
-                    return reply
-                stage = reply["stage"]
-        except BrokenPipeError:
-            pass
-        except queue.Empty:
-            self.process.kill()
-        status = self.process.wait()
-        self._readers[1].join(timeout=10)  # the rest of its crash report
-        outcome = "timeout" if status == -9 else "crash"
-        message = "".join(line for line in self.stderr if line)
-        self.restarts += 1
-        self._start()
-        return {"outcome": outcome, "stage": stage, "message": f"exit status {status}\n{message}"}
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait()
+    def run(self, text: str, timeout: float | None = None) -> dict:
+        return {"stage": "parse", **super().run(text, timeout)}  # a crash before its first progress line
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory):
-    w = Worker(tmp_path_factory.mktemp("mlir"))
-    yield w
-    w.close()
+def worker():
+    with Worker() as w:
+        yield w
 
 
 @pytest.fixture(scope="module")
@@ -716,3 +637,7 @@ def test_mutated_modules_fail_only_with_a_tessel_error(mutation, worker, seeds, 
           + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     assert len(cases) >= 20
     assert not bad, f"{len(bad)} of {len(cases)} cases:\n" + "\n".join(sorted(set(bad))[:40])
+
+
+if __name__ == "__main__":
+    serve(_compile_case)

@@ -10,21 +10,16 @@ as a script), restarted when a case kills it, each case with a timeout.
 """
 
 import os
-import pickle
 import random
-import select
-import struct
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tessel
+from tessel.testing.workers import CaseWorker, serve
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -466,116 +461,38 @@ def _arguments(specs):
     return arrays
 
 
-def _run_case(path, data, compile_it):
-    """The outcome of one case in this (worker) process: ("ok", what was
-    done), ("error", the tessel or value error) or ("other", a traceback)."""
+def _run_case(request, progress):
+    """In the worker (this file run as a script): imports the model at
+    ``request["path"]`` and, when ``request["compile"]`` and it is small,
+    compiles and calls it; what was done is the reply's ``done``."""
     from tessel.backends.signature import entry_function, signature
 
-    Path(path).write_bytes(data)
-    try:
-        module = tessel.from_onnx(path)
-        if not compile_it:
-            return "ok", "imported"
-        _, args, results = signature(entry_function(module, None), "cpu")
-        if sum(int(np.prod(s.shape, dtype=np.float64)) * s.dtype.itemsize for s in args + results) > RUN_BYTES:
-            return "ok", "imported (too large to run)"
-        executable = tessel.compile(module, target="cpu")
-        executable(*_arguments(executable.inputs))
-        return "ok", "compiled and ran"
-    except (tessel.TesselError, ValueError) as e:
-        return "error", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
-    except Exception:  # noqa: BLE001 - what the test reports
-        return "other", traceback.format_exc()[-3000:]
-
-
-def _worker():
-    """Runs the cases the parent sends (pickled, length-prefixed, on stdin)
-    and answers each on the protocol descriptor, until stdin closes."""
-    answers = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # stray prints (MLIR's, a tool's) go to stderr, not into the protocol
-    with tempfile.TemporaryDirectory(prefix="tessel-hostile-onnx-") as folder:
-        path = os.path.join(folder, "case.onnx")
-        while True:
-            header = sys.stdin.buffer.read(4)
-            if len(header) < 4:
-                return
-            data, compile_it = pickle.loads(sys.stdin.buffer.read(struct.unpack("<I", header)[0]))
-            answer = pickle.dumps(_run_case(path, data, compile_it))
-            answers.write(struct.pack("<I", len(answer)) + answer)
-            answers.flush()
-
-
-class _Worker:
-    """The long-lived worker process, started again after a crash or a timeout."""
-
-    def __init__(self, log_dir):
-        self.log_dir, self.starts, self.process = Path(log_dir), 0, None
-
-    def _start(self):
-        self.starts += 1
-        self.log = self.log_dir / f"worker{self.starts}.log"
-        self.process = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.log.open("wb"))
-
-    def _stop(self, kill):
-        """Ends the worker; its exit status."""
-        if kill:
-            self.process.kill()
-        self.process.stdin.close()
-        status = self.process.wait()
-        self.process = None
-        return status
-
-    def _read(self, count, deadline):
-        data = b""
-        while len(data) < count:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.process.stdout], [], [], left)[0]:
-                return None
-            chunk = os.read(self.process.stdout.fileno(), count - len(data))
-            if not chunk:
-                return b""
-            data += chunk
-        return data
-
-    def run(self, data, compile_it, timeout):
-        if self.process is None:
-            self._start()
-        message = pickle.dumps((data, compile_it))
-        try:
-            self.process.stdin.write(struct.pack("<I", len(message)) + message)
-            self.process.stdin.flush()
-        except BrokenPipeError:
-            pass  # it died; the read below says how
-        deadline = time.monotonic() + timeout
-        header = self._read(4, deadline)
-        answer = header and self._read(struct.unpack("<I", header)[0], deadline)
-        if answer:
-            return pickle.loads(answer)
-        if answer is None:
-            self._stop(kill=True)
-            return "timeout", f"no answer within {timeout:.0f} s"
-        status = self._stop(kill=False)
-        tail = self.log.read_bytes().decode(errors="replace")[-2000:]
-        return "crash", f"the worker died (exit status {status}):\n{tail}"
-
-    def close(self):
-        if self.process is not None:
-            self._stop(kill=False)
+    module = tessel.from_onnx(request["path"])
+    if not request["compile"]:
+        return {"done": "imported"}
+    _, args, results = signature(entry_function(module, None), "cpu")
+    if sum(int(np.prod(s.shape, dtype=np.float64)) * s.dtype.itemsize for s in args + results) > RUN_BYTES:
+        return {"done": "imported (too large to run)"}
+    executable = tessel.compile(module, target="cpu")
+    executable(*_arguments(executable.inputs))
+    return {"done": "compiled and ran"}
 
 
 def test_generated_hostile_models_import_or_fail_cleanly(tmp_path):
     start = time.monotonic()
     cases = _cases(CASES, SEED)
-    worker = _Worker(tmp_path)
     outcomes, bad = {"ok": 0, "error": 0}, []
     compiled = 0
-    try:
+    path = tmp_path / "case.onnx"
+    with CaseWorker(Path(__file__), timeout=IMPORT_TIMEOUT_S, keep_stderr=True) as worker:
         for index, (seed, applied, data) in enumerate(cases):
             compile_it = compiled < COMPILES  # the first successes
-            kind, detail = worker.run(data, compile_it, COMPILE_TIMEOUT_S if compile_it else IMPORT_TIMEOUT_S)
-            if kind in outcomes:
-                outcomes[kind] += 1
+            path.write_bytes(data)
+            reply = worker.run({"path": str(path), "compile": compile_it},
+                               timeout=COMPILE_TIMEOUT_S if compile_it else IMPORT_TIMEOUT_S)
+            kind, detail = reply["outcome"], reply.get("done", reply["message"])
+            if kind in ("ok", "tessel", "value"):  # a success or a clear error
+                outcomes["ok" if kind == "ok" else "error"] += 1
                 compiled += detail == "compiled and ran"
             else:
                 reproducer = tmp_path / f"case{index}.onnx"
@@ -584,8 +501,6 @@ def test_generated_hostile_models_import_or_fail_cleanly(tmp_path):
                            f"{kind}: {detail}")
             if not applied:
                 assert kind == "ok" and detail == "compiled and ran", f"seed model {seed}: {kind}: {detail}"
-    finally:
-        worker.close()
     seconds = time.monotonic() - start
     print(f"{len(cases)} hostile ONNX models in {seconds:.1f} s: {outcomes['ok']} imported ({compiled} compiled "
           f"and ran), {outcomes['error']} clear errors, {len(bad)} other outcomes; {worker.starts} worker start(s)")
@@ -594,4 +509,4 @@ def test_generated_hostile_models_import_or_fail_cleanly(tmp_path):
 
 
 if __name__ == "__main__":
-    _worker()
+    serve(_run_case)
