@@ -28,4 +28,12 @@ bool hasSupportedShape(mlir::ShapedType type);
 #define GET_OP_CLASSES
 #include "dialects/graph/GraphOps.h.inc"
 
+namespace tessel::graph {
+/// The value a `kind` reduction of `element`s starts from: 0 for sum and
+/// mean (whose sum is then divided), the lowest and highest value for max
+/// and min (-inf / +inf for floats).
+mlir::TypedAttr reductionInitialValue(mlir::Builder &b, ReduceKind kind,
+                                      mlir::Type element);
+} // namespace tessel::graph
+
 #endif // TESSEL_DIALECTS_GRAPH_GRAPH_H

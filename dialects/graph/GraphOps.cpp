@@ -137,6 +137,19 @@ reducedDims(std::optional<Location> loc, ArrayRef<int64_t> axes, int64_t rank) {
   return dims;
 }
 
+TypedAttr tessel::graph::reductionInitialValue(Builder &b, ReduceKind kind,
+                                               Type element) {
+  if (kind == ReduceKind::sum || kind == ReduceKind::mean)
+    return b.getZeroAttr(element);
+  bool lowest = kind == ReduceKind::max;
+  if (auto f = dyn_cast<FloatType>(element))
+    return b.getFloatAttr(element,
+                          APFloat::getInf(f.getFloatSemantics(), lowest));
+  unsigned w = element.getIntOrFloatBitWidth();
+  return b.getIntegerAttr(element, lowest ? APInt::getSignedMinValue(w)
+                                          : APInt::getSignedMaxValue(w));
+}
+
 SmallVector<int64_t> ReduceOp::getReducedDims() {
   return *reducedDims(std::nullopt, getAxes(), getInput().getType().getRank());
 }

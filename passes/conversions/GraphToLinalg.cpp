@@ -471,15 +471,6 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
   }
 };
 
-/// The neutral element of a max (lowest) or min (highest) reduction.
-TypedAttr extremeAttr(OpBuilder &b, Type t, bool lowest) {
-  if (auto f = dyn_cast<FloatType>(t))
-    return b.getFloatAttr(t, APFloat::getInf(f.getFloatSemantics(), lowest));
-  unsigned w = t.getIntOrFloatBitWidth();
-  return b.getIntegerAttr(t, lowest ? APInt::getSignedMinValue(w)
-                                    : APInt::getSignedMaxValue(w));
-}
-
 /// Float sums of f16/bf16 accumulate in f32.
 Type accumulatorType(OpBuilder &b, Type elem) {
   return isLowPrecisionFloat(elem) ? b.getF32Type() : elem;
@@ -524,9 +515,7 @@ struct ReduceToLinalg : OpConversionPattern<graph::ReduceOp> {
                                                utils::IteratorType::parallel);
     iterators.append(dims.size(), utils::IteratorType::reduction);
     ArrayRef<int64_t> accShape = resultType.getShape();
-    TypedAttr init = isSum ? TypedAttr(rewriter.getZeroAttr(acc))
-                           : extremeAttr(rewriter, acc,
-                                         kind == graph::ReduceKind::max);
+    TypedAttr init = graph::reductionInitialValue(rewriter, kind, acc);
     Value out = filledTensor(rewriter, loc, accShape, init);
     SmallVector<AffineMap> maps = {
         AffineMap::get(numLoops, 0, inExprs, ctx),
@@ -900,8 +889,9 @@ struct Pool2DToLinalg : OpConversionPattern<graph::Pool2DOp> {
     int64_t hDim = nchw ? 2 : 1, wDim = nchw ? 3 : 2;
     ArrayRef<int64_t> k = op.getKernel(), st = op.getStrides(),
                       pad = op.getPadding();
-    TypedAttr padValue = isMax ? extremeAttr(rewriter, elem, /*lowest=*/true)
-                               : TypedAttr(rewriter.getZeroAttr(elem));
+    TypedAttr padValue = graph::reductionInitialValue(
+        rewriter, isMax ? graph::ReduceKind::max : graph::ReduceKind::sum,
+        elem);
     int64_t inH = cast<RankedTensorType>(adaptor.getInput().getType())
                       .getDimSize(hDim);
     int64_t inW = cast<RankedTensorType>(adaptor.getInput().getType())

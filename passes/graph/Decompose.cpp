@@ -199,27 +199,6 @@ struct DecomposeLinear : OpRewritePattern<LinearOp> {
   }
 };
 
-/// The value of a reduction of `kind` over nothing, as the lowering's
-/// initial values give it (and ONNX defines it): 0 for sums, NaN for means
-/// (0 / 0), the lowest and highest values for max and min.
-DenseElementsAttr emptyReduction(ReduceKind kind, RankedTensorType type) {
-  Type elem = type.getElementType();
-  if (auto floatType = dyn_cast<FloatType>(elem)) {
-    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
-    APFloat value = kind == ReduceKind::mean ? APFloat::getNaN(semantics)
-                    : kind == ReduceKind::max
-                        ? APFloat::getInf(semantics, /*Negative=*/true)
-                    : kind == ReduceKind::min ? APFloat::getInf(semantics)
-                                              : APFloat::getZero(semantics);
-    return DenseElementsAttr::get(type, value);
-  }
-  unsigned width = elem.getIntOrFloatBitWidth();
-  APInt value = kind == ReduceKind::max   ? APInt::getSignedMinValue(width)
-                : kind == ReduceKind::min ? APInt::getSignedMaxValue(width)
-                                          : APInt::getZero(width);
-  return DenseElementsAttr::get(type, value);
-}
-
 /// Zero-size tensors leave no work for a kernel, and a reduction over an
 /// empty extent is its identity: an op with an empty result becomes an
 /// empty constant, sum/mean/matmul/conv over nothing a constant (plus a
@@ -269,7 +248,16 @@ struct FoldZeroSize : RewritePattern {
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
       if (!isEmpty(reduce.getInput()))
         return failure();
-      rewriter.replaceOp(op, constant(emptyReduction(reduce.getKind(), type)));
+      // What the lowering starts from, but NaN (0 / 0) for a mean.
+      Attribute value =
+          reduce.getKind() == ReduceKind::mean
+              ? DenseElementsAttr::get(
+                    type, APFloat::getNaN(cast<FloatType>(type.getElementType())
+                                              .getFloatSemantics()))
+              : DenseElementsAttr::get(
+                    type, reductionInitialValue(rewriter, reduce.getKind(),
+                                                type.getElementType()));
+      rewriter.replaceOp(op, constant(value));
       return success();
     }
     if (auto matmul = dyn_cast<MatmulOp>(op)) {

@@ -84,20 +84,28 @@ def parse(text: str, *, ctx: Optional[ir.Context] = None, source_name: str = "<i
     Raises CompileError with MLIR's diagnostics, located at
     ``source_name:line:col``, when the text is malformed or does not verify.
     """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        # A str that is not Unicode (a lone surrogate, as os.fsdecode makes
-        # of undecodable bytes) cannot reach the C++ parser at all.
-        line, column = text.count("\n", 0, e.start) + 1, e.start - text.rfind("\n", 0, e.start)
-        raise CompileError(f"failed to parse {source_name}", [Diagnostic(
-            "error", f"{source_name}:{line}:{column}", f"{text[e.start]!r} is not a Unicode character")]) from None
     ctx = ctx or context()
     with collecting_diagnostics(ctx) as diagnostics:
-        module = _tessel.parse_module(ctx, text, source_name)
+        try:
+            module = _tessel.parse_module(ctx, text, source_name)
+        except TypeError:
+            _check_unicode(text, source_name)
+            raise
     if module is None:
         raise CompileError(f"failed to parse {source_name}", diagnostics)
     return module
+
+
+def _check_unicode(text: str, source_name: str) -> None:
+    """A str that is not Unicode (a lone surrogate, as os.fsdecode makes of
+    undecodable bytes) cannot cross into the C++ parser, whose bindings
+    refuse it with a bare TypeError: a CompileError at the character."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        line, column = text.count("\n", 0, e.start) + 1, e.start - text.rfind("\n", 0, e.start)
+        raise CompileError(f"failed to parse {source_name}", [Diagnostic(
+            "error", f"{source_name}:{line}:{column}", f"{text[e.start]!r} is not a Unicode character")]) from None
 
 
 def verify(module: ir.Module) -> None:

@@ -77,14 +77,15 @@ def _check_calls(entry: Any, funcs: dict[str, Any]) -> None:
         refused: list[str] = []  # the walk's callback cannot raise: the bindings wrap the error
 
         def visit(op: ir.Operation) -> ir.WalkResult:
-            where = format_location(op.location)
+            # Locations are formatted only for what is kept: this runs on every op.
             if op.name == "func.call":
-                found.append((ir.FlatSymbolRefAttr(op.attributes["callee"]).value, where))
+                found.append((ir.FlatSymbolRefAttr(op.attributes["callee"]).value, format_location(op.location)))
             elif op.name in ("func.call_indirect", "func.constant"):
-                refused.append(f"{where}: @{_name(func)} uses {op.name}; tessel compiles direct calls only")
+                refused.append(f"{format_location(op.location)}: @{_name(func)} uses {op.name}; "
+                               "tessel compiles direct calls only")
             elif op.name.split(".", 1)[0] not in TENSOR_DIALECTS:
-                refused.append(f"{where}: @{_name(func)} uses {op.name}; tessel compiles tensor programs, "
-                               f"of the dialects {', '.join(TENSOR_DIALECTS)}")
+                refused.append(f"{format_location(op.location)}: @{_name(func)} uses {op.name}; tessel compiles "
+                               f"tensor programs, of the dialects {', '.join(TENSOR_DIALECTS)}")
             return ir.WalkResult.INTERRUPT if refused else ir.WalkResult.ADVANCE
 
         func.operation.walk(visit)
