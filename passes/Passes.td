@@ -341,13 +341,15 @@ def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
-           "Target the schedules are for (cpu, sm_80, sm_90, sm_90a)">,
+           "Target the schedules are for: a name in the table of "
+           "dialects/loop/Target.cpp (cpu, sm_80, ..., sm_90a)">,
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
            "GPU: f32 matmuls on tensor cores as tf32 (inputs rounded to "
            "10-bit mantissas, f32 accumulation)">,
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
            "CPU: bits of a vector register (256: AVX2, 16 registers; 512: "
-           "AVX-512, 32 registers), which size the register blocks">,
+           "AVX-512, 32 registers), which size the register blocks; 0: the "
+           "target's (this machine's for cpu)">,
   ];
   let dependentDialects = ["tessel::loop::LoopDialect", "mlir::gpu::GPUDialect"];
 }

@@ -9,7 +9,12 @@
 #include "python/capi/TesselCAPI.h"
 #include "python/runtime/AsyncRuntime.h"
 
+#include "nanobind/stl/string.h"
+#include "nanobind/stl/vector.h"
+
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace nb = nanobind;
 
@@ -33,6 +38,65 @@ NB_MODULE(_tessel, m) {
       nb::arg("context"), nb::arg("source"), nb::arg("source_name"),
       "Parses and verifies a module; None on failure (diagnostics go to the "
       "context's handlers).");
+  // Targets (dialects/loop/Target.h), as tessel.targets reads them.
+  auto collect = [](MlirStringRef text, void *list) {
+    static_cast<nb::list *>(list)->append(nb::str(text.data, text.length));
+  };
+  using Lister = void (*)(MlirStringCallback, void *);
+  auto listOf = [collect](Lister list) {
+    nb::list names;
+    list(collect, &names);
+    return names;
+  };
+  m.def(
+      "target_names", [listOf] { return listOf(tesselTargetNames); },
+      "The known targets' names, in table order.");
+  m.def(
+      "target_instructions",
+      [listOf] { return listOf(tesselTargetInstructions); },
+      "The instructions a target description may list.");
+  m.def(
+      "target_json",
+      [collect](const std::string &name) -> nb::object {
+        nb::list text;
+        if (!tesselTargetDescription(
+                mlirStringRefCreate(name.data(), name.size()), collect, &text))
+          return nb::none();
+        return text[0];
+      },
+      nb::arg("name"), "Target `name`'s description as JSON; None if unknown.");
+  m.def(
+      "register_target_json",
+      [collect](const std::string &json) -> nb::object {
+        nb::list why;
+        if (tesselRegisterTarget(mlirStringRefCreate(json.data(), json.size()),
+                                 collect, &why))
+          return nb::none();
+        return why[0];
+      },
+      nb::arg("description"),
+      "Adds a target from its JSON description; None, or why it cannot.");
+  m.def(
+      "vector_bits_of",
+      [](const std::vector<std::string> &features, const std::string &arch) {
+        std::vector<MlirStringRef> refs;
+        for (const std::string &f : features)
+          refs.push_back(mlirStringRefCreate(f.data(), f.size()));
+        return tesselVectorBitsOf(refs.data(), refs.size(),
+                                  mlirStringRefCreate(arch.data(), arch.size()));
+      },
+      nb::arg("features"), nb::arg("arch"),
+      "Vector register bits of a CPU with these LLVM features.");
+  m.def(
+      "target_name",
+      [](MlirAttribute attribute) -> nb::object {
+        if (!tesselAttributeIsATarget(attribute))
+          return nb::none();
+        MlirStringRef name = tesselTargetAttrGetName(attribute);
+        return nb::str(name.data, name.length);
+      },
+      nb::arg("attribute"),
+      "The target name of a #loop.target attribute; None for other attributes.");
   m.def(
       "async_runtime_symbols",
       [] {

@@ -12,6 +12,10 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include "dialects/loop/LoopDialect.h.inc"
+#include "dialects/loop/Target.h"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/loop/LoopAttrs.h.inc"
 
 namespace tessel::loop {
 /// A list of tunable values (constants and loop.knob results, as
@@ -40,14 +44,6 @@ constexpr llvm::StringLiteral kUnrollAttrName = "tessel.unroll";
 /// The same for loop.vector_access, on each elementwise op of the innermost
 /// tile: the vector width of its loads and stores (loop-vector-access).
 constexpr llvm::StringLiteral kVectorAccessAttrName = "tessel.vector_access";
-
-/// Threads in a warp on every target a schedule may name.
-constexpr int64_t kWarpSize = 32;
-/// Threads in a block on every GPU target.
-constexpr int64_t kMaxThreadsPerBlock = 1024;
-/// Bytes of the widest vector a thread loads or stores: the runtime aligns
-/// every buffer it gives a kernel to this.
-constexpr int64_t kMaxVectorBytes = 16;
 
 /// Threads that one processor of a GPU mapping attribute stands for: a warp
 /// is 32 threads, a warpgroup 128, a block, thread or lane id one.

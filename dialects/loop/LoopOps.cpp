@@ -16,18 +16,50 @@ using namespace tessel::loop;
 // ScheduleOp
 //===----------------------------------------------------------------------===//
 
-ArrayRef<StringLiteral> ScheduleOp::getKnownTargets() {
-  static constexpr StringLiteral targets[] = {"cpu", "sm_80", "sm_90",
-                                              "sm_90a"};
-  return targets;
+TargetAttr TargetAttr::lookup(MLIRContext *context, StringRef name) {
+  const TargetDescription *description = lookupTarget(name);
+  return description ? TargetAttr::get(context, *description) : TargetAttr();
 }
 
-LogicalResult ScheduleOp::verify() {
-  if (!llvm::is_contained(getKnownTargets(), getTarget()))
-    return emitOpError("unknown target '")
-           << getTarget() << "'; expected one of: "
-           << llvm::join(getKnownTargets(), ", ");
+/// A target by its name in the table, with the error naming the known ones.
+static ParseResult parseTargetName(AsmParser &parser, TargetAttr &target) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (parser.parseString(&name))
+    return failure();
+  target = TargetAttr::lookup(parser.getContext(), name);
+  if (!target)
+    return parser.emitError(loc, "unknown target '")
+           << name << "'; expected one of: "
+           << llvm::join(targetNames(), ", ");
   return success();
+}
+
+static void printTargetName(AsmPrinter &printer, TargetAttr target) {
+  printer.printString(target.getName());
+}
+
+Attribute TargetAttr::parse(AsmParser &parser, Type) {
+  TargetAttr target;
+  if (parser.parseLess() || parseTargetName(parser, target) ||
+      parser.parseGreater())
+    return {};
+  return target;
+}
+
+void TargetAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printTargetName(printer, *this);
+  printer << ">";
+}
+
+static ParseResult parseTargetName(OpAsmParser &parser, TargetAttr &target) {
+  return parseTargetName(static_cast<AsmParser &>(parser), target);
+}
+
+static void printTargetName(OpAsmPrinter &printer, ScheduleOp,
+                            TargetAttr target) {
+  printTargetName(static_cast<AsmPrinter &>(printer), target);
 }
 
 LogicalResult ScheduleOp::verifyRegions() {

@@ -12,6 +12,7 @@
 #ifndef TESSEL_LOOP_OPS
 #define TESSEL_LOOP_OPS
 
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
@@ -23,6 +24,27 @@ def Loop_Dialect : Dialect {
   let cppNamespace = "::tessel::loop";
   let summary = "Kernel schedules as IR data: tiling, mapping and tunable knobs";
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+def Loop_TargetAttr : AttrDef<Loop_Dialect, "Target"> {
+  let mnemonic = "target";
+  let summary = "The description of a target: its limits and instructions";
+  let description = [{
+    Every fact about a target that a pass, the validator, the tuner or
+    the runtime needs (dialects/loop/Target.h), from the table of known
+    targets: `#loop.target<"sm_90">`. Names not in the table are errors;
+    a new target is registered into it (tessel.targets.register) before
+    IR names it.
+  }];
+  let parameters = (ins AttrParameter<"::tessel::loop::TargetDescription",
+      "the target's facts", "const ::tessel::loop::TargetDescription &">:$description);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    /// The attribute of known target `name`, or null.
+    static TargetAttr lookup(::mlir::MLIRContext *context, ::llvm::StringRef name);
+    ::llvm::StringRef getName() const { return getDescription().name; }
+  }];
 }
 
 class Loop_Op<string mnemonic, list<Trait> traits = []>
@@ -56,16 +78,18 @@ def Loop_ScheduleOp : Loop_Op<"schedule", [
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$result,
-                       StrAttr:$target);
+                       Loop_TargetAttr:$target);
   let regions = (region SizedRegion<1>:$body);
+  // The target prints as its name (`target "sm_90"`).
   let assemblyFormat = [{
-    $kernel (`result` $result^)? `target` $target attr-dict-with-keyword $body
+    $kernel (`result` $result^)? `target` custom<TargetName>($target)
+    attr-dict-with-keyword $body
   }];
-  let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
-    /// The targets a schedule may name.
-    static llvm::ArrayRef<llvm::StringLiteral> getKnownTargets();
+    const ::tessel::loop::TargetDescription &getTargetDescription() {
+      return getTarget().getDescription();
+    }
   }];
 }
 

@@ -587,7 +587,7 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
     auto attr = dyn_cast_if_present<IntegerAttr>(attrs.get(name));
     return attr ? attr.getInt() : 0;
   };
-  auto target = dyn_cast_if_present<StringAttr>(attrs.get("target"));
+  auto target = dyn_cast_if_present<loop::TargetAttr>(attrs.get("target"));
   if (!pair || pair.size() != 2 || !block || block.size() != 2 || !target ||
       !integer("k") || !integer("stages"))
     return contraction.emitError("loop.mma: malformed ")
@@ -600,7 +600,7 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   // loop-validate has checked the schedule against the whole kernel; this
   // guards a marked op that did not go through it.
   std::string unfit =
-      c.check(target.getValue(),
+      c.check(target.getDescription(),
               [](MmaConfig::Field f) { return MmaConfig::knobName(f).str(); });
   if (!unfit.empty())
     return contraction.emitError("loop.mma: ") << unfit;

@@ -175,14 +175,15 @@ FailureOr<SplitSum> splitContraction(RewriterBase &rewriter,
                    : root,
                {}};
   MLIRContext *ctx = rewriter.getContext();
-  bool gpu = schedule.getTarget() != "cpu";
+  bool gpu = !schedule.getTargetDescription().isCpu();
   size_t firstParallel = llvm::find_if(levels, [](const Level &level) {
                            return !level.sequential;
                          }) -
                          levels.begin();
   if (gpu) {
     std::optional<PointwiseTiling> tiling =
-        gpuPointwiseTiling(sum.root, /*rowwise=*/false);
+        gpuPointwiseTiling(sum.root, /*rowwise=*/false,
+                           schedule.getTargetDescription());
     if (!tiling)
       return split.emitError("found no parallel loop in the sum of the parts");
     sum.levels = pointwiseLevels(split, *tiling);
@@ -233,7 +234,10 @@ LogicalResult materializeInputs(RewriterBase &rewriter,
         computingOp(contraction.getDpsInputs()[input]).getOperation());
     std::optional<PointwiseTiling> tiling;
     if (producer)
-      tiling = gpuPointwiseTiling(producer, /*rowwise=*/false);
+      tiling = gpuPointwiseTiling(
+          producer, /*rowwise=*/false,
+          materialize->getParentOfType<loop::ScheduleOp>()
+              .getTargetDescription());
     if (!tiling)
       return materialize.emitError("input ")
              << input << " of the contraction is not computed by a linalg "
@@ -384,7 +388,8 @@ insertSliceInPlace(RewriterBase &rewriter, tensor::InsertSliceOp insert) {
 /// gpu-map-kernels would run them in a single thread. A tensor.pad becomes
 /// a gather first (padAsGather); a tensor.insert_slice is computed in
 /// place (insertSliceInPlace).
-LogicalResult tileLeftovers(RewriterBase &rewriter, func::FuncOp func) {
+LogicalResult tileLeftovers(RewriterBase &rewriter, func::FuncOp func,
+                            const loop::TargetDescription &target) {
   llvm::SmallPtrSet<Operation *, 8> roots, returned, done;
   while (Operation *op = lastLeftover(func, done)) {
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
@@ -404,7 +409,7 @@ LogicalResult tileLeftovers(RewriterBase &rewriter, func::FuncOp func) {
     auto leftover = cast<TilingInterface>(op);
     // One with nothing to distribute (a reduction to a scalar) stays.
     std::optional<PointwiseTiling> tiling =
-        gpuPointwiseTiling(leftover, /*rowwise=*/false);
+        gpuPointwiseTiling(leftover, /*rowwise=*/false, target);
     if (!tiling)
       continue;
     collectReturnedLinalgOps(func, returned);
@@ -434,7 +439,7 @@ struct LoopApplySchedulesPass
         continue;
       auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
       auto func = symbols.lookup<func::FuncOp>(schedule.getKernel());
-      if (schedule.getTarget() != "cpu" || grids.empty() || !func)
+      if (!schedule.getTargetDescription().isCpu() || grids.empty() || !func)
         continue;
       loop::GridReduceOp grid = *grids.begin();
       SmallVector<loop::ScheduleOp> singleValued;
@@ -468,7 +473,8 @@ struct LoopApplySchedulesPass
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     IRRewriter rewriter(&getContext());
-    llvm::SetVector<func::FuncOp> gpuKernels;
+    // GPU kernels whose leftovers get threads, with their target.
+    llvm::MapVector<func::FuncOp, const loop::TargetDescription *> gpuKernels;
     if (failed(splitCpuSingleValueReductions(rewriter, symbols)))
       return signalPassFailure();
     // Roots are found before any tiling changes the kernels.
@@ -489,7 +495,7 @@ struct LoopApplySchedulesPass
           !grids.empty()) {
         if (failed(gridReduce(rewriter, *grids.begin(), func)))
           return signalPassFailure();
-        gpuKernels.insert(func);
+        gpuKernels.insert({func, &schedule.getTargetDescription()});
         rewriter.eraseOp(schedule);
         continue;
       }
@@ -499,8 +505,8 @@ struct LoopApplySchedulesPass
         return signalPassFailure();
       // A rootless kernel's ops are all leftovers.
       if (!*root) {
-        if (schedule.getTarget() != "cpu")
-          gpuKernels.insert(func);
+        if (!schedule.getTargetDescription().isCpu())
+          gpuKernels.insert({func, &schedule.getTargetDescription()});
         rewriter.eraseOp(schedule);
         continue;
       }
@@ -624,12 +630,13 @@ struct LoopApplySchedulesPass
           return signalPassFailure();
         markVectorAccess(*tiledSum, sum->vector);
       }
-      if (schedule.getTarget() != "cpu")
-        gpuKernels.insert(root->getParentOfType<func::FuncOp>());
+      if (!schedule.getTargetDescription().isCpu())
+        gpuKernels.insert({root->getParentOfType<func::FuncOp>(),
+                           &schedule.getTargetDescription()});
       rewriter.eraseOp(schedule);
     }
-    for (func::FuncOp func : gpuKernels)
-      if (failed(tileLeftovers(rewriter, func)))
+    for (auto [func, target] : gpuKernels)
+      if (failed(tileLeftovers(rewriter, func, *target)))
         return signalPassFailure();
   }
 };

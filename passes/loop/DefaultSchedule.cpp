@@ -60,10 +60,13 @@ constexpr int64_t kRowsPerBlock = 64;
 const gpu::MappingId kBlockIds[] = {gpu::MappingId::DimX, gpu::MappingId::DimY,
                                     gpu::MappingId::DimZ};
 
-/// Streaming multiprocessors of each target's reference chip (A100, H100/
-/// H200): a default tile is the largest that still gives every SM a block.
-int64_t multiprocessors(StringRef target) {
-  return target == "sm_80" ? 108 : 132;
+/// The domain of a `threads` knob: powers of two from a warp to the most a
+/// block may have.
+SmallVector<int64_t> threadChoices(const loop::TargetDescription &target) {
+  SmallVector<int64_t> choices;
+  for (int64_t t = target.warpSize; t <= target.maxThreadsPerBlock; t *= 2)
+    choices.push_back(t);
+  return choices;
 }
 
 /// CPU tiles hold about this many points of the root's parallel loops: a
@@ -380,7 +383,8 @@ static SmallVector<bool> stripLoops(linalg::LinalgOp root, ArrayRef<bool> whole,
 }
 
 std::optional<PointwiseTiling>
-tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise) {
+tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise,
+                           const loop::TargetDescription &target) {
   std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
   if (!maybeExtents)
     return std::nullopt;
@@ -468,7 +472,7 @@ tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise) {
   for (int64_t w = 1; w <= tiling.vector; w *= 2)
     if (llvm::divideCeil(tiling.blockSizes[innermost], w) *
             (square > 1 ? tiling.blockSizes[parallel[1]] / w : rows) <=
-        loop::kMaxThreadsPerBlock)
+        target.maxThreadsPerBlock)
       tiling.vectorChoices.push_back(w);
   return tiling;
 }
@@ -479,13 +483,21 @@ struct LoopDefaultSchedulePass
     : tessel::impl::LoopDefaultScheduleBase<LoopDefaultSchedulePass> {
   using LoopDefaultScheduleBase::LoopDefaultScheduleBase;
 
+  loop::TargetAttr targetAttr;
+  const loop::TargetDescription *info = nullptr;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!llvm::is_contained(loop::ScheduleOp::getKnownTargets(), target)) {
+    targetAttr = loop::TargetAttr::lookup(&getContext(), target);
+    if (!targetAttr) {
       module.emitError("loop-default-schedule: unknown target '")
-          << target << "'";
+          << target << "'; expected one of: "
+          << llvm::join(loop::targetNames(), ", ");
       return signalPassFailure();
     }
+    info = &targetAttr.getDescription();
+    if (!vectorBits)
+      vectorBits = info->vectorBits;
     // (kernel, result) pairs that already have a schedule; a schedule
     // without `result` covers the kernel's first root.
     llvm::StringMap<llvm::SmallSet<int64_t, 4>> scheduled;
@@ -500,7 +512,7 @@ struct LoopDefaultSchedulePass
       auto roots = findKernelRoots(func);
       // On GPUs, an empty schedule gives the ops of a kernel without roots
       // (one that only concatenates its inputs) threads.
-      if (roots.empty() && target != "cpu" &&
+      if (roots.empty() && info->isGpu() &&
           !scheduled.contains(func.getSymName())) {
         OpBuilder sb = OpBuilder::atBlockEnd(module.getBody());
         createSchedule(sb, func, std::nullopt);
@@ -528,7 +540,7 @@ struct LoopDefaultSchedulePass
     auto schedule = loop::ScheduleOp::create(
         sb, func.getLoc(), FlatSymbolRefAttr::get(func.getSymNameAttr()),
         result ? sb.getI64IntegerAttr(*result) : IntegerAttr(),
-        sb.getStringAttr(target));
+        targetAttr);
     sb.setInsertionPointToEnd(sb.createBlock(&schedule.getBody()));
     return schedule;
   }
@@ -842,10 +854,10 @@ struct LoopDefaultSchedulePass
             MmaConfig c{extents[batch], extents[batch + 1], extents[batch + 2],
                         bm, bn, bm / 2, bn / 2, bk, stages,
                         kCopyBytes / elementBytes, elementBytes};
-            if (!c.check(target, noName).empty())
+            if (!c.check(*info, noName).empty())
               continue;
             if (!best ||
-                blocksOf(*best) < std::min(blocksOf(c), multiprocessors(target)))
+                blocksOf(*best) < std::min(blocksOf(c), info->multiprocessors))
               best = c;
             break;
           }
@@ -875,7 +887,7 @@ struct LoopDefaultSchedulePass
     if (parts.size() > 1) {
       Value vparts = knob(sb, loc, "split_k",
                           defaultParts(parts, best->blocks(),
-                                       multiprocessors(target), best->k, 1024),
+                                       info->multiprocessors, best->k, 1024),
                           parts);
       loop::SplitKOp::create(sb, loc, ValueRange{vparts},
                              sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
@@ -924,16 +936,16 @@ struct LoopDefaultSchedulePass
         rows->rootWalksRow ? extents.drop_back() : extents;
     if (perRow.empty() || perRow.size() > 3)
       return false;
-    for (int64_t extent : perRow.drop_back())
-      if (extent > 65535) // grid y and z
+    for (auto [i, extent] : llvm::enumerate(llvm::reverse(perRow)))
+      if (extent > info->maxGrid[i])
         return false;
-    int64_t threads = defaultRowThreads(rows->columns);
+    int64_t threads = defaultRowThreads(rows->columns, *info);
     MLIRContext *ctx = &getContext();
     OpBuilder sb = OpBuilder::atBlockEnd(getOperation().getBody());
     createSchedule(sb, func, result);
     Location loc = func.getLoc();
     Value threadsKnob =
-        knob(sb, loc, "threads", threads, {32, 64, 128, 256, 512, 1024});
+        knob(sb, loc, "threads", threads, threadChoices(*info));
     SmallVector<int64_t> blockSizes(extents.size(), 1);
     if (rows->rootWalksRow)
       blockSizes.back() = 0;
@@ -971,8 +983,9 @@ struct LoopDefaultSchedulePass
     createSchedule(sb, func, std::nullopt);
     Location loc = func.getLoc();
     Value vparts = knob(sb, loc, "parts", parts, grid->choices);
-    Value threads = knob(sb, loc, "threads", defaultRowThreads(longest / parts),
-                         {32, 64, 128, 256, 512, 1024});
+    Value threads =
+        knob(sb, loc, "threads", defaultRowThreads(longest / parts, *info),
+             threadChoices(*info));
     loop::GridReduceOp::create(
         sb, loc, ValueRange{vparts},
         sb.getDenseI64ArrayAttr({ShapedType::kDynamic}), ValueRange{threads},
@@ -994,12 +1007,12 @@ struct LoopDefaultSchedulePass
       return failure();
     }
     SmallVector<int64_t> extents = *maybeExtents;
-    if (target != "cpu" && llvm::is_contained(extents, 0)) {
+    if (info->isGpu() && llvm::is_contained(extents, 0)) {
       root->emitError("has a loop of extent 0, which GPU schedules do not "
                       "take; graph-decompose folds zero-size tensors away");
       return failure();
     }
-    if (target == "cpu") {
+    if (info->isCpu()) {
       addCpuSchedule(func, root, extents, kind, result, mayCoverKernel);
       return false;
     }
@@ -1028,7 +1041,7 @@ struct LoopDefaultSchedulePass
     // thread.
     if (mayCoverKernel && addGridReduceSchedule(func))
       return true;
-    std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(root, rowwise);
+    std::optional<PointwiseTiling> tiling = gpuPointwiseTiling(root, rowwise, *info);
     // Nothing to distribute (an f16 sum to a scalar): no schedule;
     // gpu-map-kernels runs the kernel in one thread.
     if (!tiling)

@@ -8,6 +8,7 @@
 #ifndef TESSEL_PASSES_LOOP_DEFAULTSCHEDULE_H
 #define TESSEL_PASSES_LOOP_DEFAULTSCHEDULE_H
 
+#include "dialects/loop/Target.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
@@ -37,8 +38,9 @@ struct PointwiseTiling {
 /// along its innermost loop (the most points that divide the loop). With
 /// `rowwise`, the innermost loop (a reduced row) stays whole in a thread
 /// and blocks hold 64 rows. Nothing when no loop can be distributed.
-std::optional<PointwiseTiling> gpuPointwiseTiling(mlir::TilingInterface root,
-                                                  bool rowwise);
+std::optional<PointwiseTiling>
+gpuPointwiseTiling(mlir::TilingInterface root, bool rowwise,
+                   const loop::TargetDescription &target);
 
 } // namespace tessel
 

@@ -368,7 +368,11 @@ LogicalResult tessel::gridReduce(RewriterBase &rewriter,
     if (rows->partials) {
       rows->partials->setAttr(loop::kWarpReduceAttrName,
                               rewriter.getI64IntegerAttr(threads));
-      stageThreads = std::min(threads, defaultRowThreads(parts));
+      stageThreads = std::min(
+          threads,
+          defaultRowThreads(
+              parts, primitive->getParentOfType<loop::ScheduleOp>()
+                         .getTargetDescription()));
     }
     if (failed(computeCombinationOnce(rewriter, primitive, rows->combined,
                                       blockX)))

@@ -10,16 +10,6 @@
 using namespace mlir;
 using namespace tessel;
 
-namespace {
-
-/// Shared memory one block may use, with the opt-in for dynamic shared
-/// memory (A100: 163 KiB, H100/H200: 227 KiB).
-int64_t sharedMemoryLimit(StringRef target) {
-  return target == "sm_80" ? 163 * 1024 : 227 * 1024;
-}
-
-} // namespace
-
 int64_t MmaConfig::threads() const {
   return (bm / wm) * warpsN() * loop::kWarpSize;
 }
@@ -35,11 +25,21 @@ StringRef MmaConfig::knobName(Field field) {
   return names[field];
 }
 
-std::string MmaConfig::check(StringRef target,
+std::string MmaConfig::check(const loop::TargetDescription &target,
                              const std::function<std::string(Field)> &name) const {
   auto msg = [&](Field f, int64_t value, const Twine &why) {
     return (name(f) + " = " + Twine(value) + " " + why).str();
   };
+  using loop::Instruction;
+  // 2-byte operands (f16, bf16) take the f16 shape's instruction.
+  for (Instruction needed :
+       {elementBytes == 4 ? Instruction::MmaSyncTf32 : Instruction::MmaSyncF16,
+        Instruction::Ldmatrix, Instruction::CpAsync})
+    if (!target.has(needed))
+      return ("target '" + target.name + "' has no " +
+              loop::instructionNames()[static_cast<unsigned>(needed)] +
+              " instructions, which loop.mma needs")
+          .str();
   if (wm % 16)
     return msg(WarpM, wm, "is not a multiple of 16 (the m of mma.m16n8k16)");
   if (wn % warpNStep())
@@ -71,9 +71,10 @@ std::string MmaConfig::check(StringRef target,
     return msg(BlockN, bn, "tiles N = " + Twine(n) +
                                ", which is not a multiple of " + Twine(copy) +
                                " (16-byte rows of B for cp.async)");
-  if (threads() > loop::kMaxThreadsPerBlock)
+  if (threads() > target.maxThreadsPerBlock)
     return msg(WarpM, wm, "gives " + Twine(threads()) +
-                              " threads per block; the limit is 1024");
+                              " threads per block; the limit is " +
+                              Twine(target.maxThreadsPerBlock));
   if ((bm * bk / copy) % threads())
     return msg(BlockM, bm, "gives an A tile of " + Twine(bm * bk / copy) +
                                " 16-byte copies, not a multiple of the " +
@@ -86,11 +87,11 @@ std::string MmaConfig::check(StringRef target,
     return msg(Pad, pad, "is not a multiple of " + Twine(copy) +
                              " (rows must stay 16-byte aligned for cp.async "
                              "and ldmatrix)");
-  if (sharedBytes() > sharedMemoryLimit(target))
+  if (sharedBytes() > target.sharedPerBlock)
     return msg(Stages, stages,
                "needs " + Twine(sharedBytes()) +
                    " bytes of shared memory per block; the limit on " +
-                   target + " is " + Twine(sharedMemoryLimit(target)));
+                   target.name + " is " + Twine(target.sharedPerBlock));
   return "";
 }
 

@@ -7,6 +7,7 @@
 #ifndef TESSEL_PASSES_LOOP_MMACONFIG_H
 #define TESSEL_PASSES_LOOP_MMACONFIG_H
 
+#include "dialects/loop/Target.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Interfaces/TilingInterface.h"
@@ -47,7 +48,7 @@ struct MmaConfig {
   enum Field { BlockM, BlockN, WarpM, WarpN, BlockK, Stages, Pad };
   /// The first limit this config breaks on `target`, as a message naming
   /// the offending value through `name` (e.g. "knob 'block_m'"), or "".
-  std::string check(llvm::StringRef target,
+  std::string check(const loop::TargetDescription &target,
                     const std::function<std::string(Field)> &name) const;
   /// The default schedule's knob name of each field ("block_m", ...).
   static llvm::StringRef knobName(Field field);

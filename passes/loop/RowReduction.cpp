@@ -102,11 +102,12 @@ std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
   return why;
 }
 
-int64_t tessel::defaultRowThreads(int64_t columns) {
+int64_t tessel::defaultRowThreads(int64_t columns,
+                                  const loop::TargetDescription &target) {
   int64_t threads = std::clamp<int64_t>(
       llvm::bit_floor(static_cast<uint64_t>(std::max<int64_t>(columns / 4, 1))),
       loop::kWarpSize, 256);
-  while (columns / threads > 16 && threads < loop::kMaxThreadsPerBlock)
+  while (columns / threads > 16 && threads < target.maxThreadsPerBlock)
     threads *= 2;
   return threads;
 }

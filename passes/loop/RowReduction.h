@@ -6,6 +6,7 @@
 #ifndef TESSEL_PASSES_LOOP_ROWREDUCTION_H
 #define TESSEL_PASSES_LOOP_ROWREDUCTION_H
 
+#include "dialects/loop/Target.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Interfaces/TilingInterface.h"
@@ -56,7 +57,8 @@ std::string rowReductionUnfit(mlir::func::FuncOp func,
 /// thread, at most 256 threads; more (up to 1024) where a thread would get
 /// over 16 columns, which gpu-distribute-rows keeps in registers (at 8192
 /// f16 columns, 256 threads make ptxas spill, 512 do not).
-int64_t defaultRowThreads(int64_t columns);
+int64_t defaultRowThreads(int64_t columns,
+                          const loop::TargetDescription &target);
 
 /// Whether every loop of `op` has extent 1 (or it has none): an op on
 /// single values.

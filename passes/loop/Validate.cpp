@@ -28,11 +28,10 @@ using namespace tessel;
 
 namespace {
 
-/// Limits of the GPU targets a schedule may name (sm_80 and sm_90 share
-/// these; shared memory and tensor-core limits join with their primitives).
-using loop::kMaxThreadsPerBlock;
-/// Blocks along grid y or z (x allows 2^31 - 1).
-constexpr int64_t kMaxGridYZ = 65535;
+/// The description of the target `primitive`'s schedule is for.
+const loop::TargetDescription &targetOf(Operation *primitive) {
+  return primitive->getParentOfType<loop::ScheduleOp>().getTargetDescription();
+}
 
 /// A name for entry `index` of a list of tunable values in messages: its
 /// knob, else `what` and (in a list of several) its position.
@@ -125,7 +124,7 @@ LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
               block[batch],   block[batch + 1],   sizes[0],
               sizes[1],       sizes[2],           stages,
               promote.getResolvedPad(), elementBytes};
-  std::string error = c.check(schedule.getTarget(), [&](MmaConfig::Field f) {
+  std::string error = c.check(schedule.getTargetDescription(), [&](MmaConfig::Field f) {
     switch (f) {
     case MmaConfig::BlockM:
     case MmaConfig::BlockN:
@@ -168,10 +167,11 @@ LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
     return blockTile.emitError(sizeName(blockTile, extents.size() - 1))
            << " = " << last << " splits the rows that loop.warp_reduce "
            << "shares among threads; leave it 0";
-  if (warpReduce.getResolvedThreads() > kMaxThreadsPerBlock)
+  int64_t maxThreads = targetOf(warpReduce).maxThreadsPerBlock;
+  if (warpReduce.getResolvedThreads() > maxThreads)
     return warpReduce.emitError("threads = ")
            << warpReduce.getResolvedThreads() << " exceeds the limit of "
-           << kMaxThreadsPerBlock << " threads per block";
+           << maxThreads << " threads per block";
   std::string why = rowReductionUnfit(func, root);
   if (!why.empty())
     return warpReduce.emitError("cannot apply to kernel '")
@@ -355,11 +355,12 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
     return split.emitError(name) << " = " << parts
                                  << " does not divide the contraction's K = "
                                  << depth;
-  if (schedule.getTarget() == "cpu" || parts == 1)
+  if (schedule.getTargetDescription().isCpu() || parts == 1)
     return parts;
-  if (parts > kMaxGridYZ)
+  int64_t maxZ = schedule.getTargetDescription().maxGrid[2];
+  if (parts > maxZ)
     return split.emitError(name) << " = " << parts << " parts go on grid z, "
-                                 << "whose limit is " << kMaxGridYZ;
+                                 << "whose limit is " << maxZ;
   if (blockTile)
     for (Attribute id : *blockTile.getMapping())
       if (cast<gpu::GPUBlockMappingAttr>(id).getBlock() ==
@@ -375,7 +376,7 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
 /// divides each.
 LogicalResult validateGridReduce(loop::ScheduleOp schedule, func::FuncOp func,
                                  loop::GridReduceOp grid) {
-  bool gpu = schedule.getTarget() != "cpu";
+  bool gpu = !schedule.getTargetDescription().isCpu();
   if (!llvm::hasSingleElement(schedule.getBody().getOps<loop::GridReduceOp>()))
     return grid.emitError("is one of several in the schedule; one splits all "
                           "the kernel's reductions to single values");
@@ -407,11 +408,12 @@ LogicalResult validateGridReduce(loop::ScheduleOp schedule, func::FuncOp func,
     diag.attachNote(op.getLoc()) << "the reduction";
     return diag;
   }
-  if (threads && *threads > kMaxThreadsPerBlock)
+  int64_t maxThreads = targetOf(grid).maxThreadsPerBlock;
+  if (threads && *threads > maxThreads)
     return grid.emitError(valueName(grid.getDynamicThreads(),
                                     grid.getStaticThreads(), 0, "threads"))
-           << " = " << *threads << " exceeds the limit of "
-           << kMaxThreadsPerBlock << " threads per block";
+           << " = " << *threads << " exceeds the limit of " << maxThreads
+           << " threads per block";
   return success();
 }
 
@@ -421,7 +423,7 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
       !grids.empty()) {
     if (failed(validateGridReduce(schedule, func, *grids.begin())))
       return failure();
-    if (schedule.getTarget() != "cpu")
+    if (!schedule.getTargetDescription().isCpu())
       return success();
   }
   FailureOr<TilingInterface> maybeRoot = scheduledRoot(
@@ -438,7 +440,8 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
            << "need static shapes";
   SmallVector<int64_t> extents = *maybeExtents;
   SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
-  bool gpu = schedule.getTarget() != "cpu";
+  const loop::TargetDescription &target = schedule.getTargetDescription();
+  bool gpu = target.isGpu();
   if (gpu && llvm::is_contained(extents, 0))
     return schedule.emitError("kernel '")
            << schedule.getKernel() << "' has a loop of extent 0, which GPU "
@@ -489,22 +492,28 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
       int64_t count = llvm::divideCeil(extents[i], size);
       if (mapping) {
         Attribute id = (*mapping)[m++];
-        if (isBlock && count > kMaxGridYZ &&
-            cast<gpu::GPUBlockMappingAttr>(id).getBlock() !=
-                gpu::MappingId::DimX)
-          return tile.emitError(sizeName(tile, i))
-                 << " = " << size << " gives " << count << " blocks along "
-                 << id << "; the limit is " << kMaxGridYZ;
+        if (isBlock) {
+          // Linear ids (past x, y, z) may land on y or z: the smaller limit.
+          auto dim = static_cast<unsigned>(
+              cast<gpu::GPUBlockMappingAttr>(id).getBlock());
+          int64_t limit = dim < 3 ? target.maxGrid[dim]
+                                  : std::min(target.maxGrid[1],
+                                             target.maxGrid[2]);
+          if (count > limit)
+            return tile.emitError(sizeName(tile, i))
+                   << " = " << size << " gives " << count
+                   << " blocks along " << id << "; the limit is " << limit;
+        }
         level *= count * loop::threadsPerProcessor(id);
       }
       extents[i] = size;
     }
     if (mapping && !isBlock) {
-      if (level * threads > kMaxThreadsPerBlock)
+      if (level * threads > target.maxThreadsPerBlock)
         return tile.emitError("gives ")
                << level * threads << " threads per block on target '"
-               << schedule.getTarget() << "'; the limit is "
-               << kMaxThreadsPerBlock;
+               << target.name << "'; the limit is "
+               << target.maxThreadsPerBlock;
       threads *= level;
     }
     blocks |= isBlock;
@@ -520,7 +529,7 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
         (gpuOnly || isa<loop::VectorizeOp, loop::SplitReductionOp>(op)))
       return op.emitError("is for ")
              << (gpuOnly ? "GPU targets" : "the CPU") << ", not target '"
-             << schedule.getTarget() << "'";
+             << schedule.getTarget().getName() << "'";
   }
   if (failed(validateSplitReduction(schedule, func)))
     return failure();
@@ -546,7 +555,7 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
     return validateWarpReduce(schedule, func, root, blockTile, *maybeExtents);
   if (gpu && !blocks)
     return schedule.emitError("a schedule for GPU target '")
-           << schedule.getTarget() << "' must map a loop to blocks";
+           << schedule.getTarget().getName() << "' must map a loop to blocks";
   return success();
 }
 
@@ -571,7 +580,7 @@ struct LoopValidateSchedulesPass
       }
       // On the CPU, loop.grid_reduce splits all the kernel's reductions
       // to single values, once.
-      bool cpu = schedule.getTarget() == "cpu";
+      bool cpu = schedule.getTargetDescription().isCpu();
       if (!schedule.getBody().getOps<loop::GridReduceOp>().empty() &&
           (cpu ? gridReducesOf[schedule.getKernel()]
                : schedulesOf[schedule.getKernel()]) > 1) {

@@ -22,6 +22,60 @@ void tesselRegisterDialects(MlirDialectRegistry registry) {
       ->insert<tessel::graph::GraphDialect, tessel::loop::LoopDialect>();
 }
 
+void tesselTargetNames(MlirStringCallback callback, void *userData) {
+  for (const std::string &name : tessel::loop::targetNames())
+    callback(mlirStringRefCreate(name.data(), name.size()), userData);
+}
+
+void tesselTargetInstructions(MlirStringCallback callback, void *userData) {
+  for (llvm::StringRef name : tessel::loop::instructionNames())
+    callback(wrap(name), userData);
+}
+
+bool tesselTargetDescription(MlirStringRef name, MlirStringCallback callback,
+                             void *userData) {
+  const tessel::loop::TargetDescription *description =
+      tessel::loop::lookupTarget(unwrap(name));
+  if (!description)
+    return false;
+  std::string json;
+  llvm::raw_string_ostream(json) << description->toJSON();
+  callback(wrap(llvm::StringRef(json)), userData);
+  return true;
+}
+
+bool tesselRegisterTarget(MlirStringRef text, MlirStringCallback callback,
+                          void *userData) {
+  std::string why;
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(unwrap(text));
+  if (!json) {
+    why = llvm::toString(json.takeError());
+  } else if (std::optional<tessel::loop::TargetDescription> description =
+                 tessel::loop::TargetDescription::fromJSON(*json, why)) {
+    why = tessel::loop::registerTarget(*description);
+  }
+  if (why.empty())
+    return true;
+  callback(wrap(llvm::StringRef(why)), userData);
+  return false;
+}
+
+int64_t tesselVectorBitsOf(const MlirStringRef *features, intptr_t count,
+                           MlirStringRef arch) {
+  llvm::SmallVector<llvm::StringRef> names;
+  for (intptr_t i = 0; i < count; ++i)
+    names.push_back(unwrap(features[i]));
+  return tessel::loop::vectorBitsOf(names, unwrap(arch));
+}
+
+bool tesselAttributeIsATarget(MlirAttribute attribute) {
+  return llvm::isa<tessel::loop::TargetAttr>(unwrap(attribute));
+}
+
+MlirStringRef tesselTargetAttrGetName(MlirAttribute attribute) {
+  return wrap(llvm::cast<tessel::loop::TargetAttr>(unwrap(attribute)).getName());
+}
+
 void tesselRegisterPasses(void) {
   // The pass registry is process-global and rejects a second registration.
   static std::once_flag once;

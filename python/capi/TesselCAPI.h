@@ -29,6 +29,38 @@ MLIR_CAPI_EXPORTED MlirModule tesselParseModule(MlirContext context,
                                                 MlirStringRef source,
                                                 MlirStringRef sourceName);
 
+/// Calls `callback` with the name of each known target, in table order.
+MLIR_CAPI_EXPORTED void tesselTargetNames(MlirStringCallback callback,
+                                          void *userData);
+
+/// Calls `callback` with the name of each instruction a target may list.
+MLIR_CAPI_EXPORTED void tesselTargetInstructions(MlirStringCallback callback,
+                                                 void *userData);
+
+/// Writes target `name`'s description as JSON through `callback`; false
+/// (and nothing written) when no target has that name.
+MLIR_CAPI_EXPORTED bool tesselTargetDescription(MlirStringRef name,
+                                                MlirStringCallback callback,
+                                                void *userData);
+
+/// Adds the target described by JSON `description` to the table; on
+/// failure returns false and writes why through `callback`.
+MLIR_CAPI_EXPORTED bool tesselRegisterTarget(MlirStringRef description,
+                                             MlirStringCallback callback,
+                                             void *userData);
+
+/// Bits of the vector registers of a CPU with `count` LLVM `features` of
+/// architecture `arch` (what the cpu target's vector_bits is made of).
+MLIR_CAPI_EXPORTED int64_t tesselVectorBitsOf(const MlirStringRef *features,
+                                              intptr_t count,
+                                              MlirStringRef arch);
+
+/// Whether `attribute` is a #loop.target.
+MLIR_CAPI_EXPORTED bool tesselAttributeIsATarget(MlirAttribute attribute);
+
+/// The name of #loop.target `attribute`.
+MLIR_CAPI_EXPORTED MlirStringRef tesselTargetAttrGetName(MlirAttribute attribute);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@ The public API lives here; the layers are subpackages:
 * :func:`tessel.from_onnx`, :func:`tessel.from_torch` - ONNX and PyTorch models into a graph module
 * :mod:`tessel.dialects` - op classes of the ``graph`` and ``loop`` dialects
 * :mod:`tessel.backends` - targets: the CPU (an executable) and CUDA (PTX artifacts)
+* :mod:`tessel.targets` - every target's facts (limits, instructions), one table, and registering new ones
 * :mod:`tessel.schedules` - every kernel's ``loop.schedule``, its knobs and their domains
 * :func:`tessel.tune`, :mod:`tessel.tuning` - tuning schedules by measurement, and the database compiles reuse
 * :mod:`tessel.runtime` - loads and runs CUDA artifacts; needs only numpy and cuda-bindings

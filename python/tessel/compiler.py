@@ -8,12 +8,17 @@ from mlir import ir
 
 from .backends.cpu import CPUExecutable, compile_cpu
 from .backends.cuda import CudaArtifact, compile_cuda
-from .backends.pipelines import GPU_TARGETS
+from . import targets
 from .errors import UnsupportedError
 
 __all__ = ["compile"]
 
-TARGETS = ("cpu",) + tuple(f"cuda:{chip}" for chip in GPU_TARGETS)
+
+
+def available_targets() -> tuple[str, ...]:
+    """The targets :func:`compile` takes: ``"cpu"`` and ``"cuda:<chip>"``
+    for each GPU in :mod:`tessel.targets` (registered ones included)."""
+    return ("cpu",) + tuple(f"cuda:{chip}" for chip in targets.names("cuda"))
 
 
 def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
@@ -22,7 +27,7 @@ def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
     """Compiles ``module``'s entry function for ``target``.
 
     ``"cpu"`` gives an executable to call here; ``"cuda:sm_90"`` (or another
-    chip in ``TARGETS``) a :class:`CudaArtifact` of PTX and a manifest, which
+    chip in :func:`available_targets`) a :class:`CudaArtifact` of PTX and a manifest, which
     ``save()`` writes for the CUDA runtime. With ``tuning_db`` (a database
     that ``tessel.tuning.tune`` or ``import_batch`` wrote), each kernel runs
     the best schedule measured for it on this CPU (or on any GPU of the
@@ -33,8 +38,8 @@ def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
     ``print_ir_after_all`` prints the IR after every pass and ``timing`` the
     time of every pass, to stderr, for debugging a compile.
     """
-    if target != "cpu" and target not in TARGETS:
-        raise UnsupportedError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
+    if target not in (known := available_targets()):
+        raise UnsupportedError(f"unknown target {target!r}; available: {', '.join(known)}")
     chip = target.split(":", 1)[-1]
     tuning: dict[str, str] = {}
     if tuning_db is not None:

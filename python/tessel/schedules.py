@@ -20,7 +20,8 @@ from typing import Mapping, Optional, Sequence, Union
 from mlir import ir
 
 from . import ir as tir
-from .backends.pipelines import GPU_TARGETS, GRAPH, default_schedule_pass, linalg_stage, run_stages
+from . import targets
+from .backends.pipelines import GRAPH, default_schedule_pass, linalg_stage, run_stages
 from .errors import CompileError, UnsupportedError
 
 __all__ = ["Knob", "default_schedules", "knobs", "sample", "with_knobs"]
@@ -47,9 +48,9 @@ class Knob:
 def default_schedules(module: ir.Module, target: str = "sm_90", *, allow_tf32: bool = False) -> ir.Module:
     """A copy of graph module ``module`` with its kernels in linalg and the
     default ``loop.schedule`` of ``target`` (``"cpu"`` or a chip in
-    ``GPU_TARGETS``) for each; ``allow_tf32`` as in :func:`tessel.compile`."""
-    if target != "cpu" and target not in GPU_TARGETS:
-        raise UnsupportedError(f"unknown target {target!r}; available: cpu, {', '.join(GPU_TARGETS)}")
+    :func:`tessel.targets.names`) for each; ``allow_tf32`` as in :func:`tessel.compile`."""
+    if target not in targets.names():
+        raise UnsupportedError(f"unknown target {target!r}; available: {', '.join(targets.names())}")
     work = _copy(module)
     run_stages(work, (GRAPH, linalg_stage(target)))
     tir.run_passes(work, f"builtin.module({default_schedule_pass(target, allow_tf32=allow_tf32)})")

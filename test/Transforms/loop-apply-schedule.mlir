@@ -107,7 +107,7 @@ loop.schedule @roots result 1 target "sm_90" {
 // CHECK-LABEL: func.func private @mma
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (256, 256) step (128, 64)
 // CHECK: linalg.fill {{.*}} -> tensor<128x64xf32>
-// CHECK: linalg.matmul {tessel.mma = {block = array<i64: 128, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = "sm_80", warp = array<i64: 64, 32>}}
+// CHECK: linalg.matmul {tessel.mma = {block = array<i64: 128, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = #loop.target<"sm_80">, warp = array<i64: 64, 32>}}
 // CHECK-SAME: -> tensor<128x64xf32>
 // CHECK: linalg.generic
 // CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}

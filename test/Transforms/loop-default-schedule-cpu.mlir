@@ -1,5 +1,5 @@
-// RUN: tessel-opt %s --loop-default-schedule=target=cpu --split-input-file | FileCheck %s
-// RUN: tessel-opt %s --split-input-file -pass-pipeline='builtin.module(loop-default-schedule{target=cpu},loop-validate,loop-apply-schedule,canonicalize,cse)' | FileCheck %s --check-prefix=APPLY
+// RUN: tessel-opt %s --loop-default-schedule="target=cpu vector-bits=256" --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --split-input-file -pass-pipeline='builtin.module(loop-default-schedule{target=cpu vector-bits=256},loop-validate,loop-apply-schedule,canonicalize,cse)' | FileCheck %s --check-prefix=APPLY
 // RUN: tessel-opt %s --loop-default-schedule="target=cpu vector-bits=512" --split-input-file | FileCheck %s --check-prefix=AVX512
 
 // A row-wise reduction kernel (a softmax): parallel tiles of about 16K

@@ -2,7 +2,8 @@
 PTX ISA's own formulas, and every check it makes (bounds, races, async
 copies, warp collectives, limits) on kernels that break them.
 
-These need neither MLIR nor a GPU; tessel's and Triton's kernels run in
+These need neither MLIR nor a GPU (a device named by its chip reads the
+chip's limits from ``tessel.targets``); tessel's and Triton's kernels run in
 test_emulator_kernels.py and test_emulator_triton.py.
 """
 
@@ -14,6 +15,7 @@ import pytest
 import tessel
 from tessel.dtypes import BFLOAT16
 from tessel.runtime import emulator
+from tessel.runtime.artifact import TargetInfo
 
 RNG = np.random.default_rng(0)
 
@@ -74,6 +76,28 @@ def test_bad_launches_are_clear_errors():
         gpu.load_ptx(HEADER.replace("sm_80", "sm_90a") + SCALE)
     with pytest.raises(tessel.RuntimeError, match="unknown target 'sm_75'"):
         emulator.Device("sm_75")
+    with pytest.raises(tessel.RuntimeError, match="unknown target 'cpu'; the emulator knows sm_80"):
+        emulator.Device("cpu")
+
+
+def test_a_device_of_a_description_checks_launches_against_its_limits():
+    tiny = TargetInfo("tiny", sm=80, max_threads_per_block=128, max_block=(128, 128, 4), max_grid=(16, 16, 16),
+                      static_shared_per_block=1024, shared_per_block=2048)
+    gpu = emulator.Device(tiny)
+    mod = gpu.load_ptx(HEADER + SCALE)
+    out = gpu.alloc(64)
+    assert gpu.target == "tiny" and mod.launch("scale", (16, 1, 1), (128, 1, 1), [out, None, 16, 1.0]) > 0
+    with pytest.raises(tessel.RuntimeError, match="has 256 threads; tiny allows 1 to 128"):
+        mod.launch("scale", (1, 1, 1), (256, 1, 1), [out, None, 16, 1.0])
+    with pytest.raises(tessel.RuntimeError, match=r"block \(1, 1, 8\) of kernel scale is over tiny's limits "
+                                                  r"\(128, 128, 4\)"):
+        mod.launch("scale", (1, 1, 1), (1, 1, 8), [out, None, 16, 1.0])
+    with pytest.raises(tessel.RuntimeError, match=r"grid \(17, 1, 1\) of kernel scale is over tiny's limits"):
+        mod.launch("scale", (17, 1, 1), (128, 1, 1), [out, None, 16, 1.0])
+    with pytest.raises(tessel.RuntimeError, match="asks 4096 bytes of shared memory; tiny has 2048 per block"):
+        mod.launch("scale", (1, 1, 1), (128, 1, 1), [out, None, 16, 1.0], shared_bytes=4096)
+    with pytest.raises(tessel.RuntimeError, match="PTX targets sm_90a; this device is tiny"):
+        gpu.load_ptx(HEADER.replace("sm_80", "sm_90a") + SCALE)
 
 
 def test_an_out_of_bounds_store_names_the_block_thread_and_line():

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -126,7 +127,7 @@ def _load_case(path: str, progress) -> None:
     # Emulate only what runs quickly: a mutation may ask for 65535 blocks.
     if (sum(b.nbytes for b in artifact.buffers) <= 1 << 20
             and all(math.prod(k.grid) * math.prod(k.block) <= 4096 for k in artifact.kernels)):
-        emulated = runtime.Executable(artifact, EmulatorDriver(artifact.target, max_steps=100_000))
+        emulated = runtime.Executable(artifact, EmulatorDriver(artifact.target_description, max_steps=100_000))
         emulated(*args)
         emulated.close()
 
@@ -277,7 +278,7 @@ def _mutations(saved: Path, rng: random.Random):
             yield f"{where} nested", edited(put(path, [value]))
     for whole in ([manifest], "manifest", None, 1, []):
         yield f"manifest is {type(whole).__name__}", {"manifest.json": json.dumps(whole).encode()}
-    for version in ("1", 1.0, True, 2, 0, None):
+    for version in ("2", 2.0, True, 1, 3, 0, None):
         yield f"version {version!r}", edited(lambda m, v=version: m.update(version=v))
     yield "incomplete", edited(lambda m: m.update(incomplete=True))
     yield "deeply nested", {"manifest.json": b"[" * 200_000 + b"]" * 200_000}
@@ -341,18 +342,26 @@ def test_mutated_artifacts_load_or_fail_with_a_tessel_error(saved, tmp_path, wor
           + ", ".join(f"{len(v)} {k}" for k, v in sorted(outcomes.items())))
     assert not bad, bad[:10]
     assert len(outcomes.get("tessel", [])) > len(cases) // 2  # most mutations are caught, by the reader
-    assert "manifest is list" in outcomes["tessel"] and "version '1'" in outcomes["tessel"]
+    assert "manifest is list" in outcomes["tessel"] and "version '2'" in outcomes["tessel"]
+
+
+def _refusal(saved: Path, directory: Path, edit) -> str:
+    """The message of the tessel.RuntimeError that reading a copy of
+    ``saved`` with its manifest edited by ``edit`` raises."""
+    case = _edit_manifest(_case(saved, directory, f"m{len(os.listdir(directory))}"), edit)
+    with pytest.raises(tessel.RuntimeError) as error:
+        runtime.read(case)
+    return str(error.value)
 
 
 def test_malformed_manifests_name_the_file_and_the_field(saved, tmp_path):
     def message(edit) -> str:
-        case = _edit_manifest(_case(saved, tmp_path, f"m{len(os.listdir(tmp_path))}"), edit)
-        with pytest.raises(tessel.RuntimeError) as error:
-            runtime.read(case)
-        return str(error.value)
+        return _refusal(saved, tmp_path, edit)
 
-    text = message(lambda m: m.update(version="1"))
-    assert "artifact version '1', this runtime reads 1" in text
+    text = message(lambda m: m.update(version="2"))
+    assert "artifact version '2', this runtime reads 2" in text
+    # Version 1 had no target description: such artifacts are rebuilt, not read.
+    assert "artifact version 1, this runtime reads 2" in message(lambda m: m.update(version=1))
     text = message(lambda m: m["buffers"][1].update(shape="2,8"))
     assert "manifest.json: malformed manifest: buffers[1].shape must be a list of integers, not '2,8'" in text
     assert "buffers[0].shape[1] must be >= 0, not -4" in message(lambda m: m["buffers"][0].update(shape=[2, -4]))
@@ -362,6 +371,40 @@ def test_malformed_manifests_name_the_file_and_the_field(saved, tmp_path):
                                                                                                "buffer": 0}))
     assert "whose PTX takes 4" in message(lambda m: m["steps"][1]["args"].pop())
     assert "buffers[2].dtype must be one of" in message(lambda m: m["buffers"][2].update(dtype="object"))
+    assert "manifest.json: malformed manifest: the manifest has no 'target_description'" in message(
+        lambda m: m.pop("target_description"))
+    assert "target_description.max_grid[1] must be 1..4294967295, not 0" in message(
+        lambda m: m["target_description"]["max_grid"].__setitem__(1, 0))
+
+
+def test_the_launch_limits_are_the_manifests_target_description(saved, tmp_path):
+    """Launch shapes are checked against the description the manifest
+    carries, not against limits of the runtime's own."""
+    def threads(limit):
+        def edit(m):
+            m["kernels"][0]["block"] = [512, 1, 1]
+            m["target_description"]["max_threads_per_block"] = limit
+        return edit
+
+    case = _edit_manifest(_case(saved, tmp_path, "512-of-1024"), threads(1024))
+    assert runtime.read(case).kernels[0].block == (512, 1, 1)
+    assert re.search(r"manifest.json: kernel \w+ has an invalid launch shape \(\d+, \d+, \d+\) x \(512, 1, 1\): "
+                     r"512 threads, over sm_90's max_threads_per_block 256", _refusal(saved, tmp_path, threads(256)))
+    assert "over sm_90's max_block (1024, 1024, 8)" in _refusal(
+        saved, tmp_path, lambda m: (m["kernels"][0].update(block=[1, 1, 16]),
+                                    m["target_description"].update(max_block=[1024, 1024, 8])))
+    assert "asks 4096 bytes of dynamic shared memory; sm_90's shared_per_block is 1024" in _refusal(
+        saved, tmp_path, lambda m: (m["kernels"][0].update(dynamic_shared_bytes=4096),
+                                    m["target_description"].update(shared_per_block=1024)))
+
+
+def test_a_target_description_of_another_target_is_refused(saved, tmp_path):
+    assert "malformed manifest: target_description.name must be the target 'sm_90', not 'sm_80'" in _refusal(
+        saved, tmp_path, lambda m: m["target_description"].update(name="sm_80"))
+    assert "malformed manifest: target_description.kind must be 'cuda', not 'cpu'" in _refusal(
+        saved, tmp_path, lambda m: m["target_description"].update(kind="cpu"))
+    assert "target_description.name must be the target 'sm_80', not 'sm_90'" in _refusal(
+        saved, tmp_path, lambda m: m.update(target="sm_80"))
 
 
 # --- 4. save() writes only into an empty or tessel-owned folder and deletes only its own files

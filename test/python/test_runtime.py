@@ -7,6 +7,7 @@ The emulator (``emulate=True``) also launches: every kernel runs on the PTX
 emulator, and results are real.
 """
 
+import dataclasses
 import json
 import re
 import shutil
@@ -89,8 +90,9 @@ def test_a_failing_launch_frees_everything(saved):
                 raise tessel.RuntimeError(f"cuLaunchKernel failed in kernel {kernel.name}: CUDA_ERROR_LAUNCH_FAILED")
             super().launch(function, kernel, pointers)
 
-    driver = Failing()
-    executable = runtime.Executable(runtime.read(saved), driver)
+    artifact = runtime.read(saved)
+    driver = Failing(artifact.target_description)
+    executable = runtime.Executable(artifact, driver)
     constants = set(driver.live)
     with pytest.raises(tessel.RuntimeError, match="CUDA_ERROR_LAUNCH_FAILED"):
         executable(np.ones((16, 32), np.float32))
@@ -158,6 +160,24 @@ def test_device_tensors_are_used_in_place_and_results_exported(saved, monkeypatc
     torch = pytest.importorskip("torch")
     executable(torch.ones(16, 32))
     assert len(uploads) == 1
+
+
+def test_the_drivers_check_launches_against_the_artifacts_target_description(saved):
+    from tessel import targets
+    from tessel.runtime.artifact import TargetInfo
+    from tessel.runtime.emulator import EmulatorDriver
+
+    artifact = runtime.read(saved)
+    description = json.loads((saved / "manifest.json").read_text())["target_description"]
+    assert description == targets.get("sm_90").to_json()
+    assert artifact.target_description == TargetInfo.from_json(description)
+    # A chip of one thread per block: every kernel of the model is over its limits.
+    narrow = dataclasses.replace(artifact.target_description, max_threads_per_block=1)
+    x = np.ones((16, 32), np.float32)
+    with pytest.raises(tessel.RuntimeError, match="is over the hardware limits of sm_90"):
+        runtime.Executable(artifact, runtime.DryDriver(narrow))(x)
+    with pytest.raises(tessel.RuntimeError, match=r"has \d+ threads; sm_90 allows 1 to 1\b"):
+        runtime.Executable(artifact, EmulatorDriver(narrow))(x)
 
 
 def test_bad_artifacts_are_clear_errors(saved, tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 import tessel
 from tessel import ops, schedules
-from tessel.backends import host
+from tessel import targets
 from tessel.backends.cpu import compile_cpu
 from tessel.runtime.artifact import read as read_artifact
 from tessel.testing import fuzz
@@ -200,7 +200,7 @@ def test_cpu_default_schedules_have_knobs_with_legal_defaults():
     (set(), "arm64", 128),
 ])
 def test_the_host_vector_width_comes_from_its_cpu_flags(flags, machine, bits):
-    assert host.vector_bits_of(flags, machine) == bits
+    assert targets.vector_bits_of(flags, machine) == bits
 
 
 @pytest.mark.parametrize("m, k, n", [(37, 53, 29), (1, 1000, 1000), (197, 768, 130)])
@@ -211,7 +211,7 @@ def test_cpu_matmuls_that_blocks_do_not_divide_keep_full_register_blocks(m, k, n
     # Register blocks no longer shrink to divisors (a prime N once gave 1
     # column, scalar code); the edge tiles are padded instead. They are two
     # of this machine's vectors wide, whole vectors in a narrower tile.
-    reg_m, reg_n = {128: (4, 8), 256: (4, 16), 512: (8, 32)}[host.vector_bits()]
+    reg_m, reg_n = {128: (4, 8), 256: (4, 16), 512: (8, 32)}[targets.get("cpu").vector_bits]
     assert found["reg_n"] == (reg_n if n >= reg_n else reg_n // 2) and found["reg_m"] == min(m, reg_m)
     np.testing.assert_allclose(tessel.compile(scheduled)(*args), reference(*args), rtol=2e-3, atol=2e-3)
 

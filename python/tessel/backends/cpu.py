@@ -26,7 +26,8 @@ from ..dtypes import described, host_array
 from ..tools import mlir_runtime_library
 from ..errors import CompileError, UnsupportedError
 from ..runtime.executor import ALIGNMENT
-from .pipelines import GPU_TARGETS, cpu_stages, run_stages, scheduled_for
+from .. import targets
+from .pipelines import cpu_stages, run_stages, scheduled_for
 from .signature import TensorSpec, entry_function, signature
 
 __all__ = ["CPUExecutable", "STAGES", "compile_cpu"]
@@ -265,9 +266,9 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     ``stage_seconds`` on the result records the time of each stage plus the
     JIT.
     """
-    if schedules != "cpu" and schedules not in GPU_TARGETS:
+    if schedules not in targets.names():
         raise UnsupportedError(
-            f"unknown target {schedules!r} for schedules; available: cpu, {', '.join(GPU_TARGETS)}")
+            f"unknown target {schedules!r} for schedules; available: {', '.join(targets.names())}")
     text = module.operation.get_asm(enable_debug_info=True)
     work = tir.parse(text, ctx=module.context, source_name="<compile>")
     func = entry_function(work, entry)

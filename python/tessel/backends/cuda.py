@@ -32,11 +32,12 @@ from mlir import ir
 from mlir.dialects import gpu
 
 from .. import ir as tir
+from .. import targets
 from ..errors import CompileError, UnsupportedError
 from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo, read, saved_manifest
 from ..runtime.executor import Executable
 from ..tools import ptxas
-from .pipelines import GPU_TARGETS, cuda_stages, run_stages, scheduled_for
+from .pipelines import cuda_stages, run_stages, scheduled_for
 from ..dtypes import BFLOAT16, ELEMENT_DTYPES
 from .signature import TensorSpec, entry_function, signature
 
@@ -71,6 +72,8 @@ class CudaArtifact:
             "format": FORMAT,
             "version": VERSION,
             "target": self.target,
+            # The runtime checks and configures launches by this copy (it imports no compiler).
+            "target_description": targets.get(self.target).to_json(),
             "entry": self.name,
             "inputs": [spec(s) for s in self.inputs],
             "outputs": [spec(s) for s in self.outputs],
@@ -132,7 +135,8 @@ class CudaArtifact:
 
         with tempfile.TemporaryDirectory() as tmp:
             # The executable reads the PTX and uploads the constants now.
-            return Executable(read(self.save(Path(tmp) / "artifact")), EmulatorDriver(self.target, **options))
+            artifact = read(self.save(Path(tmp) / "artifact"))
+            return Executable(artifact, EmulatorDriver(artifact.target_description, **options))
 
 
 def _owned_files(root: Path) -> set[str]:
@@ -208,7 +212,7 @@ def assemble(ptx: str, target: str, name: str) -> dict[str, int]:
         source = Path(tmp) / f"{name}.ptx"
         source.write_text(ptx)
         run = subprocess.run(
-            [str(ptxas()), f"-arch={target}", "-v", str(source), "-o", str(Path(tmp) / "k.cubin")],
+            [str(ptxas()), f"-arch={targets.get(target).chip}", "-v", str(source), "-o", str(Path(tmp) / "k.cubin")],
             capture_output=True, text=True,
         )
     if run.returncode != 0:
@@ -428,7 +432,7 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
                  timing: bool = False) -> CudaArtifact:
     """Compiles the entry function of a graph module for an NVIDIA GPU.
 
-    ``target`` is a chip in ``GPU_TARGETS``. ``allow_tf32`` lets f32 matmuls
+    ``target`` is a GPU of :mod:`tessel.targets`. ``allow_tf32`` lets f32 matmuls
     run on tensor cores as tf32 (as torch's ``allow_tf32``: inputs rounded to
     10-bit mantissas, f32 accumulation); without it they stay exact f32
     (and slow). ``run_ptxas`` assembles every
@@ -436,8 +440,8 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
     memory in the manifest (default: when ptxas is installed); a kernel
     that ptxas rejects is a CompileError. ``module`` is not modified.
     """
-    if target not in GPU_TARGETS:
-        raise UnsupportedError(f"unknown CUDA target {target!r}; available: {', '.join(GPU_TARGETS)}")
+    if target not in (chips := targets.names("cuda")):
+        raise UnsupportedError(f"unknown CUDA target {target!r}; available: {', '.join(chips)}")
     text = module.operation.get_asm(enable_debug_info=True)
     work = tir.parse(text, ctx=module.context, source_name="<compile>")
     func = entry_function(work, entry)

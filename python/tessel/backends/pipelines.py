@@ -9,22 +9,19 @@ schedules (:func:`cpu_stages` with a GPU target) to check their semantics.
 
 from __future__ import annotations
 
-import os
-import platform
 import time
 
 from mlir import ir
 
+from .. import _tessel
 from .. import ir as tir
+from .. import targets
+from ..dialects import loop
 from ..errors import UnsupportedError
-from . import host
 
-__all__ = ["GPU_TARGETS", "cpu_stages", "cuda_stages", "default_schedule_pass", "run_stages", "scheduled_for"]
+__all__ = ["cpu_stages", "cuda_stages", "default_schedule_pass", "run_stages", "scheduled_for"]
 
 Stages = tuple[tuple[str, str], ...]
-
-# Chips a GPU target names, with the PTX ISA version their features need.
-GPU_TARGETS = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
 
 GRAPH = (
     "graph",
@@ -58,36 +55,37 @@ BUFFERIZE = (
     "func.func(optimize-allocation-liveness,host-reuse-buffers))",
 )
 
-# Vector bits for non-temporal stores: x86 only, where they skip the
-# write-allocate read (0: none).
-_STREAMING_BITS = host.vector_bits() if platform.machine().lower() in ("x86_64", "amd64") else 0
-
-CPU_LOWER = (
-    "lower-to-llvm",
-    "builtin.module(func.func(loop-vector-access),cpu-serialize-inner-foralls,func.func(scf-forall-to-parallel),"
-    "cpu-expand-strided-copies,func.func(cpu-interchange-reductions,loop-unroll),"
-    # Large results written past the caches (x86: movntps).
-    f"func.func(cpu-streaming-stores{{vector-bits={_STREAMING_BITS}}}),convert-linalg-to-loops,"
-    "convert-vector-to-scf{full-unroll},"
-    # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
-    f"async-parallel-for{{num-workers={os.cpu_count() or 1} min-task-size=1}},"
-    "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
-    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},arith-expand{include-bf16},"
-    "expand-strided-metadata,lower-affine,cpu-approximate-math,"
-    "convert-math-to-llvm,convert-math-to-libm,convert-async-to-llvm,convert-scf-to-cf,"
-    "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
-    "convert-to-llvm,reconcile-unrealized-casts,"
-    # Loops left to LLVM's vectorizer at the width the schedules use.
-    f"cpu-prefer-vector-width{{bits={host.vector_bits()}}})",
-)
+def cpu_lower() -> tuple[str, str]:
+    """Buffers to LLVM for this machine: its cores, vector registers and
+    (x86) non-temporal stores, from the ``cpu`` target description."""
+    cpu = targets.get("cpu")
+    # Non-temporal stores skip the write-allocate read (0: none).
+    streaming = cpu.vector_bits if cpu.has("non_temporal_stores") else 0
+    return (
+        "lower-to-llvm",
+        "builtin.module(func.func(loop-vector-access),cpu-serialize-inner-foralls,func.func(scf-forall-to-parallel),"
+        "cpu-expand-strided-copies,func.func(cpu-interchange-reductions,loop-unroll),"
+        # Large results written past the caches (x86: movntps).
+        f"func.func(cpu-streaming-stores{{vector-bits={streaming}}}),convert-linalg-to-loops,"
+        "convert-vector-to-scf{full-unroll},"
+        # Tiles of a kernel's scf.forall become tasks of MLIR's async runtime.
+        f"async-parallel-for{{num-workers={cpu.cores} min-task-size=1}},"
+        "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
+        "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},arith-expand{include-bf16},"
+        "expand-strided-metadata,lower-affine,cpu-approximate-math,"
+        "convert-math-to-llvm,convert-math-to-libm,convert-async-to-llvm,convert-scf-to-cf,"
+        "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
+        "convert-to-llvm,reconcile-unrealized-casts,"
+        # Loops left to LLVM's vectorizer at the width the schedules use.
+        f"cpu-prefer-vector-width{{bits={cpu.vector_bits}}})",
+    )
 
 
 def default_schedule_pass(target: str, *, allow_tf32: bool = False) -> str:
     """The pass giving kernels without a schedule ``target``'s default one;
     ``allow_tf32`` puts f32 matmuls on tensor cores as tf32. CPU schedules
-    are for this machine's vector registers."""
-    return (f"loop-default-schedule{{target={target} allow-tf32={str(allow_tf32).lower()} "
-            f"vector-bits={host.vector_bits()}}}")
+    are for this machine's vector registers (its target description)."""
+    return f"loop-default-schedule{{target={target} allow-tf32={str(allow_tf32).lower()}}}"
 
 
 def schedule(target: str, *, allow_tf32: bool = False) -> tuple[str, str]:
@@ -103,12 +101,13 @@ def schedule(target: str, *, allow_tf32: bool = False) -> tuple[str, str]:
 
 def gpu_lower(target: str) -> tuple[str, str]:
     """Mapped loops to launches, outlined kernels, NVVM, PTX."""
+    chip = targets.get(target)
     return (
         "gpu",
         "builtin.module(func.func(gpu-lower-mma,gpu-distribute-rows,loop-vector-access,loop-unroll),gpu-map-kernels,canonicalize,"
         "gpu-launch-sink-index-computations,"
         "gpu-kernel-outlining,canonicalize,"
-        f"nvvm-attach-target{{chip={target} features={GPU_TARGETS[target]} O=3}},"
+        f"nvvm-attach-target{{chip={chip.chip} features={chip.ptx_features} O=3}},"
         # Only kernels are lowered: views between launches stay views for
         # the host program. One pointer per (static) memref argument.
         "gpu.module(convert-linalg-to-loops,gpu-lower-bf16-mma-sync,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,"
@@ -122,12 +121,11 @@ def scheduled_for(module: ir.Module, target: str) -> bool:
     ``loop.schedule`` ops (as :func:`tessel.schedules.default_schedules`
     gives them), so that compiling starts at the schedule stage. Its
     schedules must name ``target``."""
-    targets = {ir.StringAttr(op.attributes["target"]).value
-               for op in module.body.operations if op.operation.name == "loop.schedule"}
-    if targets - {target}:
-        raise UnsupportedError(f"the module's schedules are for {', '.join(sorted(targets))}, "
+    named = {_tessel.target_name(op.target) for op in module.body.operations if isinstance(op, loop.ScheduleOp)}
+    if named - {target}:
+        raise UnsupportedError(f"the module's schedules are for {', '.join(sorted(named))}, "
                                f"not {target}")
-    return bool(targets)
+    return bool(named)
 
 
 def cpu_stages(schedules: str = "cpu", *, scheduled: bool = False) -> Stages:
@@ -136,11 +134,11 @@ def cpu_stages(schedules: str = "cpu", *, scheduled: bool = False) -> Stages:
     this checks on the CPU. A ``scheduled`` module skips the stages that
     made its schedules."""
     front = () if scheduled else (GRAPH, linalg_stage(schedules))
-    return front + (schedule(schedules), BUFFERIZE, CPU_LOWER)
+    return front + (schedule(schedules), BUFFERIZE, cpu_lower())
 
 
 def cuda_stages(target: str, *, scheduled: bool = False, allow_tf32: bool = False) -> Stages:
-    """The pipeline of a GPU target in ``GPU_TARGETS``; a ``scheduled``
+    """The pipeline of GPU target ``target`` (see :mod:`tessel.targets`); a ``scheduled``
     module skips the stages that made its schedules."""
     front = () if scheduled else (GRAPH, linalg_stage(target))
     return front + (schedule(target, allow_tf32=allow_tf32), BUFFERIZE, gpu_lower(target))

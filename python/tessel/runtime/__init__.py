@@ -30,14 +30,14 @@ def load(path: str | Path, *, device: int = 0, dry: bool = False, emulate: bool 
     if dry and emulate:
         raise ValueError("dry and emulate exclude each other")
     if dry:
-        return Executable(artifact, DryDriver())
+        return Executable(artifact, DryDriver(artifact.target_description))
     if emulate:
         from .emulator import EmulatorDriver
 
-        return Executable(artifact, EmulatorDriver(artifact.target))
+        return Executable(artifact, EmulatorDriver(artifact.target_description))
     from .cuda_driver import CudaDriver
 
-    return Executable(artifact, CudaDriver(device))
+    return Executable(artifact, CudaDriver(device, artifact.target_description))
 
 
 def cuda_target(device: int = 0) -> str:

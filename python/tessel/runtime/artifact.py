@@ -10,6 +10,11 @@ inside the artifact's folder (no ``..``, absolute path or symlink out, no
 device or pipe) and of bounded size, and ``.npy`` constants are loaded
 without pickles. Whatever is wrong is a tessel.RuntimeError naming the file
 and the field.
+
+The manifest carries its target's description (the compiler's
+``tessel.targets`` entry, as JSON): launch shapes and shared memory are
+checked against that copy, and the drivers configure launches by it, so the
+runtime needs neither the compiler nor a table of its own.
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ import numpy as np
 from ..dtypes import dtype_named
 from ..errors import RuntimeError
 
-__all__ = ["FORMAT", "VERSION", "Artifact", "BufferInfo", "KernelInfo", "read", "saved_manifest"]
+__all__ = ["FORMAT", "VERSION", "Artifact", "BufferInfo", "KernelInfo", "TargetInfo", "read", "saved_manifest"]
 
 FORMAT = "tessel-cuda-artifact"
-VERSION = 1
+# 2: the manifest carries its target's description.
+VERSION = 2
 
 BUFFER_KINDS = ("input", "output", "constant", "temporary", "view")
 STEP_OPS = ("alloc", "free", "launch", "copy")
@@ -46,10 +52,7 @@ MAX_PTX_BYTES = 64 << 20
 MAX_NPY_HEADER_BYTES = 1 << 16  # np.save writes format 1.0: a header of at most 64 KiB
 MAX_BUFFER_BYTES = 1 << 40  # more than any GPU has
 MAX_RANK = 32  # numpy's (1.x) limit of dimensions
-MAX_DYNAMIC_SHARED_BYTES = 2**32 - 1  # cuLaunchKernel's unsigned int
-MAX_THREADS = 1024  # per block
-MAX_BLOCK = (1024, 1024, 64)
-MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_LAUNCH_VALUE = 2**32 - 1  # cuLaunchKernel's unsigned int arguments: grid, block, shared bytes
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,32 @@ class KernelInfo:
     # From `ptxas -v` when the compiler had ptxas: registers, spill_stores,
     # spill_loads, shared_bytes, stack_bytes.
     ptxas: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """The facts of an artifact's target that the runtime uses, from the
+    manifest's copy of its ``tessel.targets`` description (the fields
+    mean what ``tessel.targets.TargetDescription``'s do; the runtime
+    ignores the others). Sizes are bytes."""
+
+    name: str
+    sm: int  # compute capability: 90 for sm_90
+    max_threads_per_block: int
+    max_block: tuple[int, int, int]
+    max_grid: tuple[int, int, int]
+    static_shared_per_block: int  # without opting in
+    shared_per_block: int  # opted in: the most dynamic shared memory a launch may ask
+
+    @classmethod
+    def from_json(cls, data: Any) -> "TargetInfo":
+        """The facts of a description as ``TargetDescription.to_json()``
+        gives it; tessel.RuntimeError naming the field when one is missing,
+        mistyped or out of range, or the target is no CUDA chip."""
+        try:
+            return _target_info(data, "target_description")
+        except _Malformed as e:
+            raise RuntimeError(f"malformed target description: {e}") from None
 
 
 class _Malformed(Exception):
@@ -120,18 +149,39 @@ def _optional_int(record: dict[str, Any], key: str, where: str) -> int | None:
     return None if value is None else _int(value, f"{where}.{key}")
 
 
-def _ints(value: Any, where: str, *, length: int | None = None, max_length: int | None = None) -> tuple[int, ...]:
+def _ints(value: Any, where: str, *, length: int | None = None, max_length: int | None = None, low: int = 0,
+          high: int | None = None) -> tuple[int, ...]:
     items = _typed(value, list, where, "a list of integers")
     if (length is not None and len(items) != length) or (max_length is not None and len(items) > max_length):
         raise _Malformed(f"{where} must be {length if length is not None else f'at most {max_length}'} "
                          f"integers, not {_shown(value)}")
-    return tuple(_int(v, f"{where}[{i}]") for i, v in enumerate(items))
+    return tuple(_int(v, f"{where}[{i}]", low, high) for i, v in enumerate(items))
 
 
 def _records(manifest: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
     """The list ``manifest[key]`` of JSON objects, each with its field path."""
     items = _typed(_get(manifest, key, "the manifest"), list, key, "a list")
     return [(f"{key}[{i}]", _typed(item, dict, f"{key}[{i}]", "an object")) for i, item in enumerate(items)]
+
+
+def _target_info(value: Any, where: str) -> TargetInfo:
+    """The :class:`TargetInfo` of description ``value`` (JSON data), whose
+    field path is ``where``; its limits bounded by what cuLaunchKernel takes."""
+    record = _typed(value, dict, where, "an object")
+    kind = _get(record, "kind", where)
+    if kind != "cuda":
+        raise _Malformed(f"{where}.kind must be 'cuda', not {_shown(kind)}")
+
+    def dims(key: str) -> tuple[int, int, int]:
+        return _ints(_get(record, key, where), f"{where}.{key}", length=3, low=1,
+                     high=MAX_LAUNCH_VALUE)
+
+    def number(key: str, low: int = 0) -> int:
+        return _int(_get(record, key, where), f"{where}.{key}", low, MAX_LAUNCH_VALUE)
+
+    return TargetInfo(_typed(_get(record, "name", where), str, f"{where}.name", "a string"), number("sm", 1),
+                      number("max_threads_per_block", 1), dims("max_block"), dims("max_grid"),
+                      number("static_shared_per_block"), number("shared_per_block"))
 
 
 def _tensor(record: dict[str, Any], where: str) -> tuple[tuple[int, ...], np.dtype]:
@@ -203,8 +253,11 @@ class Artifact:
     def _parse(self, manifest: dict[str, Any]) -> None:
         """Every field, typed and in range; the kernels' PTX read."""
         self.target: str = _typed(_get(manifest, "target", "the manifest"), str, "target", "a string")
-        if not re.fullmatch(r"sm_\d+a?", self.target):
-            raise _Malformed(f"target must name a chip (sm_90, ...), not {_shown(self.target)}")
+        self.target_description: TargetInfo = _target_info(
+            _get(manifest, "target_description", "the manifest"), "target_description")
+        if self.target_description.name != self.target:
+            raise _Malformed(f"target_description.name must be the target {_shown(self.target)}, "
+                             f"not {_shown(self.target_description.name)}")
         self.entry: str = _typed(_get(manifest, "entry", "the manifest"), str, "entry", "a string")
         self.inputs = tuple(_tensor(s, where) for where, s in _records(manifest, "inputs"))
         self.outputs = tuple(_tensor(s, where) for where, s in _records(manifest, "outputs"))
@@ -232,7 +285,7 @@ class Artifact:
                 _ints(_get(k, "grid", where), f"{where}.grid", length=3),
                 _ints(_get(k, "block", where), f"{where}.block", length=3),
                 _int(_get(k, "dynamic_shared_bytes", where), f"{where}.dynamic_shared_bytes",
-                     high=MAX_DYNAMIC_SHARED_BYTES),
+                     high=MAX_LAUNCH_VALUE),
                 {key: _int(v, f"{where}.ptxas.{key}") for key, v in ptxas.items()}))
         self.kernels = tuple(kernels)
         steps: list[dict[str, Any]] = []
@@ -270,6 +323,19 @@ class Artifact:
     def _constant_file(self, buffer: BufferInfo) -> BinaryIO:
         return _open(self.path, buffer.file, buffer.nbytes + MAX_NPY_HEADER_BYTES)
 
+    def _over_limits(self, kernel: KernelInfo) -> str | None:
+        """What of ``kernel``'s launch shape is outside its target's limits; None if nothing."""
+        target = self.target_description
+        if min(kernel.grid + kernel.block) < 1:
+            return "every dimension must be at least 1"
+        if math.prod(kernel.block) > target.max_threads_per_block:
+            return (f"{math.prod(kernel.block)} threads, over {target.name}'s max_threads_per_block "
+                    f"{target.max_threads_per_block}")
+        for what, shape, limit in (("block", kernel.block, target.max_block), ("grid", kernel.grid, target.max_grid)):
+            if any(n > m for n, m in zip(shape, limit)):
+                return f"the {what} is over {target.name}'s max_{what} {limit}"
+        return None
+
     def _check(self) -> None:
         """Every reference in the manifest resolves; buffers are used only while live."""
         def fail(message: str) -> None:
@@ -289,13 +355,17 @@ class Artifact:
             if given != [(i, s, d.str) for i, (s, d) in enumerate(specs)]:
                 fail(f"the {kind} buffers do not match the signature")
         parameters = []
+        target = self.target_description
         for k in self.kernels:
             parameters.append(_entry_parameters(k.ptx, k.name))
             if parameters[-1] is None:
                 fail(f"kernel {k.name}'s PTX has no entry of that name")
-            if (min(k.grid + k.block) < 1 or math.prod(k.block) > MAX_THREADS
-                    or any(n > m for n, m in zip(k.grid + k.block, MAX_GRID + MAX_BLOCK))):
-                fail(f"kernel {k.name} has an invalid launch shape {k.grid} x {k.block}")
+            over = self._over_limits(k)
+            if over:
+                fail(f"kernel {k.name} has an invalid launch shape {k.grid} x {k.block}: {over}")
+            if k.dynamic_shared_bytes > target.shared_per_block:
+                fail(f"kernel {k.name} asks {k.dynamic_shared_bytes} bytes of dynamic shared memory; "
+                     f"{target.name}'s shared_per_block is {target.shared_per_block}")
 
         def base(buffer_id: int) -> int:
             return ids[buffer_id].view_of if ids[buffer_id].kind == "view" else buffer_id

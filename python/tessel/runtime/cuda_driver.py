@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import RuntimeError
-from .artifact import KernelInfo
+from .artifact import KernelInfo, TargetInfo
 
 __all__ = ["CudaDriver"]
 
@@ -20,11 +20,14 @@ _LOG_BYTES = 1 << 14
 
 
 class CudaDriver:
-    """Device ``ordinal``'s primary context and one stream."""
+    """Device ``ordinal``'s primary context and one stream. Kernels are
+    configured by ``target``, the description of the artifact's target; a
+    driver without one tells what the device is and loads no kernel."""
 
     exports_dlpack = True
 
-    def __init__(self, ordinal: int = 0) -> None:
+    def __init__(self, ordinal: int = 0, target: TargetInfo | None = None) -> None:
+        self.target = target
         try:
             from cuda.bindings import driver as cu
         except ImportError as e:
@@ -63,6 +66,9 @@ class CudaDriver:
         return values[0] if len(values) == 1 else tuple(values) or None
 
     def load(self, kernel: KernelInfo) -> Any:
+        if self.target is None:
+            raise RuntimeError(f"cannot load kernel {kernel.name}: this CudaDriver was made without the "
+                               "artifact's target description (CudaDriver(ordinal, target))")
         cu = self._cu
         if kernel.ptx not in self._modules:
             log = bytearray(_LOG_BYTES)
@@ -78,7 +84,8 @@ class CudaDriver:
             self._modules[kernel.ptx] = module
         function = self._check(cu.cuModuleGetFunction(self._modules[kernel.ptx], kernel.name.encode()),
                                "cuModuleGetFunction", kernel.name)
-        if kernel.dynamic_shared_bytes > 48 * 1024:
+        # More dynamic shared memory than a block has without opting in must be asked for.
+        if kernel.dynamic_shared_bytes > self.target.static_shared_per_block:
             self._check(cu.cuFuncSetAttribute(
                 function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 kernel.dynamic_shared_bytes), "cuFuncSetAttribute", kernel.name)

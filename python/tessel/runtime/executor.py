@@ -16,7 +16,7 @@ import numpy as np
 from .. import dlpack
 from ..dtypes import described, host_array
 from ..errors import RuntimeError, UnsupportedError
-from .artifact import Artifact, BufferInfo, KernelInfo
+from .artifact import Artifact, BufferInfo, KernelInfo, TargetInfo
 
 __all__ = ["ALIGNMENT", "DeviceArray", "Driver", "DryDriver", "Executable"]
 
@@ -46,16 +46,15 @@ class Driver(Protocol):
 class DryDriver:
     """A device that checks instead of running: allocations are address
     ranges, every pointer a step passes must be a live allocation, launch
-    shapes must fit the hardware. Kernels do not run; downloads give zeros."""
+    shapes and shared memory must fit ``target`` (the description of the
+    artifact's target). Kernels do not run; downloads give zeros."""
 
     device_name = "dry run (no device)"
     ordinal, stream_handle = 0, None
     exports_dlpack = True  # DLPack exports of its fake pointers are checked, never read
-    MAX_THREADS = 1024
-    MAX_GRID = (2**31 - 1, 65535, 65535)
-    MAX_DYNAMIC_SHARED = 227 * 1024
 
-    def __init__(self) -> None:
+    def __init__(self, target: TargetInfo) -> None:
+        self.target = target
         self._next = 1 << 20
         self.live: dict[int, int] = {}  # pointer -> bytes
         self.launches: list[tuple[str, tuple[int, ...]]] = []
@@ -89,11 +88,12 @@ class DryDriver:
         self._check(target, nbytes, "a copy")
 
     def launch(self, function: str, kernel: KernelInfo, pointers: Sequence[int]) -> None:
-        if int(np.prod(kernel.block)) > self.MAX_THREADS or any(
-                g > m for g, m in zip(kernel.grid, self.MAX_GRID)):
+        target = self.target
+        if int(np.prod(kernel.block)) > target.max_threads_per_block or any(
+                n > m for n, m in zip(kernel.grid + kernel.block, target.max_grid + target.max_block)):
             raise RuntimeError(f"dry run: kernel {kernel.name} launch {kernel.grid} x {kernel.block} "
-                               "is over the hardware limits")
-        if kernel.dynamic_shared_bytes > self.MAX_DYNAMIC_SHARED:
+                               f"is over the hardware limits of {target.name}")
+        if kernel.dynamic_shared_bytes > target.shared_per_block:
             raise RuntimeError(f"dry run: kernel {kernel.name} asks {kernel.dynamic_shared_bytes} bytes "
                                "of shared memory")
         for pointer in pointers:

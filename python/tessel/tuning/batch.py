@@ -26,7 +26,7 @@ from mlir import ir
 
 from .. import __version__
 from ..backends.cuda import compile_cuda
-from ..backends.pipelines import GPU_TARGETS
+from .. import targets
 from ..errors import TesselError, UnsupportedError
 from ..runtime.batch import BATCH_FORMAT
 from ..schedules import default_schedules
@@ -46,8 +46,8 @@ def export_batch(module: ir.Module, directory: str | Path, *, target: str = "sm_
     module ``module`` for GPU chip ``target`` into ``directory``; the number
     of candidates. With ``db``, points it already holds for these kernels on
     any GPU of the chip are not proposed again and guide the proposals."""
-    if target not in GPU_TARGETS:
-        raise UnsupportedError(f"batches are for GPU targets; {target!r} is not one of {', '.join(GPU_TARGETS)}")
+    if target not in (chips := targets.names("cuda")):
+        raise UnsupportedError(f"batches are for GPU targets; {target!r} is not one of {', '.join(chips)}")
     _check_counts(trials=trials, seed=seed)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -190,8 +190,8 @@ def _read_batch(path: Path) -> tuple[str, list[dict[str, Any]]]:
         raise TesselError(f"the batch {path} was written by tessel {batch.get('tessel_version')!r:.60}, "
                           f"this is {__version__}")
     target = fields.get(batch, "target", "", (str,), "a string")
-    if target not in GPU_TARGETS:
-        raise ValueError(f"{path}: target must be one of {', '.join(GPU_TARGETS)}, not {target!r:.60}")
+    if target not in (chips := targets.names("cuda")):
+        raise ValueError(f"{path}: target must be one of {', '.join(chips)}, not {target!r:.60}")
     candidates = fields.get(batch, "candidates", "", (list,), "a list")
     ids: dict[str, int] = {}
     for n, candidate in enumerate(candidates):

@@ -9,14 +9,13 @@ function printed without locations and under a fixed name, plus the root
 from __future__ import annotations
 
 import hashlib
-import os
 import warnings
 
 from mlir import ir
 
 from .. import ir as tir
 from ..backends.host import cpu_model
-from ..backends.pipelines import GPU_TARGETS
+from .. import _tessel, targets
 from ..errors import CompileError, UnsupportedError
 from ..schedules import _copy, _schedules
 from .database import Record, TuningDatabase
@@ -32,14 +31,14 @@ _CANONICAL_NAME = "kernel"
 
 def device_key(target: str, *, gpu_name: str | None = None) -> str:
     """The device part of a record's key for ``target``: ``"cpu"`` gives
-    ``cpu/<model>/<n> cores`` for this machine's CPU; a chip in
-    ``GPU_TARGETS`` gives ``cuda/<chip>/<gpu_name or 'any'>``
+    ``cpu/<model>/<n> cores`` for this machine's CPU; a GPU chip of
+    :mod:`tessel.targets` gives ``cuda/<chip>/<gpu_name or 'any'>``
     (``gpu_name`` is ignored for the CPU)."""
     if target == "cpu":
-        return f"cpu/{cpu_model()}/{os.cpu_count() or 'unknown'} cores"
-    if target in GPU_TARGETS:
+        return f"cpu/{cpu_model()}/{targets.get('cpu').cores} cores"
+    if target in targets.names("cuda"):
         return f"cuda/{target}/{gpu_name or 'any'}"
-    raise UnsupportedError(f"unknown tuning target {target!r}; available: cpu, {', '.join(GPU_TARGETS)}")
+    raise UnsupportedError(f"unknown tuning target {target!r}; available: {', '.join(targets.names())}")
 
 
 def kernel_keys(module: ir.Module) -> dict[ScheduleKey, str]:
@@ -101,8 +100,9 @@ def _replace(work: ir.Module, old: ir.OpView, kernel: str, record: Record) -> st
         new = _parse_schedule(record, work.context)
     except CompileError as e:
         return f"its schedule does not parse: {_first_message(e)}"
-    if new.attributes["target"] != old.attributes["target"]:
-        return f"its schedule is for target {new.attributes['target']}, not {old.attributes['target']}"
+    target, old_target = new.attributes["target"], old.attributes["target"]
+    if target != old_target:
+        return f"its schedule is for target {_tessel.target_name(target)}, not {_tessel.target_name(old_target)}"
     with work.context:
         new.attributes["kernel"] = ir.FlatSymbolRefAttr.get(kernel)
     ir.InsertionPoint(old).insert(new)

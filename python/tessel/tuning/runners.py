@@ -132,13 +132,13 @@ class LocalCudaRunner(LocalCpuRunner):
     def __init__(self, target: str = "sm_90", *, device: int = 0, dry: bool = False,
                  workers: int | None = None, min_seconds: float = 0.05, min_runs: int = 5,
                  max_runs: int = 100, timeout: float = 120.0) -> None:
-        from ..backends.pipelines import GPU_TARGETS
+        from .. import targets
         from ..errors import UnsupportedError
         from ..runtime import DryDriver
         from .keys import device_key
 
-        if target not in GPU_TARGETS:
-            raise UnsupportedError(f"unknown GPU target {target!r}; available: {', '.join(GPU_TARGETS)}")
+        if target not in (chips := targets.names("cuda")):
+            raise UnsupportedError(f"unknown GPU target {target!r}; available: {', '.join(chips)}")
         super().__init__(workers, min_seconds=min_seconds, min_runs=min_runs, max_runs=max_runs,
                          timeout=timeout)
         self.target, self.ordinal, self.dry = target, device, dry

@@ -28,7 +28,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Sequence, get_args
 import numpy as np
 from mlir import ir
 
-from .. import __version__
+from .. import __version__, targets
 from .. import ir as tir
 from ..errors import CompileError, RuntimeError, UnsupportedError
 from ..schedules import Knob, _schedules, default_schedules, knobs, with_knobs
@@ -265,7 +265,7 @@ def _tune_task(task: Task, trials: int, runner: Runner, db: TuningDatabase, devi
     """Tunes one task; appends its measurements, as features and times
     relative to its default, to ``history`` for the next tasks' model."""
     names = [k.name for k in task.knobs]
-    featurize = CandidateFeatures(task, os.cpu_count() if runner.target == "cpu" else None)
+    featurize = CandidateFeatures(task, targets.get("cpu").cores if runner.target == "cpu" else None)
     seen: dict[tuple[int, ...], float] = {}  # every point measured, inf for failures
     for record in db.records(task.key, device):
         values = _knob_values(record.schedule, names)

@@ -74,7 +74,7 @@ loop.schedule @k target "sm_90" {
 // -----
 
 func.func @k() { return }
-// expected-error @+1 {{unknown target 'sm_70'; expected one of: cpu, sm_80, sm_90, sm_90a}}
+// expected-error @+1 {{unknown target 'sm_70'; expected one of: cpu, sm_80, sm_86, sm_89, sm_90, sm_90a}}
 loop.schedule @k target "sm_70" {
 }
 

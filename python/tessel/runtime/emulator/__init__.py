@@ -8,8 +8,9 @@ what a GPU would not tell you: out-of-bounds and misaligned accesses,
 reads of memory nothing wrote, shared-memory races between barriers,
 ``cp.async`` data read before its ``wait_group``, warp-collective
 instructions reached by part of a warp, launch shapes and shared memory
-over the chip's limits. What it cannot tell: timing, bank conflicts,
-the memory model between blocks (blocks never wait for each other here).
+over the chip's limits (those of its ``tessel.targets`` description). What
+it cannot tell: timing, bank conflicts, the memory model between blocks
+(blocks never wait for each other here).
 
 >>> from tessel.runtime import emulator
 >>> gpu = emulator.Device("sm_80")
@@ -31,32 +32,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..artifact import KernelInfo
+from ..artifact import KernelInfo, TargetInfo
 from .decode import decode_kernel
 from .machine import Kernel, Launch, params_bytes, run
 from .memory import GlobalMemory
 from .ptx import EmulationError, parse
 
-__all__ = ["Buffer", "Device", "EmulationError", "EmulatorDriver", "Module", "TARGETS"]
-
-
-@dataclass(frozen=True)
-class Target:
-    """The limits of a chip that a launch must respect."""
-
-    capability: int
-    max_dynamic_shared: int  # bytes per block, opted in
-    max_static_shared: int = 48 * 1024
-    max_threads: int = 1024
-    max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
-
-
-TARGETS = {
-    "sm_80": Target(80, 163 * 1024),
-    "sm_86": Target(86, 99 * 1024),
-    "sm_89": Target(89, 99 * 1024),
-    "sm_90": Target(90, 227 * 1024),
-}
+__all__ = ["Buffer", "Device", "EmulationError", "EmulatorDriver", "Module"]
 
 
 @dataclass(frozen=True)
@@ -70,19 +52,33 @@ class Buffer:
         return self.pointer
 
 
-class Device:
-    """An emulated GPU of compute capability ``target`` ("sm_80", "sm_90", ...).
-    ``max_steps`` bounds the instruction steps of one wave of blocks, so
-    that an endless loop is an error, not a hang. New allocations hold a
-    poison pattern (all bits set) as a GPU's hold garbage; with
-    ``check_initialized`` a kernel's read of global or local bytes nothing
-    wrote is an error (as compute-sanitizer's initcheck)."""
+def _described(target: str | TargetInfo) -> TargetInfo:
+    """``target``'s description: given, or a CUDA chip of ``tessel.targets`` by name."""
+    if isinstance(target, TargetInfo):
+        return target
+    # The compiler's table: the emulator is a development tool, run where
+    # tessel's extension is installed; artifacts bring their description.
+    from ... import targets
 
-    def __init__(self, target: str = "sm_80", *, max_steps: int = 20_000_000,
+    if target not in targets.names("cuda"):
+        raise EmulationError(f"unknown target {target!r}; the emulator knows {', '.join(targets.names('cuda'))}")
+    return TargetInfo.from_json(targets.get(target).to_json())
+
+
+class Device:
+    """An emulated GPU of target ``target``: a CUDA chip of
+    ``tessel.targets`` by name ("sm_80", "sm_90", ...), or a description
+    (an artifact's ``target_description``), whose limits launches are
+    checked against. ``max_steps`` bounds the instruction steps of one
+    wave of blocks, so that an endless loop is an error, not a hang. New
+    allocations hold a poison pattern (all bits set) as a GPU's hold
+    garbage; with ``check_initialized`` a kernel's read of global or local
+    bytes nothing wrote is an error (as compute-sanitizer's initcheck)."""
+
+    def __init__(self, target: str | TargetInfo = "sm_80", *, max_steps: int = 20_000_000,
                  check_initialized: bool = False) -> None:
-        if target not in TARGETS:
-            raise EmulationError(f"unknown target {target!r}; the emulator knows {', '.join(TARGETS)}")
-        self.target, self.limits, self.max_steps = target, TARGETS[target], max_steps
+        self.description = _described(target)
+        self.target, self.max_steps = self.description.name, max_steps
         self.memory = GlobalMemory(check_initialized)
         self.steps = 0  # instruction steps run so far, over all launches
 
@@ -148,7 +144,7 @@ class Module:
         self.device = device
         self.ptx = parse(ptx)
         needed = _capability(self.ptx.target or "sm_0")
-        if needed > device.limits.capability:
+        if needed > device.description.sm:
             raise EmulationError(f"the PTX targets {self.ptx.target}; this device is {device.target}")
         self.globals: dict[str, int] = {}
         for variable in self.ptx.variables:
@@ -160,7 +156,7 @@ class Module:
                 device.memory.host_write(pointer, variable.init or bytes(variable.size))
                 self.globals[variable.name] = pointer
         self.kernels: dict[str, Kernel] = {
-            name: decode_kernel(self.ptx, function, self.globals, device.limits.capability)
+            name: decode_kernel(self.ptx, function, self.globals, device.description.sm)
             for name, function in self.ptx.functions.items() if function.is_entry}
 
     def launch(self, name: str, grid: Sequence[int], block: Sequence[int], args: Sequence[Any],
@@ -182,11 +178,14 @@ class Module:
 
     def _check_launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                       shared: int) -> None:
-        limits, name = self.device.limits, kernel.name
+        limits, name = self.device.description, kernel.name
         threads = math.prod(block)
-        if threads > limits.max_threads or min(block) < 1:
+        if threads > limits.max_threads_per_block or min(block) < 1:
             raise EmulationError(f"block {block} of kernel {name} has {threads} threads; "
-                                 f"{self.device.target} allows 1 to {limits.max_threads}", kernel=name)
+                                 f"{self.device.target} allows 1 to {limits.max_threads_per_block}", kernel=name)
+        if any(b > m for b, m in zip(block, limits.max_block)):
+            raise EmulationError(f"block {block} of kernel {name} is over {self.device.target}'s limits "
+                                 f"{limits.max_block}", kernel=name)
         if min(grid) < 1 or any(g > m for g, m in zip(grid, limits.max_grid)):
             raise EmulationError(f"grid {grid} of kernel {name} is over {self.device.target}'s limits "
                                  f"{limits.max_grid}", kernel=name)
@@ -198,12 +197,12 @@ class Module:
         if ".maxntid" in directives and threads > math.prod(directives[".maxntid"]):
             raise EmulationError(f"kernel {name} allows at most {directives['.maxntid']} threads (.maxntid), "
                                  f"launched with {block}", kernel=name)
-        if kernel.static_shared > limits.max_static_shared:
+        if kernel.static_shared > limits.static_shared_per_block:
             raise EmulationError(f"kernel {name} declares {kernel.static_shared} bytes of static shared memory; "
-                                 f"the limit is {limits.max_static_shared}", kernel=name)
-        if kernel.dynamic_offset + shared > limits.max_dynamic_shared:
+                                 f"the limit is {limits.static_shared_per_block}", kernel=name)
+        if kernel.dynamic_offset + shared > limits.shared_per_block:
             raise EmulationError(f"kernel {name} asks {kernel.dynamic_offset + shared} bytes of shared memory; "
-                                 f"{self.device.target} has {limits.max_dynamic_shared} per block", kernel=name)
+                                 f"{self.device.target} has {limits.shared_per_block} per block", kernel=name)
 
 
 def _dims(value: Sequence[int], what: str) -> tuple[int, int, int]:
@@ -214,14 +213,16 @@ def _dims(value: Sequence[int], what: str) -> tuple[int, int, int]:
 
 
 class EmulatorDriver:
-    """An emulated :class:`Device` as a driver of :class:`tessel.runtime.Executable`."""
+    """An emulated :class:`Device` of ``target`` (see there; an artifact's
+    ``target_description`` when it runs one) as a driver of
+    :class:`tessel.runtime.Executable`."""
 
     ordinal, stream_handle = 0, None
     exports_dlpack = False  # its pointers are no CUDA memory
 
-    def __init__(self, target: str = "sm_90", **options: Any) -> None:
+    def __init__(self, target: str | TargetInfo = "sm_90", **options: Any) -> None:
         self.device = Device(target, **options)
-        self.device_name = f"PTX emulator ({target})"
+        self.device_name = f"PTX emulator ({self.device.target})"
         self._modules: dict[str, Module] = {}
 
     def load(self, kernel: KernelInfo) -> Module:
