@@ -181,6 +181,11 @@ std::string tessel::loop::registerTarget(const TargetDescription &d) {
   return "";
 }
 
+std::string TargetDescription::chip() const {
+  bool specific = has(Instruction::Wgmma) || has(Instruction::Setmaxnreg);
+  return "sm_" + std::to_string(sm) + (specific ? "a" : "");
+}
+
 std::string TargetDescription::check() const {
   auto positive = [](int64_t v) { return v > 0; };
   if (name.empty() || !llvm::all_of(name, [](char c) {
@@ -226,6 +231,7 @@ json::Value TargetDescription::toJSON() const {
       {"kind", isCpu() ? "cpu" : "cuda"},
       {"sm", sm},
       {"ptx_features", ptxFeatures},
+      {"chip", chip()}, // derived: fromJSON ignores it
       {"multiprocessors", multiprocessors},
       {"warp_size", warpSize},
       {"max_threads_per_block", maxThreadsPerBlock},

@@ -85,6 +85,10 @@ struct TargetDescription {
     return instructions & (1u << static_cast<uint32_t>(i));
   }
 
+  /// The chip LLVM and ptxas compile for: sm_<sm>, with the arch-specific
+  /// `a` where the target has instructions only that variant has.
+  std::string chip() const;
+
   /// Why these facts cannot describe a target; empty if they can.
   std::string check() const;
 

@@ -5,6 +5,7 @@
 #include "dialects/graph/Graph.h"
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Registration.h"
@@ -79,7 +80,10 @@ MlirStringRef tesselTargetAttrGetName(MlirAttribute attribute) {
 void tesselRegisterPasses(void) {
   // The pass registry is process-global and rejects a second registration.
   static std::once_flag once;
-  std::call_once(once, [] { tessel::registerTesselPasses(); });
+  std::call_once(once, [] {
+    tessel::registerTesselPasses();
+    tessel::registerTesselPipelines();
+  });
 }
 
 /// Checks what MLIR's parser does not bound before it reads `text`:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Optional
 
 from . import _tessel
@@ -59,14 +59,9 @@ class TargetDescription:
     cores: int = 0
     vector_bits: int = 0
     cache_bytes: tuple[int, int, int] = (0, 0, 0)
-
-    @property
-    def chip(self) -> str:
-        """The chip LLVM and ptxas compile for: ``sm_<sm>``, with the
-        arch-specific ``a`` where the target has instructions only that
-        variant has (wgmma, setmaxnreg)."""
-        specific = "wgmma" in self.instructions or "setmaxnreg" in self.instructions
-        return f"sm_{self.sm}{'a' if specific else ''}"
+    # CUDA: the chip LLVM and ptxas compile for, which the table derives
+    # (``sm_<sm>``, ``a`` with wgmma or setmaxnreg); register ignores it.
+    chip: str = field(default="", compare=False)
 
     def has(self, instruction: str) -> bool:
         """Whether the target has ``instruction`` (one of :data:`INSTRUCTIONS`)."""

@@ -8,6 +8,7 @@
 #include "dialects/graph/Graph.h"
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   registry.insert<tessel::graph::GraphDialect, tessel::loop::LoopDialect>();
   tessel::registerTesselPasses();
+  tessel::registerTesselPipelines();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "tessel optimizer driver\n", registry));
 }
