@@ -9,7 +9,8 @@ Targets share the graph, linalg, schedule and bufferization stages: every
 target's kernels are tiled by ``loop.schedule`` ops, and the CPU can also
 run a GPU target's schedules (:func:`cpu_stages` with a GPU target) to
 check their semantics. Target facts (PTX features, the host's cores and
-vector width) are read from :mod:`tessel.targets` when a pipeline is built.
+vector width) come from the C++ target table (the one :mod:`tessel.targets`
+reads) when a pipeline is built.
 """
 
 from __future__ import annotations
