@@ -420,7 +420,8 @@ def GpuLowerMma : Pass<"gpu-lower-mma", "mlir::func::FuncOp"> {
   let summary = "Lower contractions marked by loop.mma to tensor-core code";
   let description = [{
     Runs on bufferized kernels, inside their block-mapped scf.forall: each
-    linalg.matmul carrying `tessel.mma` (set by loop-apply-schedule from
+    linalg.matmul carrying `tessel.mma` (a `#loop.mma_config` set by
+    loop-apply-schedule from
     loop.mma, loop.promote and loop.pipeline) becomes a thread-mapped
     scf.forall of warps that copy A and B tiles to multi-buffered
     workgroup buffers with cp.async (nvgpu.device_async_copy, 16 bytes per

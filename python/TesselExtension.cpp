@@ -38,6 +38,27 @@ NB_MODULE(_tessel, m) {
       nb::arg("context"), nb::arg("source"), nb::arg("source_name"),
       "Parses and verifies a module; None on failure (diagnostics go to the "
       "context's handlers).");
+  m.def(
+      "parse_schedule",
+      [](MlirContext context, const std::string &source,
+         const std::string &sourceName) -> nb::object {
+        MlirModule module = tesselParseSchedule(
+            context, mlirStringRefCreate(source.data(), source.size()),
+            mlirStringRefCreate(sourceName.data(), sourceName.size()));
+        if (mlirModuleIsNull(module))
+          return nb::none();
+        return nb::cast(module);
+      },
+      nb::arg("context"), nb::arg("source"), nb::arg("source_name"),
+      "Parses one loop.schedule op, verified on its own, into a module of "
+      "its own; None on failure (diagnostics go to the context's handlers).");
+  m.def(
+      "clone_module",
+      [](MlirModule module) {
+        return mlirModuleFromOperation(
+            mlirOperationClone(mlirModuleGetOperation(module)));
+      },
+      nb::arg("module"), "A deep copy of `module`, in its context.");
   // Targets (dialects/loop/Target.h), as tessel.targets reads them.
   auto collect = [](MlirStringRef text, void *list) {
     static_cast<nb::list *>(list)->append(nb::str(text.data, text.length));
@@ -87,6 +108,16 @@ NB_MODULE(_tessel, m) {
       },
       nb::arg("features"), nb::arg("arch"),
       "Vector register bits of a CPU with these LLVM features.");
+  m.def(
+      "knob_table",
+      [collect](MlirModule module) -> nb::object {
+        nb::list text;
+        tesselKnobTable(module, collect, &text);
+        return text[0];
+      },
+      nb::arg("module"),
+      "The knob table of the module's schedules (passes/loop/KnobTable.h), "
+      "as JSON.");
   m.def(
       "target_name",
       [](MlirAttribute attribute) -> nb::object {

@@ -18,13 +18,38 @@
 #include "dialects/loop/LoopAttrs.h.inc"
 
 namespace tessel::loop {
+/// A target of the table by its name (a string), with the error naming the
+/// known ones.
+mlir::FailureOr<TargetAttr> parseKnownTarget(mlir::AsmParser &parser);
+} // namespace tessel::loop
+
+namespace tessel::loop {
 /// A list of tunable values (constants and loop.knob results, as
 /// custom<DynamicIndexList> stores them) with knob values substituted.
 llvm::SmallVector<int64_t> resolveValues(mlir::ValueRange dynamic,
                                          llvm::ArrayRef<int64_t> statics);
 /// The largest tunable value (tile size, factor, count) a schedule takes.
 constexpr int64_t kMaxTunableValue = (int64_t(1) << 31) - 1;
+
+/// What the entries of a primitive's list of tunable values cut.
+enum class Cuts {
+  Nothing,              // a size within a tile, a count
+  RootLoops,            // entry i tiles the root's loop i
+  RootInnermostLoop,    // threads or lanes share the root's innermost loop
+  ContractionReduction, // a block of the contraction's K
+};
+
+/// One list of tunable values of a primitive: constants in `statics`, with
+/// ShapedType::kDynamic where the next of `dynamic` (a knob) goes.
+struct TunableList {
+  llvm::StringRef name; // as printed: "" for the leading unnamed list
+  mlir::ValueRange dynamic;
+  llvm::ArrayRef<int64_t> statics;
+  Cuts cuts = Cuts::Nothing;
+};
 } // namespace tessel::loop
+
+#include "dialects/loop/LoopInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/loop/LoopOps.h.inc"
@@ -32,7 +57,8 @@ constexpr int64_t kMaxTunableValue = (int64_t(1) << 31) - 1;
 namespace tessel::loop {
 
 /// The attribute that carries a schedule's tensor-core primitives
-/// (loop.mma, loop.promote, loop.pipeline) on the contraction they apply to,
+/// (loop.mma, loop.promote, loop.pipeline) as a #loop.mma_config on the
+/// contraction they apply to,
 /// from loop-apply-schedule through bufferization to gpu-lower-mma.
 constexpr llvm::StringLiteral kMmaAttrName = "tessel.mma";
 /// The same for loop.warp_reduce, on the block tile's scf.forall: the

@@ -21,17 +21,22 @@ TargetAttr TargetAttr::lookup(MLIRContext *context, StringRef name) {
   return description ? TargetAttr::get(context, *description) : TargetAttr();
 }
 
-/// A target by its name in the table, with the error naming the known ones.
-static ParseResult parseTargetName(AsmParser &parser, TargetAttr &target) {
+FailureOr<TargetAttr> tessel::loop::parseKnownTarget(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   std::string name;
   if (parser.parseString(&name))
     return failure();
-  target = TargetAttr::lookup(parser.getContext(), name);
-  if (!target)
-    return parser.emitError(loc, "unknown target '")
-           << name << "'; expected one of: "
-           << llvm::join(targetNames(), ", ");
+  if (TargetAttr target = TargetAttr::lookup(parser.getContext(), name))
+    return target;
+  return parser.emitError(loc, "unknown target '")
+         << name << "'; expected one of: " << llvm::join(targetNames(), ", ");
+}
+
+static ParseResult parseTargetName(AsmParser &parser, TargetAttr &target) {
+  FailureOr<TargetAttr> known = parseKnownTarget(parser);
+  if (failed(known))
+    return failure();
+  target = *known;
   return success();
 }
 
@@ -51,6 +56,23 @@ void TargetAttr::print(AsmPrinter &printer) const {
   printer << "<";
   printTargetName(printer, *this);
   printer << ">";
+}
+
+LogicalResult
+MmaConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      TargetAttr, int64_t blockM, int64_t blockN, int64_t warpM,
+                      int64_t warpN, int64_t k, int64_t stages, int64_t pad) {
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"block_m", blockM}, {"block_n", blockN},
+        {"warp_m", warpM}, {"warp_n", warpN}, {"k", k}, {"stages", stages}})
+    if (value <= 0)
+      return emitError() << "mma_config: " << name << " = " << value
+                         << " is not positive";
+  // Whether the tiles fit the instructions and the target is
+  // MmaConfig::check's, with the tile's extents that only the lowering sees.
+  if (pad < 0)
+    return emitError() << "mma_config: pad = " << pad << " is negative";
+  return success();
 }
 
 static ParseResult parseTargetName(OpAsmParser &parser, TargetAttr &target) {
@@ -372,6 +394,58 @@ LogicalResult SplitKOp::verify() {
   return verifyPositiveCount(*this, "part count", getDynamicParts(),
                              getStaticParts(), "needs at least one part");
 }
+
+//===----------------------------------------------------------------------===//
+// TunableOpInterface
+//===----------------------------------------------------------------------===//
+
+SmallVector<TunableList> TileOp::getTunableLists() {
+  return {{"", getDynamicSizes(), getStaticSizes(), Cuts::RootLoops}};
+}
+SmallVector<TunableList> PromoteOp::getTunableLists() {
+  return {{"pad", getDynamicPad(), getStaticPad()}};
+}
+SmallVector<TunableList> MaterializeOp::getTunableLists() { return {}; }
+SmallVector<TunableList> PipelineOp::getTunableLists() {
+  return {{"stages", getDynamicStages(), getStaticStages()}};
+}
+// Warp tiles cut the block tile, not the kernel's loops.
+SmallVector<TunableList> MmaOp::getTunableLists() {
+  return {{"", getDynamicSizes(), getStaticSizes()}};
+}
+SmallVector<TunableList> WarpReduceOp::getTunableLists() {
+  return {{"threads", getDynamicThreads(), getStaticThreads(),
+           Cuts::RootInnermostLoop}};
+}
+// Parts cut the reduced elements merged into one loop.
+SmallVector<TunableList> GridReduceOp::getTunableLists() {
+  return {{"parts", getDynamicParts(), getStaticParts()},
+          {"threads", getDynamicThreads(), getStaticThreads()}};
+}
+// Register blocks and row blocks cut a tile; depth blocks cut K.
+SmallVector<TunableList> VectorizeOp::getTunableLists() {
+  return {{"", getDynamicSizes(), getStaticSizes()},
+          {"depth", getDynamicDepth(), getStaticDepth(),
+           Cuts::ContractionReduction},
+          {"rows", getDynamicRows(), getStaticRows()}};
+}
+SmallVector<TunableList> SplitReductionOp::getTunableLists() {
+  return {{"lanes", getDynamicLanes(), getStaticLanes(),
+           Cuts::RootInnermostLoop}};
+}
+SmallVector<TunableList> SplitKOp::getTunableLists() {
+  return {{"parts", getDynamicParts(), getStaticParts(),
+           Cuts::ContractionReduction}};
+}
+SmallVector<TunableList> UnrollOp::getTunableLists() {
+  return {{"factor", getDynamicFactor(), getStaticFactor()}};
+}
+SmallVector<TunableList> VectorAccessOp::getTunableLists() {
+  return {{"width", getDynamicWidth(), getStaticWidth(),
+           Cuts::RootInnermostLoop}};
+}
+
+#include "dialects/loop/LoopInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/loop/LoopOps.cpp.inc"

@@ -18,6 +18,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Dialect/SCF/IR/DeviceMappingInterface.td"
+include "dialects/loop/LoopInterfaces.td"
 
 def Loop_Dialect : Dialect {
   let name = "loop";
@@ -45,6 +46,39 @@ def Loop_TargetAttr : AttrDef<Loop_Dialect, "Target"> {
     static TargetAttr lookup(::mlir::MLIRContext *context, ::llvm::StringRef name);
     ::llvm::StringRef getName() const { return getDescription().name; }
   }];
+}
+
+// A target inside another attribute's struct, by name (`target = "sm_90"`).
+def Loop_TargetNameParameter : AttrParameter<"::tessel::loop::TargetAttr",
+                                             "a known target, by name"> {
+  let parser = [{ ::tessel::loop::parseKnownTarget($_parser) }];
+  let printer = [{ $_printer.printString($_self.getName()) }];
+}
+
+def Loop_MmaConfigAttr : AttrDef<Loop_Dialect, "MmaConfig"> {
+  let mnemonic = "mma_config";
+  let summary = "A contraction's tensor-core schedule, from loop-apply-schedule to gpu-lower-mma";
+  let description = [{
+    What `loop.mma`, `loop.promote` and `loop.pipeline` decided for one
+    contraction, with knob values resolved: the block tile (`block_m` x
+    `block_n`, the whole extent where the block level does not tile), the
+    warp tile, the K step, the pipeline's stages and the padding of the
+    shared-memory rows. loop-apply-schedule puts it on the contraction;
+    it stays there through bufferization until gpu-lower-mma reads it and
+    checks it against the whole tile on `target`.
+
+    ```mlir
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90",
+        block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32,
+        stages = 2, pad = 8>} ...
+    ```
+  }];
+  let parameters = (ins Loop_TargetNameParameter:$target,
+                        "int64_t":$block_m, "int64_t":$block_n,
+                        "int64_t":$warp_m, "int64_t":$warp_n, "int64_t":$k,
+                        "int64_t":$stages, "int64_t":$pad);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 class Loop_Op<string mnemonic, list<Trait> traits = []>
@@ -118,7 +152,8 @@ def Loop_KnobOp : Loop_Op<"knob", [HasParent<"ScheduleOp">,
   let hasVerifier = 1;
 }
 
-def Loop_TileOp : Loop_Op<"tile", [HasParent<"ScheduleOp">]> {
+def Loop_TileOp : Loop_Op<"tile", [HasParent<"ScheduleOp">,
+    DeclareOpInterfaceMethods<Loop_TunableOpInterface>]> {
   let summary = "Tiles the kernel's loops, in parallel or in sequence";
   let description = [{
     One size per loop of the kernel's root op, in its iteration order; 0
@@ -150,7 +185,8 @@ def Loop_TileOp : Loop_Op<"tile", [HasParent<"ScheduleOp">]> {
 // Tunable values of the primitives below are lists like loop.tile's sizes:
 // constants or loop.knob results.
 class Loop_ValuesOp<string mnemonic, list<Trait> traits = []>
-    : Loop_Op<mnemonic, !listconcat([HasParent<"ScheduleOp">], traits)> {
+    : Loop_Op<mnemonic, !listconcat([HasParent<"ScheduleOp">,
+        DeclareOpInterfaceMethods<Loop_TunableOpInterface>], traits)> {
   let hasVerifier = 1;
 }
 

@@ -565,7 +565,7 @@ private:
   Value warpRow, warpCol, fragRow, fragCol, laneRow, laneCol;
 };
 
-LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
+LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
   FailureOr<MmaMatch> matched = match(contraction);
   if (failed(matched))
     return failure();
@@ -581,26 +581,15 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
   if (aType.isDynamicDim(kDim) ||
       llvm::any_of(accType.getShape().take_front(m.batch), ShapedType::isDynamic))
     return contraction.emitError("loop.mma: K and the batch tile must be static");
-  auto pair = dyn_cast_if_present<DenseI64ArrayAttr>(attrs.get("warp"));
-  auto block = dyn_cast_if_present<DenseI64ArrayAttr>(attrs.get("block"));
-  auto integer = [&](StringRef name) {
-    auto attr = dyn_cast_if_present<IntegerAttr>(attrs.get(name));
-    return attr ? attr.getInt() : 0;
-  };
-  auto target = dyn_cast_if_present<loop::TargetAttr>(attrs.get("target"));
-  if (!pair || pair.size() != 2 || !block || block.size() != 2 || !target ||
-      !integer("k") || !integer("stages"))
-    return contraction.emitError("loop.mma: malformed ")
-           << loop::kMmaAttrName << " attribute " << attrs;
   // The tile's own extents, for the checks that need whole tiles.
-  MmaConfig c{block[0], block[1], aType.getDimSize(kDim),
-              block[0], block[1], pair[0],
-              pair[1],  integer("k"), integer("stages"),
-              integer("pad"), mmaElementBytes(contraction)};
+  MmaConfig c{config.getBlockM(), config.getBlockN(), aType.getDimSize(kDim),
+              config.getBlockM(), config.getBlockN(), config.getWarpM(),
+              config.getWarpN(),  config.getK(),      config.getStages(),
+              config.getPad(),    mmaElementBytes(contraction)};
   // loop-validate has checked the schedule against the whole kernel; this
   // guards a marked op that did not go through it.
   std::string unfit =
-      c.check(target.getDescription(),
+      c.check(config.getTarget().getDescription(),
               [](MmaConfig::Field f) { return MmaConfig::knobName(f).str(); });
   if (!unfit.empty())
     return contraction.emitError("loop.mma: ") << unfit;
@@ -645,15 +634,22 @@ LogicalResult lower(linalg::LinalgOp contraction, DictionaryAttr attrs) {
 
 struct GpuLowerMmaPass : tessel::impl::GpuLowerMmaBase<GpuLowerMmaPass> {
   void runOnOperation() override {
-    SmallVector<linalg::LinalgOp> marked;
+    SmallVector<std::pair<linalg::LinalgOp, Attribute>> marked;
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (op->hasAttr(loop::kMmaAttrName))
-        marked.push_back(op);
+      if (Attribute attr = op->getAttr(loop::kMmaAttrName))
+        marked.emplace_back(op, attr);
     });
-    for (linalg::LinalgOp op : marked)
-      if (failed(lower(op, op->getAttrOfType<DictionaryAttr>(
-                               loop::kMmaAttrName))))
+    for (auto [op, attr] : marked) {
+      auto config = dyn_cast<loop::MmaConfigAttr>(attr);
+      if (!config) {
+        op.emitError("loop.mma: ")
+            << loop::kMmaAttrName << " is " << attr
+            << ", not a #loop.mma_config";
         return signalPassFailure();
+      }
+      if (failed(lower(op, config)))
+        return signalPassFailure();
+    }
   }
 };
 

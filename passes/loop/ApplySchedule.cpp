@@ -251,7 +251,7 @@ LogicalResult materializeInputs(RewriterBase &rewriter,
 }
 
 /// Tensor-core primitives apply after bufferization (gpu-lower-mma): the
-/// contraction carries them as a `tessel.mma` attribute until then.
+/// contraction carries them as a `tessel.mma` #loop.mma_config until then.
 /// `levels` tile the contraction's loops (or the root's, which begin with
 /// them).
 LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root,
@@ -260,15 +260,11 @@ LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root,
   linalg::LinalgOp contraction = findTiledContraction(root);
   if (!contraction)
     return mma.emitError("needs exactly one contraction in the block tile");
-  Builder b(schedule.getContext());
   int64_t stages = 1, pad = 0;
-  SmallVector<int64_t> promoted;
   for (auto pipeline : schedule.getBody().getOps<loop::PipelineOp>())
     stages = pipeline.getResolvedStages();
-  for (auto promote : schedule.getBody().getOps<loop::PromoteOp>()) {
+  for (auto promote : schedule.getBody().getOps<loop::PromoteOp>())
     pad = promote.getResolvedPad();
-    llvm::append_range(promoted, promote.getInputs());
-  }
   SmallVector<int64_t> sizes = mma.getResolvedSizes();
   // The block tile's M and N sizes (untiled: the whole extent); edge tiles
   // of the forall are smaller.
@@ -281,19 +277,13 @@ LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root,
   auto blockSize = [&](unsigned loop) {
     return block.empty() || block[loop] == 0 ? ranges[loop] : block[loop];
   };
-  contraction->setAttr(
-      loop::kMmaAttrName,
-      b.getDictionaryAttr({
-          b.getNamedAttr("block", b.getDenseI64ArrayAttr(
-                                      {blockSize(batch), blockSize(batch + 1)})),
-          b.getNamedAttr("warp", b.getDenseI64ArrayAttr({sizes[0], sizes[1]})),
-          b.getNamedAttr("k", b.getI64IntegerAttr(sizes[2])),
-          b.getNamedAttr("shape", mma.getShapeAttr()),
-          b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
-          b.getNamedAttr("pad", b.getI64IntegerAttr(pad)),
-          b.getNamedAttr("promoted", b.getDenseI64ArrayAttr(promoted)),
-          b.getNamedAttr("target", schedule.getTargetAttr()),
-      }));
+  auto config = loop::MmaConfigAttr::getChecked(
+      [&] { return mma.emitError(); }, schedule.getContext(),
+      schedule.getTarget(), blockSize(batch), blockSize(batch + 1), sizes[0],
+      sizes[1], sizes[2], stages, pad);
+  if (!config)
+    return failure();
+  contraction->setAttr(loop::kMmaAttrName, config);
   return success();
 }
 

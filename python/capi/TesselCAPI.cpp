@@ -6,10 +6,12 @@
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/loop/KnobTable.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Registration.h"
 #include "mlir/CAPI/Support.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 
 #include <mutex>
@@ -157,4 +159,36 @@ MlirModule tesselParseModule(MlirContext context, MlirStringRef source,
       mlir::parseSourceString<mlir::ModuleOp>(unwrap(source), config,
                                               unwrap(sourceName));
   return wrap(module.release());
+}
+
+MlirModule tesselParseSchedule(MlirContext context, MlirStringRef source,
+                               MlirStringRef sourceName) {
+  mlir::MLIRContext *ctx = unwrap(context);
+  if (mlir::failed(checkBeforeParsing(ctx, unwrap(source), unwrap(sourceName))))
+    return MlirModule{nullptr};
+  // Unverified: a module verifies its symbol uses, and the kernel the
+  // schedule names is not in this one.
+  mlir::ParserConfig config(ctx, /*verifyAfterParse=*/false);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(unwrap(source), config,
+                                              unwrap(sourceName));
+  if (!module)
+    return MlirModule{nullptr};
+  mlir::Block &body = *module->getBody();
+  if (body.getOperations().size() != 1 ||
+      !llvm::isa<tessel::loop::ScheduleOp>(body.front())) {
+    mlir::emitError(module->getLoc(), "expected one loop.schedule op");
+    return MlirModule{nullptr};
+  }
+  if (mlir::failed(mlir::verify(&body.front())))
+    return MlirModule{nullptr};
+  return wrap(module.release());
+}
+
+void tesselKnobTable(MlirModule module, MlirStringCallback callback,
+                     void *userData) {
+  std::string json;
+  llvm::raw_string_ostream(json)
+      << llvm::json::Value(tessel::knobTable(unwrap(module)));
+  callback(wrap(llvm::StringRef(json)), userData);
 }

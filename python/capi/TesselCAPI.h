@@ -29,6 +29,20 @@ MLIR_CAPI_EXPORTED MlirModule tesselParseModule(MlirContext context,
                                                 MlirStringRef source,
                                                 MlirStringRef sourceName);
 
+/// Parses `source` as one loop.schedule op and verifies it on its own (its
+/// kernel need not exist: symbol uses are checked where it is inserted).
+/// Returns a module holding just that op, or a null module after
+/// diagnostics naming `sourceName`.
+MLIR_CAPI_EXPORTED MlirModule tesselParseSchedule(MlirContext context,
+                                                  MlirStringRef source,
+                                                  MlirStringRef sourceName);
+
+/// Writes the knob table of `module`'s schedules (passes/loop/KnobTable.h)
+/// as JSON through `callback`.
+MLIR_CAPI_EXPORTED void tesselKnobTable(MlirModule module,
+                                        MlirStringCallback callback,
+                                        void *userData);
+
 /// Calls `callback` with the name of each known target, in table order.
 MLIR_CAPI_EXPORTED void tesselTargetNames(MlirStringCallback callback,
                                           void *userData);

@@ -15,7 +15,7 @@ from mlir._mlir_libs import _mlir as _mlir_cext
 from . import _tessel
 from .errors import CompileError, Diagnostic
 
-__all__ = ["collecting_diagnostics", "context", "parse", "verify", "run_passes"]
+__all__ = ["clone", "collecting_diagnostics", "context", "parse", "parse_schedule", "verify", "run_passes"]
 
 # Generated op classes for graph/loop live in tessel.dialects; MLIR looks
 # there when it meets those dialects. Both registrations are idempotent.
@@ -96,6 +96,27 @@ def parse(text: str, *, ctx: Optional[ir.Context] = None, source_name: str = "<i
     return module
 
 
+def parse_schedule(text: str, *, ctx: ir.Context, source_name: str = "<schedule>") -> ir.Operation:
+    """One ``loop.schedule`` op parsed from ``text`` and verified on its own
+    (the kernel it names need not exist yet), detached; CompileError with
+    MLIR's diagnostics when the text is not one."""
+    with collecting_diagnostics(ctx) as diagnostics:
+        try:
+            holder = _tessel.parse_schedule(ctx, text, source_name)
+        except TypeError:
+            _check_unicode(text, source_name)
+            raise
+    if holder is None:
+        raise CompileError(f"failed to parse {source_name} as one loop.schedule op", diagnostics)
+    # A clone: the op must outlive the module that holds it.
+    return holder.body.operations[0].operation.clone(ip=False)
+
+
+def clone(module: ir.Module) -> ir.Module:
+    """A deep copy of ``module`` in its context, locations included."""
+    return _tessel.clone_module(module)
+
+
 def _check_unicode(text: str, source_name: str) -> None:
     """A str that is not Unicode (a lone surrogate, as os.fsdecode makes of
     undecodable bytes) cannot cross into the C++ parser, whose bindings
@@ -146,6 +167,4 @@ def to_linalg(module: ir.Module) -> ir.Module:
     tensor and func), as ``tessel-opt --graph-decompose --graph-to-linalg``
     prints it, for ``mlir-opt`` or another MLIR compiler. ``module`` is not
     modified."""
-    copy = parse(module.operation.get_asm(enable_debug_info=True), ctx=module.context,
-                 source_name="<to_linalg>")
-    return run_passes(copy, "builtin.module(graph-decompose,graph-to-linalg,canonicalize,cse)")
+    return run_passes(clone(module), "builtin.module(graph-decompose,graph-to-linalg,canonicalize,cse)")

@@ -12,6 +12,7 @@ module and run its schedules as they are.
 
 from __future__ import annotations
 
+import json
 import numbers
 import random
 from dataclasses import dataclass
@@ -19,12 +20,14 @@ from typing import Mapping, Optional, Sequence, Union
 
 from mlir import ir
 
+from . import _tessel, targets
 from . import ir as tir
-from . import targets
+from .dialects import loop
 from .backends.pipelines import GRAPH, default_schedule_pass, linalg_stage, run_stages
 from .errors import CompileError, UnsupportedError
 
-__all__ = ["Knob", "default_schedules", "knobs", "sample", "with_knobs"]
+__all__ = ["Entry", "Knob", "Primitive", "Schedule", "ValueList", "default_schedules", "knob_table", "knobs",
+           "sample", "with_knobs"]
 
 # (kernel, result or None, knob name): a knob's address in a module.
 KnobKey = tuple[str, Optional[int], str]
@@ -45,6 +48,63 @@ class Knob:
         return (self.kernel, self.result, self.name)
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One value of a primitive's list: a constant or a knob's (``knob``
+    names it), and the extent of the kernel loop it cuts (None when it cuts
+    none, or the loop is dynamic)."""
+
+    knob: Optional[str]
+    value: int
+    extent: Optional[int]
+
+
+@dataclass(frozen=True)
+class ValueList:
+    """A primitive's list of tunable values; ``name`` as printed ("" for the
+    leading unnamed list, e.g. ``loop.tile``'s sizes)."""
+
+    name: str
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One primitive of a schedule, in the order written; ``parallel`` for
+    a ``loop.tile`` whose tiles run in parallel (or are mapped)."""
+
+    op: str
+    parallel: bool
+    lists: tuple[ValueList, ...]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One ``loop.schedule`` as the ops state it (passes/loop/KnobTable.h)."""
+
+    kernel: str
+    result: Optional[int]
+    target: str
+    knobs: tuple[Knob, ...]
+    primitives: tuple[Primitive, ...]
+
+
+def knob_table(module: ir.Module) -> list[Schedule]:
+    """Every schedule of ``module`` with its knobs and primitives, read from
+    the ops (their TunableOpInterface), not from printed IR."""
+    table = []
+    for s in json.loads(_tessel.knob_table(module)):
+        found = tuple(Knob(s["kernel"], s["result"], k["name"], k["value"],
+                           tuple(k["choices"]) if "choices" in k
+                           else range(k["lower"], k["upper"] + 1, k["step"]))
+                      for k in s["knobs"])
+        primitives = tuple(Primitive(p["op"], p.get("parallel", False), tuple(
+            ValueList(v["name"], tuple(Entry(e.get("knob"), e["value"], e["extent"]) for e in v["entries"]))
+            for v in p["lists"])) for p in s["primitives"])
+        table.append(Schedule(s["kernel"], s["result"], s["target"], found, primitives))
+    return table
+
+
 def default_schedules(module: ir.Module, target: str = "sm_90", *, allow_tf32: bool = False) -> ir.Module:
     """A copy of graph module ``module`` with its kernels in linalg and the
     default ``loop.schedule`` of ``target`` (``"cpu"`` or a chip in
@@ -59,20 +119,7 @@ def default_schedules(module: ir.Module, target: str = "sm_90", *, allow_tf32: b
 
 def knobs(module: ir.Module) -> list[Knob]:
     """Every knob of every schedule in ``module``, in order."""
-    found = []
-    for schedule, kernel, result in _schedules(module):
-        for op in schedule.regions[0].blocks[0].operations:
-            if op.operation.name != "loop.knob":
-                continue
-            attrs = op.attributes
-            if "choices" in attrs:
-                domain: Union[tuple[int, ...], range] = tuple(ir.DenseI64ArrayAttr(attrs["choices"]))
-            else:
-                lower, upper, step = (ir.IntegerAttr(attrs[a]).value for a in ("lower", "upper", "step"))
-                domain = range(lower, upper + 1, step)
-            found.append(Knob(kernel, result, ir.StringAttr(attrs["name"]).value,
-                              ir.IntegerAttr(attrs["value"]).value, domain))
-    return found
+    return [k for schedule in knob_table(module) for k in schedule.knobs]
 
 
 def with_knobs(module: ir.Module, values: Mapping[KnobKey, int]) -> ir.Module:
@@ -87,9 +134,9 @@ def with_knobs(module: ir.Module, values: Mapping[KnobKey, int]) -> ir.Module:
     with work.context:
         for schedule, kernel, result in _schedules(work):
             for op in schedule.regions[0].blocks[0].operations:
-                if op.operation.name != "loop.knob":
+                if not isinstance(op, loop.KnobOp):
                     continue
-                key = (kernel, result, ir.StringAttr(op.attributes["name"]).value)
+                key = (kernel, result, op.name.value)
                 if key in remaining:
                     op.attributes["value"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
                                                                 remaining.pop(key))
@@ -124,16 +171,10 @@ def _is_legal(module: ir.Module) -> bool:
     return True
 
 
-def _schedules(module: ir.Module) -> Sequence[tuple[ir.Operation, str, Optional[int]]]:
-    found = []
-    for op in module.body.operations:
-        if op.operation.name == "loop.schedule":
-            kernel = ir.FlatSymbolRefAttr(op.attributes["kernel"]).value
-            result = ir.IntegerAttr(op.attributes["result"]).value if "result" in op.attributes else None
-            found.append((op, kernel, result))
-    return found
+def _schedules(module: ir.Module) -> Sequence[tuple[loop.ScheduleOp, str, Optional[int]]]:
+    return [(op, op.kernel.value, op.result.value if op.result is not None else None)
+            for op in module.body.operations if isinstance(op, loop.ScheduleOp)]
 
 
 def _copy(module: ir.Module) -> ir.Module:
-    return tir.parse(module.operation.get_asm(enable_debug_info=True), ctx=module.context,
-                     source_name="<schedules>")
+    return tir.clone(module)

@@ -43,7 +43,7 @@ func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: me
     %sb = memref.subview %b[0, %j] [256, 64] [1, 1] : memref<256x128xf16> to memref<256x64xf16, strided<[128, 1], offset: ?>>
     %acc = memref.alloc() : memref<64x64xf32>
     linalg.fill ins(%zero : f32) outs(%acc : memref<64x64xf32>)
-    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = #loop.target<"sm_90">, warp = array<i64: 32, 32>}}
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 2, pad = 8>}
         ins(%sa, %sb : memref<64x256xf16, strided<[256, 1], offset: ?>>, memref<256x64xf16, strided<[128, 1], offset: ?>>) outs(%acc : memref<64x64xf32>)
     %sbias = memref.subview %bias[%j] [64] [1] : memref<128xf32> to memref<64xf32, strided<[1], offset: ?>>
     %so = memref.subview %out[%i, %j] [64, 64] [1, 1] : memref<128x128xf32> to memref<64x64xf32, strided<[128, 1], offset: ?>>
@@ -65,7 +65,7 @@ func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: me
 func.func private @integer(%a: memref<64x64xi32>, %b: memref<64x64xi32>, %out: memref<64x64xi32>) attributes {tessel.kernel = "contraction"} {
   scf.forall (%i, %j) = (0, 0) to (64, 64) step (64, 64) {
     // expected-error @+1 {{loop.mma cannot lower this contraction: expected a bufferized (batched) matmul of f16, bf16 or f32 into f32}}
-    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = #loop.target<"sm_90">, warp = array<i64: 32, 32>}}
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 2, pad = 8>}
         ins(%a, %b : memref<64x64xi32>, memref<64x64xi32>) outs(%out : memref<64x64xi32>)
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}
   return
@@ -95,7 +95,7 @@ func.func private @batched(%p: memref<2x4x64x64xf16>, %v: memref<2x4x64x64xf16>,
     %so = memref.subview %out[0, %h, 0, 0] [2, 1, 64, 64] [1, 1, 1, 1] : memref<2x4x64x64xf32> to memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>
     linalg.fill ins(%zero : f32) outs(%so : memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>)
     linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"],
-                    tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = #loop.target<"sm_90">, warp = array<i64: 32, 32>}}
+                    tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 3, pad = 8>}
         ins(%sp, %sv : memref<2x1x64x64xf16, strided<[16384, 4096, 64, 1], offset: ?>>, memref<2x1x64x64xf16, strided<[16384, 4096, 64, 1], offset: ?>>)
         outs(%so : memref<2x1x64x64xf32, strided<[16384, 4096, 64, 1], offset: ?>>) {
     ^bb0(%x: f16, %y: f16, %acc: f32):
@@ -130,7 +130,7 @@ func.func private @split(%a: memref<64x4x128xf16>, %b: memref<4x128x64xf16>, %ws
     %so = memref.subview %ws[%p, 0, 0] [1, 64, 64] [1, 1, 1] : memref<4x64x64xf32> to memref<1x64x64xf32, strided<[4096, 64, 1], offset: ?>>
     linalg.fill ins(%zero : f32) outs(%so : memref<1x64x64xf32, strided<[4096, 64, 1], offset: ?>>)
     linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"],
-                    tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = #loop.target<"sm_90">, warp = array<i64: 32, 32>}}
+                    tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 3, pad = 8>}
         ins(%sa, %sb : memref<64x1x128xf16, strided<[512, 128, 1], offset: ?>>, memref<1x128x64xf16, strided<[8192, 64, 1], offset: ?>>)
         outs(%so : memref<1x64x64xf32, strided<[4096, 64, 1], offset: ?>>) {
     ^bb0(%x: f16, %y: f16, %acc: f32):
@@ -162,7 +162,7 @@ func.func private @broadcast(%w: memref<32x64xf16>, %cols: memref<2x64x32xf16>, 
     %so = memref.subview %out[%i, 0, 0] [1, 32, 32] [1, 1, 1] : memref<2x32x32xf32> to memref<1x32x32xf32, strided<[1024, 32, 1], offset: ?>>
     linalg.fill ins(%zero : f32) outs(%so : memref<1x32x32xf32, strided<[1024, 32, 1], offset: ?>>)
     linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"],
-                    tessel.mma = {block = array<i64: 32, 32>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = #loop.target<"sm_90">, warp = array<i64: 16, 16>}}
+                    tessel.mma = #loop.mma_config<target = "sm_90", block_m = 32, block_n = 32, warp_m = 16, warp_n = 16, k = 32, stages = 2, pad = 8>}
         ins(%w, %sb : memref<32x64xf16>, memref<1x64x32xf16, strided<[2048, 32, 1], offset: ?>>)
         outs(%so : memref<1x32x32xf32, strided<[1024, 32, 1], offset: ?>>) {
     ^bb0(%x: f16, %y: f16, %acc: f32):
@@ -197,7 +197,7 @@ func.func private @chain(%a: memref<64x128xf16>, %b: memref<128x64xf16>, %res: m
   scf.forall (%i) in (1) {
     %acc = memref.alloc() : memref<64x64xf32>
     linalg.fill ins(%zero : f32) outs(%acc : memref<64x64xf32>)
-    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 2 : i64, target = #loop.target<"sm_90">, warp = array<i64: 32, 32>}}
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 2, pad = 8>}
         ins(%a, %b : memref<64x128xf16>, memref<128x64xf16>) outs(%acc : memref<64x64xf32>)
     linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
         ins(%acc, %res : memref<64x64xf32>, memref<64x64xf16>) outs(%out : memref<64x64xf16>) {
@@ -241,7 +241,7 @@ func.func private @edges(%a: memref<200x104xf16>, %b: memref<104x64xf16>, %out: 
     %sa = memref.subview %a[%i, 0] [%rows, 104] [1, 1] : memref<200x104xf16> to memref<?x104xf16, strided<[104, 1], offset: ?>>
     %so = memref.subview %out[%i, 0] [%rows, 64] [1, 1] : memref<200x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
     linalg.fill ins(%zero : f32) outs(%so : memref<?x64xf32, strided<[64, 1], offset: ?>>)
-    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = #loop.target<"sm_90">, warp = array<i64: 32, 32>}}
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 3, pad = 8>}
         ins(%sa, %b : memref<?x104xf16, strided<[104, 1], offset: ?>>, memref<104x64xf16>) outs(%so : memref<?x64xf32, strided<[64, 1], offset: ?>>)
   } {mapping = [#gpu.block<x>]}
   return
@@ -249,14 +249,33 @@ func.func private @edges(%a: memref<200x104xf16>, %b: memref<104x64xf16>, %out: 
 
 // -----
 
-// The attribute is loop-apply-schedule's; a malformed one is an error.
+// The attribute is loop-apply-schedule's #loop.mma_config; anything else is
+// an error.
 func.func private @malformed(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
   scf.forall (%i) in (1) {
     linalg.fill ins(%zero : f32) outs(%out : memref<64x64xf32>)
-    // expected-error @+1 {{loop.mma: malformed tessel.mma attribute {k = 32 : i64}}}
+    // expected-error @+1 {{loop.mma: tessel.mma is {k = 32 : i64}, not a #loop.mma_config}}
     linalg.matmul {tessel.mma = {k = 32 : i64}} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
   } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A configuration is verified where it is made (or parsed).
+func.func private @no_stages(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) {
+  // expected-error @+1 {{mma_config: stages = 0 is not positive}}
+  linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 0, pad = 8>} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
+  return
+}
+
+// -----
+
+func.func private @no_target(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) {
+  // expected-error @+2 {{unknown target 'sm_1'}}
+  // expected-error @+1 {{failed to parse Loop_MmaConfigAttr parameter 'target'}}
+  linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_1", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 2, pad = 8>} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
   return
 }
 
@@ -282,7 +301,7 @@ func.func private @tf32(%a: memref<128x256xf32>, %b: memref<256x128xf32>, %out: 
     %sb = memref.subview %b[0, %j] [256, 64] [1, 1] : memref<256x128xf32> to memref<256x64xf32, strided<[128, 1], offset: ?>>
     %so = memref.subview %out[%i, %j] [64, 64] [1, 1] : memref<128x128xf32> to memref<64x64xf32, strided<[128, 1], offset: ?>>
     linalg.fill ins(%zero : f32) outs(%so : memref<64x64xf32, strided<[128, 1], offset: ?>>)
-    linalg.matmul {tessel.mma = {block = array<i64: 64, 64>, k = 32 : i64, pad = 4 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 8>, stages = 2 : i64, target = #loop.target<"sm_90">, warp = array<i64: 32, 32>}}
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, k = 32, stages = 2, pad = 4>}
         ins(%sa, %sb : memref<64x256xf32, strided<[256, 1], offset: ?>>, memref<256x64xf32, strided<[128, 1], offset: ?>>) outs(%so : memref<64x64xf32, strided<[128, 1], offset: ?>>)
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}
   return

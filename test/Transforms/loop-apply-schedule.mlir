@@ -107,7 +107,7 @@ loop.schedule @roots result 1 target "sm_90" {
 // CHECK-LABEL: func.func private @mma
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (256, 256) step (128, 64)
 // CHECK: linalg.fill {{.*}} -> tensor<128x64xf32>
-// CHECK: linalg.matmul {tessel.mma = {block = array<i64: 128, 64>, k = 32 : i64, pad = 8 : i64, promoted = array<i64: 0, 1>, shape = array<i64: 16, 8, 16>, stages = 3 : i64, target = #loop.target<"sm_80">, warp = array<i64: 64, 32>}}
+// CHECK: linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_80", block_m = 128, block_n = 64, warp_m = 64, warp_n = 32, k = 32, stages = 3, pad = 8>}
 // CHECK-SAME: -> tensor<128x64xf32>
 // CHECK: linalg.generic
 // CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}
@@ -145,7 +145,7 @@ loop.schedule @mma target "sm_80" {
 // CHECK-LABEL: func.func private @split
 // CHECK: %[[PARTS:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (4, 64, 96) step (1, 32, 32)
 // CHECK: linalg.fill
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<32x1x512xf16>, tensor<1x512x32xf16>) outs(%{{.*}} : tensor<1x32x32xf32>) attrs = {tessel.mma = {block = array<i64: 32, 32>, k = 32 : i64
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<32x1x512xf16>, tensor<1x512x32xf16>) outs(%{{.*}} : tensor<1x32x32xf32>) attrs = {tessel.mma = #loop.mma_config<target = "sm_90", block_m = 32, block_n = 32, warp_m = {{[0-9]+}}, warp_n = {{[0-9]+}}, k = 32
 // CHECK: } {mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (8, 96)
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (8, 96) step (1, 4)

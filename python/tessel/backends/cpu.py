@@ -269,8 +269,7 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     if schedules not in targets.names():
         raise UnsupportedError(
             f"unknown target {schedules!r} for schedules; available: {', '.join(targets.names())}")
-    text = module.operation.get_asm(enable_debug_info=True)
-    work = tir.parse(text, ctx=module.context, source_name="<compile>")
+    work = tir.clone(module)
     func = entry_function(work, entry)
     name, inputs, outputs = signature(func, "the CPU backend")
     with work.context:

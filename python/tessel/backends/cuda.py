@@ -442,8 +442,7 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
     """
     if target not in (chips := targets.names("cuda")):
         raise UnsupportedError(f"unknown CUDA target {target!r}; available: {', '.join(chips)}")
-    text = module.operation.get_asm(enable_debug_info=True)
-    work = tir.parse(text, ctx=module.context, source_name="<compile>")
+    work = tir.clone(module)
     func = entry_function(work, entry)
     name, inputs, outputs = signature(func, "the CUDA backend")
     if run_ptxas is None:

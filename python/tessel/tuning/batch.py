@@ -65,7 +65,7 @@ def export_batch(module: ir.Module, directory: str | Path, *, target: str = "sm_
         if db is not None:
             with TuningDatabase(db, readonly=True) as database:
                 for record in database.records(task.key, device_key(target, gpu_name="*")):
-                    values = _knob_values(record.schedule, names)
+                    values = _knob_values(record.schedule, names, task.module.context)
                     if values is not None and record.tessel_version == __version__:
                         seen.setdefault(values, record.median)
         own = featurize.relative(seen)

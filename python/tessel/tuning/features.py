@@ -14,7 +14,6 @@ workers they keep busy and the points of one tile. Sizes enter as log2
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
@@ -22,6 +21,7 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from ..dtypes import ELEMENT_DTYPES
+from ..schedules import Entry, Primitive, knob_table
 
 if TYPE_CHECKING:
     from .search import Task
@@ -43,7 +43,7 @@ class KernelInfo:
     contraction: Optional[tuple[int, int, int]]
     element_bytes: int
     op_points: tuple[int, ...]
-    schedule: str  # the task's printed loop.schedule, with knob operands
+    primitives: tuple[Primitive, ...]  # of the task's schedule, from the knob table
 
 
 def _log2(x: float) -> float:
@@ -102,30 +102,14 @@ def kernel_info(task: Task) -> KernelInfo:
             break
     dtype = ELEMENT_DTYPES.get(str(value.type.element_type))
     return KernelInfo(*loops, contraction, dtype.itemsize if dtype is not None else 4,
-                      tuple(math.prod(extents) for _, extents in structured), task.schedule_text(task.module))
+                      tuple(math.prod(extents) for _, extents in structured), _primitives(task))
 
 
-# One primitive of a printed schedule: its name and its bracketed lists,
-# the first unnamed ("loop.tile [a, b] parallel") or named ("depth [k]").
-_PRIMITIVE = re.compile(r"^\s*loop\.(\w+)\s+(.*)$", re.M)
-_LIST = re.compile(r"(?:(\w+)\s+)?\[([^\]]*)\]")
-
-
-def _extent(primitive: str, group: Optional[str], position: int, info: KernelInfo) -> Optional[int]:
-    """The extent of the loop that entry ``position`` of list ``group``
-    (None: the unnamed one) of ``primitive`` cuts, if known."""
-    mnk = info.contraction
-    if primitive == "tile" and group is None:
-        return info.loops[position] if position < len(info.loops) else None
-    # Register blocks, row blocks and warp tiles cut a block tile, not the
-    # loop: the knobs' products say how they fit. K blocks cut K.
-    if primitive == "vectorize" and group == "depth" and mnk is not None:
-        return mnk[2]
-    if primitive == "split_k" and mnk is not None:
-        return mnk[2]
-    if primitive in ("split_reduction", "warp_reduce", "vector_access") and info.loops:
-        return info.loops[-1]
-    return None
+def _primitives(task: Task) -> tuple[Primitive, ...]:
+    for schedule in knob_table(task.module):
+        if (schedule.kernel, schedule.result) == (task.kernel, task.result):
+            return schedule.primitives
+    raise ValueError(f"no schedule of {task.name} in the task's module")
 
 
 def schedule_features(info: KernelInfo, names: Sequence[str], values: Sequence[int],
@@ -152,29 +136,27 @@ def schedule_features(info: KernelInfo, names: Sequence[str], values: Sequence[i
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             f[f"{a}*{b}.log2"] = f[f"{a}.log2"] + f[f"{b}.log2"]
-    for primitive, rest in _PRIMITIVE.findall(info.schedule):
-        for group, items in _LIST.findall(rest):
-            group = group or None
-            sizes = [s.strip() for s in items.split(",") if s.strip()]
-            for position, size in enumerate(sizes):
-                extent = _extent(primitive, group, position, info)
-                name = size.lstrip("%")
-                if not size.startswith("%") or name not in knob or not extent or knob[name] <= 0:
+    # Where a knob cuts a loop of known extent (the ops say which, through
+    # the knob table): the pieces it makes and the padding of the last.
+    for primitive in info.primitives:
+        for values in primitive.lists:
+            for entry in values.entries:
+                if entry.knob not in knob or not entry.extent or knob[entry.knob] <= 0:
                     continue
-                pieces = _ceil_div(extent, knob[name])
-                f[f"{name}.pieces.log2"] = _log2(pieces)
-                f[f"{name}.pad"] = pieces * knob[name] / extent - 1.0
-            if primitive == "tile" and group is None and ("parallel" in rest or "mapping" in rest):
-                _tiling(f, sizes, knob, info, workers)
+                pieces = _ceil_div(entry.extent, knob[entry.knob])
+                f[f"{entry.knob}.pieces.log2"] = _log2(pieces)
+                f[f"{entry.knob}.pad"] = pieces * knob[entry.knob] / entry.extent - 1.0
+        if primitive.op == "loop.tile" and primitive.parallel:
+            _tiling(f, primitive.lists[0].entries, knob, info, workers)
     return f
 
 
-def _tiling(f: Features, sizes: Sequence[str], knob: dict[str, int], info: KernelInfo,
+def _tiling(f: Features, sizes: Sequence[Entry], knob: dict[str, int], info: KernelInfo,
             workers: Optional[int]) -> None:
     """Tasks, busy workers and points per tile of the parallel tiling."""
     tasks, points = 1, 1
     for size, extent in zip(sizes, info.loops):
-        value = knob.get(size.lstrip("%"), 0) if size.startswith("%") else int(size)
+        value = knob.get(size.knob, 0) if size.knob is not None else size.value
         if extent <= 0:
             continue
         step = extent if value <= 0 else min(value, extent)  # 0: the loop is not tiled

@@ -125,14 +125,4 @@ def _first_message(error: CompileError) -> str:
 def _parse_schedule(record: Record, context: ir.Context) -> ir.Operation:
     """The record's ``loop.schedule`` op, parsed in ``context`` and
     detached; CompileError if the text is not one."""
-    # The schedule's verifier needs its kernel to exist: a declaration of
-    # the symbol it was measured for stands in for it.
-    with context:
-        kernel = ir.FlatSymbolRefAttr.get(record.kernel)
-    scratch = tir.parse(f"func.func private {kernel}()\n{record.schedule}", ctx=context,
-                        source_name="<tuning record>")
-    ops = list(scratch.body.operations)
-    if len(ops) != 2 or ops[1].operation.name != "loop.schedule":
-        raise CompileError("the text is not one loop.schedule op")
-    # A clone: the op must outlive the scratch module.
-    return ops[1].operation.clone(ip=False)
+    return tir.parse_schedule(record.schedule, ctx=context, source_name="<tuning record>")

@@ -19,7 +19,6 @@ import math
 import numbers
 import os
 import random
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from mlir import ir
 
 from .. import __version__, targets
 from .. import ir as tir
+from ..dialects import loop
 from ..errors import CompileError, RuntimeError, UnsupportedError
 from ..schedules import Knob, _schedules, default_schedules, knobs, with_knobs
 from .cost_model import CostModel
@@ -268,7 +268,7 @@ def _tune_task(task: Task, trials: int, runner: Runner, db: TuningDatabase, devi
     featurize = CandidateFeatures(task, targets.get("cpu").cores if runner.target == "cpu" else None)
     seen: dict[tuple[int, ...], float] = {}  # every point measured, inf for failures
     for record in db.records(task.key, device):
-        values = _knob_values(record.schedule, names)
+        values = _knob_values(record.schedule, names, task.module.context)
         if record.tessel_version == __version__ and values is not None:
             seen.setdefault(values, record.median)
     reused = len(seen)
@@ -339,7 +339,7 @@ def _confirm(task: Task, summary: KernelSummary, seen: Mapping[tuple[int, ...], 
     for _ in range(RECHECKS):
         winner = _fastest(times)
         record = db.best(task.key, device)
-        chosen = None if record is None else _knob_values(record.schedule, names)
+        chosen = None if record is None else _knob_values(record.schedule, names, task.module.context)
         if chosen is None or chosen == winner:
             break
         _measure_again(task, [winner, chosen], times, runner, db, device, reference)
@@ -432,13 +432,16 @@ def _breed(task: Task, parents: Sequence[tuple[int, ...]], rng: random.Random) -
     return tuple(child)
 
 
-_KNOB = re.compile(r'loop\.knob "([^"]+)" = (-?\d+)')
-
-
-def _knob_values(schedule: str, names: Sequence[str]) -> Optional[tuple[int, ...]]:
-    """The values of knobs ``names`` in a printed schedule, or None when its
-    knobs are not exactly those."""
-    values = {name: int(value) for name, value in _KNOB.findall(schedule)}
+def _knob_values(schedule: str, names: Sequence[str], context: ir.Context) -> Optional[tuple[int, ...]]:
+    """The values of knobs ``names`` in a printed schedule (a record's), or
+    None when it does not parse or its knobs are not exactly those."""
+    try:
+        op = tir.parse_schedule(schedule, ctx=context, source_name="<tuning record>")
+    except CompileError:
+        return None
+    values = {k.name.value: k.value.value for k in op.regions[0].blocks[0].operations
+              if isinstance(k, loop.KnobOp)}
+    op.erase()
     if sorted(values) != sorted(names):
         return None
     return tuple(values[n] for n in names)
