@@ -72,7 +72,7 @@ def rows(db: str) -> dict[tuple[int, int, int], list[tuple[Features, float]]]:
             names = [knob.name for knob in task.knobs]
             times: dict[tuple[int, ...], list[float]] = {}
             for record in d.records(task.key):
-                values = _knob_values(record.schedule, names)
+                values = _knob_values(record.schedule, names, task.module.context)
                 if values is not None and record.error is None:
                     times.setdefault(values, []).append(record.median)
             seen = {v: statistics.mean(t) for v, t in times.items()}

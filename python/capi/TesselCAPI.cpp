@@ -177,7 +177,7 @@ MlirModule tesselParseSchedule(MlirContext context, MlirStringRef source,
   mlir::Block &body = *module->getBody();
   if (body.getOperations().size() != 1 ||
       !llvm::isa<tessel::loop::ScheduleOp>(body.front())) {
-    mlir::emitError(module->getLoc(), "expected one loop.schedule op");
+    mlir::emitError(module->getLoc(), "the text is not one loop.schedule op");
     return MlirModule{nullptr};
   }
   if (mlir::failed(mlir::verify(&body.front())))
