@@ -24,34 +24,27 @@ NB_MODULE(_tessel, m) {
         "Adds the graph and loop dialects to an mlir.ir.DialectRegistry.");
   m.def("register_passes", &tesselRegisterPasses,
         "Registers tessel's passes with MLIR's global pass registry (once).");
-  m.def(
-      "parse_module",
-      [](MlirContext context, const std::string &source,
-         const std::string &sourceName) -> nb::object {
-        MlirModule module = tesselParseModule(
-            context, mlirStringRefCreate(source.data(), source.size()),
-            mlirStringRefCreate(sourceName.data(), sourceName.size()));
-        if (mlirModuleIsNull(module))
-          return nb::none();
-        return nb::cast(module);
-      },
-      nb::arg("context"), nb::arg("source"), nb::arg("source_name"),
-      "Parses and verifies a module; None on failure (diagnostics go to the "
-      "context's handlers).");
-  m.def(
-      "parse_schedule",
-      [](MlirContext context, const std::string &source,
-         const std::string &sourceName) -> nb::object {
-        MlirModule module = tesselParseSchedule(
-            context, mlirStringRefCreate(source.data(), source.size()),
-            mlirStringRefCreate(sourceName.data(), sourceName.size()));
-        if (mlirModuleIsNull(module))
-          return nb::none();
-        return nb::cast(module);
-      },
-      nb::arg("context"), nb::arg("source"), nb::arg("source_name"),
-      "Parses one loop.schedule op, verified on its own, into a module of "
-      "its own; None on failure (diagnostics go to the context's handlers).");
+  // Both parsers take (context, text, source name) and give a module, or
+  // None after diagnostics to the context's handlers.
+  using Parser = MlirModule (*)(MlirContext, MlirStringRef, MlirStringRef);
+  auto parsing = [](Parser parse) {
+    return [parse](MlirContext context, const std::string &source,
+                   const std::string &sourceName) -> nb::object {
+      MlirModule module =
+          parse(context, mlirStringRefCreate(source.data(), source.size()),
+                mlirStringRefCreate(sourceName.data(), sourceName.size()));
+      if (mlirModuleIsNull(module))
+        return nb::none();
+      return nb::cast(module);
+    };
+  };
+  m.def("parse_module", parsing(tesselParseModule), nb::arg("context"),
+        nb::arg("source"), nb::arg("source_name"),
+        "Parses and verifies a module; None on failure.");
+  m.def("parse_schedule", parsing(tesselParseSchedule), nb::arg("context"),
+        nb::arg("source"), nb::arg("source_name"),
+        "Parses one loop.schedule op, verified on its own, into a module of "
+        "its own; None on failure.");
   m.def(
       "clone_module",
       [](MlirModule module) {

@@ -7,7 +7,7 @@ no global MLIR state beyond what MLIR itself registers once per process.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from mlir import ir, passmanager
 from mlir._mlir_libs import _mlir as _mlir_cext
@@ -84,32 +84,30 @@ def parse(text: str, *, ctx: Optional[ir.Context] = None, source_name: str = "<i
     Raises CompileError with MLIR's diagnostics, located at
     ``source_name:line:col``, when the text is malformed or does not verify.
     """
-    ctx = ctx or context()
-    with collecting_diagnostics(ctx) as diagnostics:
-        try:
-            module = _tessel.parse_module(ctx, text, source_name)
-        except TypeError:
-            _check_unicode(text, source_name)
-            raise
-    if module is None:
-        raise CompileError(f"failed to parse {source_name}", diagnostics)
-    return module
+    return _parse_with(_tessel.parse_module, text, ctx or context(), source_name, "")
 
 
 def parse_schedule(text: str, *, ctx: ir.Context, source_name: str = "<schedule>") -> ir.Operation:
     """One ``loop.schedule`` op parsed from ``text`` and verified on its own
     (the kernel it names need not exist yet), detached; CompileError with
     MLIR's diagnostics when the text is not one."""
+    holder = _parse_with(_tessel.parse_schedule, text, ctx, source_name, " as one loop.schedule op")
+    # A clone: the op must outlive the module that holds it.
+    return holder.body.operations[0].operation.clone(ip=False)
+
+
+def _parse_with(parser: Callable[[ir.Context, str, str], Optional[ir.Module]], text: str, ctx: ir.Context,
+                source_name: str, what: str) -> ir.Module:
+    """``parser``'s module of ``text``; CompileError with its diagnostics."""
     with collecting_diagnostics(ctx) as diagnostics:
         try:
-            holder = _tessel.parse_schedule(ctx, text, source_name)
+            module = parser(ctx, text, source_name)
         except TypeError:
             _check_unicode(text, source_name)
             raise
-    if holder is None:
-        raise CompileError(f"failed to parse {source_name} as one loop.schedule op", diagnostics)
-    # A clone: the op must outlive the module that holds it.
-    return holder.body.operations[0].operation.clone(ip=False)
+    if module is None:
+        raise CompileError(f"failed to parse {source_name}{what}", diagnostics)
+    return module
 
 
 def clone(module: ir.Module) -> ir.Module:

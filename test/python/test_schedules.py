@@ -335,3 +335,19 @@ def test_tensor_core_split_k_tiles_match_numpy_on_cpu_and_on_the_emulator(parts,
     assert [k.ptx for k in saved.kernels] == [k.ptx for k in kernels]
     got = tessel.load(tmp_path / "gemm", emulate=True)(*args)
     np.testing.assert_allclose(np.asarray(got, np.float32), reference(*args), rtol=2e-2, atol=2e-2)
+
+
+def test_the_knob_table_says_what_each_knob_cuts():
+    x = tessel.TensorSpec((64, 96), np.float32)
+    w = tessel.TensorSpec((96, 128), np.float32)
+    scheduled = schedules.default_schedules(tessel.trace(lambda a, b: ops.relu(a @ b), x, w, name="mm"), "cpu")
+    [schedule] = schedules.knob_table(scheduled)
+    assert (schedule.kernel, schedule.result, schedule.target) == ("mm_kernel0", None, "cpu")
+    assert list(schedule.knobs) == schedules.knobs(scheduled)
+    cuts = {(p.op, v.name, e.knob): e.extent for p in schedule.primitives for v in p.lists for e in v.entries}
+    # The parallel tile cuts the root's 64 x 128 loops; the depth block and
+    # split-K cut K = 96; register blocks cut a tile, no loop of the kernel.
+    assert cuts[("loop.tile", "", "block_m")] == 64 and cuts[("loop.tile", "", "block_n")] == 128
+    assert cuts[("loop.vectorize", "depth", "block_k")] == 96 and cuts[("loop.split_k", "parts", "split_k")] == 96
+    assert cuts[("loop.vectorize", "", "reg_m")] is None
+    assert [p.parallel for p in schedule.primitives if p.op == "loop.tile"] == [True]
