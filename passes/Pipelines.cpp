@@ -212,6 +212,13 @@ void tessel::registerTesselPipelines() {
       "tessel-graph-pipeline",
       "Stage 'graph': decompose, fold, form fusion groups, outline kernels",
       [](const None &, ErrorHandler) { return graphStage(); });
+  registerPipeline<None>(
+      "tessel-to-linalg-pipeline",
+      "tessel.to_linalg: every graph op in upstream dialects (linalg on "
+      "tensors), composites decomposed, for mlir-opt or another compiler",
+      [](const None &, ErrorHandler) {
+        return "graph-decompose,graph-to-linalg,canonicalize,cse";
+      });
   registerTargetStage("tessel-linalg-pipeline",
                       "Stage 'graph-to-linalg': kernels in linalg for `target`",
                       false, linalgStage);

@@ -163,6 +163,6 @@ def to_linalg(module: ir.Module) -> ir.Module:
     """A copy of ``module`` in upstream dialects only: composite graph ops
     decomposed, every graph op as linalg on tensors (with arith, math,
     tensor and func), as ``tessel-opt --graph-decompose --graph-to-linalg``
-    prints it, for ``mlir-opt`` or another MLIR compiler. ``module`` is not
-    modified."""
-    return run_passes(clone(module), "builtin.module(graph-decompose,graph-to-linalg,canonicalize,cse)")
+    prints it (``tessel-opt --tessel-to-linalg-pipeline``), for ``mlir-opt``
+    or another MLIR compiler. ``module`` is not modified."""
+    return run_passes(clone(module), "builtin.module(tessel-to-linalg-pipeline)")

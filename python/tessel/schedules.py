@@ -23,10 +23,10 @@ from mlir import ir
 from . import _tessel, targets
 from . import ir as tir
 from .dialects import loop
-from .backends.pipelines import GRAPH, default_schedule_pass, linalg_stage, run_stages
+from .backends.pipelines import GRAPH, VALIDATE, default_schedule_stage, linalg_stage, run_stages
 from .errors import CompileError, UnsupportedError
 
-__all__ = ["Entry", "Knob", "Primitive", "Schedule", "ValueList", "default_schedules", "knob_table", "knobs",
+__all__ = ["Entry", "Knob", "Primitive", "Schedule", "ValueList", "default_schedules", "is_legal", "knob_table", "knobs",
            "sample", "with_knobs"]
 
 # (kernel, result or None, knob name): a knob's address in a module.
@@ -112,8 +112,7 @@ def default_schedules(module: ir.Module, target: str = "sm_90", *, allow_tf32: b
     if target not in targets.names():
         raise UnsupportedError(f"unknown target {target!r}; available: {', '.join(targets.names())}")
     work = _copy(module)
-    run_stages(work, (GRAPH, linalg_stage(target)))
-    tir.run_passes(work, f"builtin.module({default_schedule_pass(target, allow_tf32=allow_tf32)})")
+    run_stages(work, (GRAPH, linalg_stage(target), default_schedule_stage(target, allow_tf32=allow_tf32)))
     return work
 
 
@@ -157,15 +156,16 @@ def sample(module: ir.Module, rng: random.Random, *, tries: int = 64) -> ir.Modu
     for group in by_schedule.values():
         for _ in range(tries):
             candidate = with_knobs(current, {k.key: rng.choice(k.domain) for k in group})
-            if _is_legal(candidate):
+            if is_legal(candidate):
                 current = candidate
                 break
     return current if current is not module else _copy(module)
 
 
-def _is_legal(module: ir.Module) -> bool:
+def is_legal(module: ir.Module) -> bool:
+    """Whether the schedule validator accepts ``module``'s schedules."""
     try:
-        tir.run_passes(_copy(module), "builtin.module(loop-validate)")
+        run_stages(_copy(module), (VALIDATE,))
     except CompileError:
         return False
     return True

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from mlir import execution_engine, ir
+from mlir.dialects import llvm
 
 from .. import _tessel, dlpack
 from .. import ir as tir
@@ -62,7 +63,7 @@ def _async_runtime_symbols() -> dict[str, int]:
 def _declared_functions(module: ir.Module) -> list[str]:
     """The functions an LLVM-dialect module declares without defining."""
     return [ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
-            if op.operation.name == "llvm.func" and not op.regions[0].blocks]
+            if isinstance(op, llvm.LLVMFuncOp) and not op.regions[0].blocks]
 
 
 def _register_runtime_symbols(engine: execution_engine.ExecutionEngine, names: Sequence[str]) -> None:

@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Callable, Sequence
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import gpu
+from mlir.dialects import arith, func, gpu, memref
 
 from .. import ir as tir
 from .. import targets
@@ -226,7 +226,7 @@ def assemble(ptx: str, target: str, name: str) -> dict[str, int]:
 
 def _constant_index(value: ir.Value) -> int:
     op = value.owner
-    if not isinstance(op, ir.OpView) or op.operation.name != "arith.constant":
+    if not isinstance(op, arith.ConstantOp):
         raise UnsupportedError(f"a launch dimension is not a constant: {value}")
     return ir.IntegerAttr(op.attributes["value"]).value
 
@@ -293,7 +293,7 @@ def _ptx_objects(module: ir.Module) -> dict[str, str]:
     """PTX text per gpu.module name, from the gpu.binary ops."""
     objects = {}
     for op in module.body.operations:
-        if op.operation.name == "gpu.binary":
+        if isinstance(op, gpu.BinaryOp):
             name = ir.StringAttr(op.attributes["sym_name"]).value
             obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
             objects[name] = obj.object.decode()
@@ -329,9 +329,9 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
     gpu.launch_func a kernel launch.
     """
     funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op
-             for op in module.body.operations if op.operation.name == "func.func"}
+             for op in module.body.operations if isinstance(op, func.FuncOp)}
     globals_ = {ir.StringAttr(op.attributes["sym_name"]).value: op
-                for op in module.body.operations if op.operation.name == "memref.global"}
+                for op in module.body.operations if isinstance(op, memref.GlobalOp)}
     ptx = _ptx_objects(module)
     buffers: list[BufferInfo] = []
     constants: dict[int, np.ndarray] = {}
@@ -409,7 +409,7 @@ def _ptx_identifiers(module: ir.Module) -> dict[str, str]:
     ``linear+relu``: NVPTX aborts the process on such a symbol) to an
     identifier of letters, digits and ``_``, updating its uses (calls,
     schedules); returns old name -> new name for every function."""
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    funcs = [op for op in module.body.operations if isinstance(op, func.FuncOp)]
     names = {ir.StringAttr(op.attributes["sym_name"]).value for op in funcs}
     mapping = {}
     with module.context:

@@ -25,7 +25,7 @@ from .. import ir as tir
 from ..dialects import loop
 from ..errors import UnsupportedError
 
-__all__ = ["cpu_stages", "cuda_stages", "default_schedule_pass", "run_stages", "scheduled_for"]
+__all__ = ["cpu_stages", "cuda_stages", "default_schedule_stage", "run_stages", "scheduled_for"]
 
 Stages = tuple[tuple[str, str], ...]
 
@@ -40,6 +40,8 @@ def _stage(name: str, pipeline: str, **options: str | bool) -> tuple[str, str]:
 GRAPH = _stage("graph", "tessel-graph-pipeline")
 BUFFERIZE = _stage("bufferize", "tessel-bufferize-pipeline")
 CPU_LOWER = _stage("lower-to-llvm", "tessel-cpu-lower-pipeline")
+# Schedules checked against the target's limits, nothing changed.
+VALIDATE = _stage("validate", "loop-validate")
 
 
 def linalg_stage(target: str) -> tuple[str, str]:
@@ -47,11 +49,11 @@ def linalg_stage(target: str) -> tuple[str, str]:
     return _stage("graph-to-linalg", "tessel-linalg-pipeline", target=target)
 
 
-def default_schedule_pass(target: str, *, allow_tf32: bool = False) -> str:
-    """The pass giving kernels without a schedule ``target``'s default one;
+def default_schedule_stage(target: str, *, allow_tf32: bool = False) -> tuple[str, str]:
+    """Kernels without a schedule get ``target``'s default one;
     ``allow_tf32`` puts f32 matmuls on tensor cores as tf32. CPU schedules
     are for this machine's vector registers (its target description)."""
-    return f"loop-default-schedule{{target={target} allow-tf32={str(allow_tf32).lower()}}}"
+    return _stage("default-schedule", "loop-default-schedule", target=target, allow_tf32=allow_tf32)
 
 
 def cpu_stages(schedules: str = "cpu", *, scheduled: bool = False) -> Stages:

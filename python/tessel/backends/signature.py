@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 from mlir import ir
+from mlir.dialects import func
 
 from ..dtypes import ELEMENT_DTYPES
 from ..errors import UnsupportedError
@@ -46,7 +47,7 @@ def _name(func: Any) -> str:
 def entry_function(module: ir.Module, entry: str | None) -> Any:
     """The ``func.func`` named ``entry``, else the module's only public one.
     What it calls must be functions of the module, without recursion."""
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    funcs = [op for op in module.body.operations if isinstance(op, func.FuncOp)]
     public = [f for f in funcs if "sym_visibility" not in f.attributes]
     if entry is not None:
         match = [f for f in funcs if _name(f) == entry]

@@ -15,6 +15,7 @@ from mlir import ir
 
 from .. import ir as tir
 from ..backends.host import cpu_model
+from ..backends.pipelines import VALIDATE, run_stages
 from .. import _tessel, targets
 from ..errors import CompileError, UnsupportedError
 from ..schedules import _copy, _schedules
@@ -109,7 +110,7 @@ def _replace(work: ir.Module, old: ir.OpView, kernel: str, record: Record) -> st
     old.operation.detach_from_parent()
     try:
         # What every compile runs first; the other schedules already pass.
-        tir.run_passes(work, "builtin.module(loop-validate)")
+        run_stages(work, (VALIDATE,))
     except CompileError as e:
         ir.InsertionPoint(new).insert(old.operation)
         new.erase()

@@ -26,12 +26,13 @@ from typing import Any, Callable, Literal, Mapping, Optional, Sequence, get_args
 
 import numpy as np
 from mlir import ir
+from mlir.dialects import func
 
 from .. import __version__, targets
 from .. import ir as tir
 from ..dialects import loop
 from ..errors import CompileError, RuntimeError, UnsupportedError
-from ..schedules import Knob, _schedules, default_schedules, knobs, with_knobs
+from ..schedules import Knob, _schedules, default_schedules, is_legal, knobs, with_knobs
 from .cost_model import CostModel
 from .features import CandidateFeatures, Features
 from .database import Record, TuningDatabase
@@ -94,11 +95,7 @@ class Task:
 
     def is_legal(self, values: Sequence[int]) -> bool:
         """Whether the schedule validator accepts ``values``."""
-        try:
-            tir.run_passes(self.candidate(values), "builtin.module(loop-validate)")
-        except CompileError:
-            return False
-        return True
+        return is_legal(self.candidate(values))
 
     def schedule_text(self, module: ir.Module) -> str:
         """This task's ``loop.schedule`` op in ``module``, printed."""
@@ -118,29 +115,28 @@ def tasks(scheduled: ir.Module) -> list[Task]:
         by_schedule.setdefault((knob.kernel, knob.result), []).append(knob)
     found = []
     for (kernel, result), schedule_knobs in by_schedule.items():
-        function = symbols[kernel]
-        schedules = [str(op) for op, k, _ in _schedules(scheduled) if k == kernel]
-        text = "\n".join([function.operation.get_asm(), *schedules, _entry(function)])
-        module = tir.parse(text, ctx=scheduled.context, source_name=f"<task {kernel}>")
+        schedules = [op for op, k, _ in _schedules(scheduled) if k == kernel]
+        module = _task_module(symbols[kernel], schedules)
         found.append(Task(kernel, result, keys[(kernel, result)], tuple(schedule_knobs), module))
     return found
 
 
-def _entry(function: ir.OpView) -> str:
-    """A public function that passes its arguments to ``function`` and
-    returns its results."""
-    ftype = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
-    inputs = [str(t) for t in ftype.inputs]
-    outputs = [str(t) for t in ftype.results]
-    args = ", ".join(f"%a{i}" for i in range(len(inputs)))
-    signature = f"({', '.join(inputs)}) -> ({', '.join(outputs)})"
-    # Printed as MLIR prints it: quoted where the name is not an identifier.
-    name = ir.FlatSymbolRefAttr.get(ir.StringAttr(function.attributes["sym_name"]).value, function.context)
-    results = ", ".join(f"%r#{i}" for i in range(len(outputs)))
-    return (f"func.func @{ENTRY}({', '.join(f'%a{i}: {t}' for i, t in enumerate(inputs))}) -> "
-            f"({', '.join(outputs)}) {{\n"
-            f"  %r:{len(outputs)} = func.call {name}({args}) : {signature}\n"
-            f"  return {results} : {', '.join(outputs)}\n}}")
+def _task_module(function: ir.OpView, schedules: Sequence[ir.OpView]) -> ir.Module:
+    """A module of clones of ``function`` and its ``schedules``, and a public
+    function ``ENTRY`` that passes its arguments to ``function`` and returns
+    its results."""
+    with function.context, function.location:
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            for op in (function, *schedules):
+                op.operation.clone()
+            ftype = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+            entry = func.FuncOp(ENTRY, ftype)
+            with ir.InsertionPoint(entry.add_entry_block()):
+                call = func.CallOp(ftype.results, ir.StringAttr(function.attributes["sym_name"]).value,
+                                   list(entry.arguments))
+                func.ReturnOp(call.results)
+    return module
 
 
 @dataclass
