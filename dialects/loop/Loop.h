@@ -31,6 +31,22 @@ llvm::SmallVector<int64_t> resolveValues(mlir::ValueRange dynamic,
 /// The largest tunable value (tile size, factor, count) a schedule takes.
 constexpr int64_t kMaxTunableValue = (int64_t(1) << 31) - 1;
 
+/// The phases of a schedule, in the order its primitives are written and
+/// carried out (loop.schedule's verifier checks the order): each needs what
+/// the earlier ones made. loop.split_k reshapes the inputs that
+/// loop.materialize computes; the loop.tile levels (outermost first) tile
+/// the split contraction; the last phase acts on the innermost tile, its
+/// primitives in any order.
+enum class Phase : unsigned {
+  Kernel,    // loop.grid_reduce: the kernel's reductions to single values
+  Inputs,    // loop.materialize
+  Split,     // loop.split_k
+  Levels,    // loop.tile
+  Tile,      // everything else
+};
+/// The phase of primitive `op`; none for a loop.knob, which is a value.
+std::optional<Phase> phaseOf(mlir::Operation *op);
+
 /// What the entries of a primitive's list of tunable values cut.
 enum class Cuts {
   Nothing,              // a size within a tile, a count

@@ -84,12 +84,35 @@ static void printTargetName(OpAsmPrinter &printer, ScheduleOp,
   printTargetName(static_cast<AsmPrinter &>(printer), target);
 }
 
+std::optional<Phase> tessel::loop::phaseOf(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<Phase>>(op)
+      .Case<KnobOp>([](auto) { return std::nullopt; })
+      .Case<GridReduceOp>([](auto) { return Phase::Kernel; })
+      .Case<MaterializeOp>([](auto) { return Phase::Inputs; })
+      .Case<SplitKOp>([](auto) { return Phase::Split; })
+      .Case<TileOp>([](auto) { return Phase::Levels; })
+      .Default([](auto) { return Phase::Tile; });
+}
+
 LogicalResult ScheduleOp::verifyRegions() {
   llvm::StringSet<> names;
   for (auto knob : getBody().getOps<KnobOp>())
     if (!names.insert(knob.getName()).second)
       return knob.emitOpError("knob name '")
              << knob.getName() << "' is already used in this schedule";
+  Operation *latest = nullptr;
+  for (Operation &op : getBody().getOps()) {
+    std::optional<Phase> phase = phaseOf(&op);
+    if (!phase)
+      continue;
+    if (latest && *phaseOf(latest) > *phase)
+      return op.emitOpError("comes after ")
+             << latest->getName() << ", but primitives apply in the order "
+             << "written: loop.grid_reduce, loop.materialize, loop.split_k, "
+             << "the loop.tile levels (outermost first), then the primitives "
+             << "of the innermost tile";
+    latest = &op;
+  }
   return success();
 }
 

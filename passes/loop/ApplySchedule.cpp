@@ -1,34 +1,34 @@
 //===- ApplySchedule.cpp - carry out loop.schedule ops --------------------===//
 //
-// Each loop.tile of a schedule tiles the kernel's current root (the tiled
-// root of the previous level) and fuses its producers, so the levels nest:
-// blocks, then warps or threads, then sequential loops (on the CPU: parallel
-// tiles). loop.materialize first computes contraction inputs that the kernel
-// computes in nests of their own; loop.split_k splits the root's contraction
-// into partial products, which the levels then tile, and their sum, tiled
-// on its own.
-// loop.vectorize then vectorizes the tile's matmul and
-// loop.split_reduction its reductions; loop.mma, loop.warp_reduce,
-// loop.unroll and loop.vector_access become attributes for the passes after
-// bufferization. loop.grid_reduce rewrites a kernel's reductions to single
-// values in two stages (GridReduce.cpp).
+// A schedule's primitives are carried out in the order written, phase by
+// phase (loop::Phase): loop.grid_reduce rewrites a kernel's reductions to
+// single values (on GPUs the whole kernel, on the CPU before its other
+// schedules); loop.materialize computes contraction inputs that the kernel
+// computes in nests of their own; loop.split_k splits the root's
+// contraction into partial products, which the levels then tile, and their
+// sum, tiled on its own; each loop.tile tiles the kernel's current root
+// (the tiled root of the previous level) and fuses its producers, so the
+// levels nest: blocks, then warps or threads, then sequential loops (on the
+// CPU: parallel tiles); the primitives of the innermost tile follow. The
+// shared primitives (tiles, loop.split_k, loop.unroll) are carried out
+// here, the others by the strategy of the target that owns them
+// (strategies/): loop.vectorize and loop.split_reduction rewrite the tile,
+// loop.mma, loop.warp_reduce and loop.vector_access become attributes for
+// the passes after bufferization. On GPUs, what the schedules leave untiled
+// gets the pointwise tiling of its own.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
-#include "passes/cpu/SplitReduction.h"
-#include "passes/cpu/VectorizeMatmul.h"
 #include "passes/linalg/Contractions.h"
 #include "passes/linalg/PadAsGather.h"
 #include "passes/linalg/SplitK.h"
-#include "passes/loop/DefaultSchedule.h"
-#include "passes/loop/GridReduce.h"
-#include "passes/loop/MmaConfig.h"
 #include "passes/loop/RowReduction.h"
+#include "passes/loop/strategies/Strategy.h"
 
-#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 
 namespace tessel {
@@ -40,109 +40,6 @@ using namespace mlir;
 using namespace tessel;
 
 namespace {
-
-/// The ops of `root`'s block whose results leave the innermost loop: after
-/// a level of tiling these are the kernel's returned values in that tile,
-/// which the next level must yield rather than recompute.
-void collectYieldedOps(TilingInterface root,
-                       llvm::SmallPtrSetImpl<Operation *> &yielded) {
-  yielded.clear();
-  for (Operation &op : *root->getBlock())
-    for (Operation *user : op.getUsers())
-      if (isa<tensor::ParallelInsertSliceOp, tensor::InsertSliceOp,
-              scf::YieldOp>(user) &&
-          isa<linalg::LinalgOp>(op))
-        yielded.insert(&op);
-}
-
-/// The contraction in the tile of `root`: root itself or the one linalg
-/// contraction fused into its block.
-linalg::LinalgOp findTiledContraction(TilingInterface root) {
-  linalg::LinalgOp found;
-  for (Operation &op : *root->getBlock()) {
-    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    if (!linalgOp || !linalg::isaContractionOpInterface(linalgOp))
-      continue;
-    if (found)
-      return {};
-    found = linalgOp;
-  }
-  return found;
-}
-
-/// One loop.tile level, as sizes of some root's loops.
-struct Level {
-  Operation *origin; // the schedule op it comes from, for diagnostics
-  SmallVector<int64_t> sizes;
-  SmallVector<Attribute> mapping;
-  bool sequential;
-
-  bool isBlockLevel() const {
-    return !mapping.empty() && isa<gpu::GPUBlockMappingAttr>(mapping[0]);
-  }
-};
-
-/// Tiles `root` by `levels` in turn, each fusing its producers; returns the
-/// innermost tiled root. `returned` (the ops whose results leave the
-/// current tile) and `roots` follow the tiling.
-FailureOr<TilingInterface>
-tileLevels(RewriterBase &rewriter, TilingInterface root, ArrayRef<Level> levels,
-           llvm::SmallPtrSetImpl<Operation *> &returned,
-           llvm::SmallPtrSetImpl<Operation *> &roots) {
-  for (const Level &level : levels) {
-    FailureOr<TilingInterface> tiled = tileAndFuseRoot(
-        rewriter, root, level.sizes, level.sequential, level.mapping, returned);
-    if (failed(tiled)) {
-      InFlightDiagnostic diag =
-          level.origin->emitError("could not tile the root");
-      diag.attachNote(root->getLoc()) << "root: " << root->getName();
-      return failure();
-    }
-    roots.erase(root.getOperation());
-    root = *tiled;
-    roots.insert(root.getOperation());
-    collectYieldedOps(root, returned);
-  }
-  return root;
-}
-
-/// The levels of `tiling`, for diagnostics at `origin`.
-SmallVector<Level> pointwiseLevels(Operation *origin,
-                                   const PointwiseTiling &tiling) {
-  SmallVector<Level> levels = {
-      {origin, tiling.blockSizes, tiling.blockMapping, false},
-      {origin, tiling.threadSizes, tiling.threadMapping, false}};
-  if (!tiling.pointSizes.empty())
-    levels.push_back({origin, tiling.pointSizes, {}, true});
-  return levels;
-}
-
-/// Marks the elementwise ops of the innermost tile of `root` for
-/// loop-vector-access (loop.vector_access of `width`).
-void markVectorAccess(TilingInterface root, int64_t width) {
-  if (width == 1)
-    return;
-  Builder b(root->getContext());
-  for (Operation &op : *root->getBlock())
-    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-        linalgOp && linalgOp.getNumParallelLoops() == linalgOp.getNumLoops())
-      op.setAttr(loop::kVectorAccessAttrName, b.getI64IntegerAttr(width));
-}
-
-/// Tiles `op` with `tiling` in a nest of its own (its linalg producers
-/// fused), marking its tile for loop.vector_access; `origin` is the op
-/// that asks, for diagnostics. `returned` and `roots` as for tileLevels.
-LogicalResult tilePointwise(RewriterBase &rewriter, Operation *origin,
-                            TilingInterface op, const PointwiseTiling &tiling,
-                            llvm::SmallPtrSetImpl<Operation *> &returned,
-                            llvm::SmallPtrSetImpl<Operation *> &roots) {
-  FailureOr<TilingInterface> tiled = tileLevels(
-      rewriter, op, pointwiseLevels(origin, tiling), returned, roots);
-  if (failed(tiled))
-    return failure();
-  markVectorAccess(*tiled, tiling.vector);
-  return success();
-}
 
 /// The split of a loop.split_k: the sum's root, its own levels and vector
 /// width.
@@ -219,72 +116,6 @@ FailureOr<SplitSum> splitContraction(RewriterBase &rewriter,
   }
   root = cast<TilingInterface>(parts->partials.getOperation());
   return sum;
-}
-
-/// Carries out loop.materialize: the producers of the named inputs of
-/// `contraction` are tiled on their own, with the target's pointwise
-/// tiling, so that the contraction reads their results from memory (tiling
-/// the root fuses linalg producers only).
-LogicalResult materializeInputs(RewriterBase &rewriter,
-                                loop::MaterializeOp materialize,
-                                linalg::LinalgOp contraction,
-                                llvm::SmallPtrSetImpl<Operation *> &roots) {
-  for (int64_t input : materialize.getInputs()) {
-    auto producer = dyn_cast_if_present<TilingInterface>(
-        computingOp(contraction.getDpsInputs()[input]).getOperation());
-    std::optional<PointwiseTiling> tiling;
-    if (producer)
-      tiling = gpuPointwiseTiling(
-          producer, /*rowwise=*/false,
-          materialize->getParentOfType<loop::ScheduleOp>()
-              .getTargetDescription());
-    if (!tiling)
-      return materialize.emitError("input ")
-             << input << " of the contraction is not computed by a linalg "
-             << "op of static shape with parallel loops";
-    llvm::SmallPtrSet<Operation *, 4> returned;
-    if (failed(tilePointwise(rewriter, materialize, producer, *tiling,
-                             returned, roots)))
-      return failure();
-  }
-  return success();
-}
-
-/// Tensor-core primitives apply after bufferization (gpu-lower-mma): the
-/// contraction carries them as a `tessel.mma` #loop.mma_config until then.
-/// `levels` tile the contraction's loops (or the root's, which begin with
-/// them).
-LogicalResult markMma(loop::ScheduleOp schedule, TilingInterface root,
-                      ArrayRef<Level> levels) {
-  auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
-  linalg::LinalgOp contraction = findTiledContraction(root);
-  if (!contraction)
-    return mma.emitError("needs exactly one contraction in the block tile");
-  int64_t stages = 1, pad = 0;
-  for (auto pipeline : schedule.getBody().getOps<loop::PipelineOp>())
-    stages = pipeline.getResolvedStages();
-  for (auto promote : schedule.getBody().getOps<loop::PromoteOp>())
-    pad = promote.getResolvedPad();
-  SmallVector<int64_t> sizes = mma.getResolvedSizes();
-  // The block tile's M and N sizes (untiled: the whole extent); edge tiles
-  // of the forall are smaller.
-  unsigned batch = *mmaBatchLoops(contraction);
-  SmallVector<int64_t> block;
-  for (const Level &level : levels)
-    if (level.isBlockLevel())
-      block = level.sizes;
-  SmallVector<int64_t> ranges = contraction.getStaticLoopRanges();
-  auto blockSize = [&](unsigned loop) {
-    return block.empty() || block[loop] == 0 ? ranges[loop] : block[loop];
-  };
-  auto config = loop::MmaConfigAttr::getChecked(
-      [&] { return mma.emitError(); }, schedule.getContext(),
-      schedule.getTarget(), blockSize(batch), blockSize(batch + 1), sizes[0],
-      sizes[1], sizes[2], stages, pad);
-  if (!config)
-    return failure();
-  contraction->setAttr(loop::kMmaAttrName, config);
-  return success();
 }
 
 /// The last op at the top level of GPU kernel `func` that its schedules
@@ -414,7 +245,8 @@ struct LoopApplySchedulesPass
     : tessel::impl::LoopApplySchedulesBase<LoopApplySchedulesPass> {
   void getDependentDialects(DialectRegistry &registry) const override {
     LoopApplySchedulesBase::getDependentDialects(registry);
-    registerVectorizeMatmulInterfaces(registry);
+    for (const Strategy *strategy : allStrategies())
+      strategy->getDependentDialects(registry);
   }
 
   /// Carries out the CPU schedules' loop.grid_reduce first: it rewrites
@@ -424,12 +256,14 @@ struct LoopApplySchedulesPass
   LogicalResult splitCpuSingleValueReductions(RewriterBase &rewriter,
                                               SymbolTable &symbols) {
     auto schedules = llvm::to_vector(getOperation().getOps<loop::ScheduleOp>());
+    llvm::SmallPtrSet<Operation *, 1> noRoots;
     for (loop::ScheduleOp schedule : schedules) {
       if (!schedule)
         continue;
       auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
       auto func = symbols.lookup<func::FuncOp>(schedule.getKernel());
-      if (!schedule.getTargetDescription().isCpu() || grids.empty() || !func)
+      const loop::TargetDescription &target = schedule.getTargetDescription();
+      if (!target.isCpu() || grids.empty() || !func)
         continue;
       loop::GridReduceOp grid = *grids.begin();
       SmallVector<loop::ScheduleOp> singleValued;
@@ -445,16 +279,106 @@ struct LoopApplySchedulesPass
         if (linalgRoot && isSingleValueResult(linalgRoot))
           singleValued.push_back(other);
       }
-      int64_t lanes = 1;
-      for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>())
-        lanes = split.getResolvedLanes();
-      if (failed(cpuGridReduce(rewriter, grid, func, lanes)))
+      ApplyState state{rewriter, schedule, func, {}, {}, {}, noRoots};
+      if (failed(ownerOf(target, grid)->apply(state, grid)))
         return failure();
       rewriter.eraseOp(grid);
       for (loop::ScheduleOp other : singleValued) {
         llvm::replace(schedules, other, loop::ScheduleOp());
         rewriter.eraseOp(other);
       }
+    }
+    return success();
+  }
+
+  /// Carries out `schedule` of `func` on `root` (found before any schedule
+  /// changed the kernels), its primitives in the order written.
+  LogicalResult applySchedule(IRRewriter &rewriter, loop::ScheduleOp schedule,
+                              func::FuncOp func, TilingInterface root,
+                              llvm::SmallPtrSetImpl<Operation *> &returned,
+                              llvm::SmallPtrSetImpl<Operation *> &roots) {
+    const loop::TargetDescription &target = schedule.getTargetDescription();
+    ApplyState state{rewriter, schedule, func, root, {}, {}, roots};
+    for (auto tile : schedule.getBody().getOps<loop::TileOp>()) {
+      SmallVector<int64_t> sizes = tile.getResolvedSizes();
+      if (sizes.size() != root.getLoopIteratorTypes().size())
+        return tile.emitError("has ")
+               << sizes.size() << " sizes but the kernel's root has "
+               << root.getLoopIteratorTypes().size() << " loops";
+      SmallVector<Attribute> mapping;
+      if (tile.getMapping())
+        mapping = llvm::to_vector(*tile.getMapping());
+      state.levels.push_back(
+          {tile, sizes, mapping, mapping.empty() && !tile.getParallel()});
+    }
+    std::optional<SplitSum> sum;
+    // The levels are tiled together where the first of them stands (or
+    // before the first primitive of the innermost tile): they nest, and
+    // loop.split_k, before them, has added its part loop to each.
+    bool tiled = false;
+    auto tileLevelsOnce = [&]() -> LogicalResult {
+      if (tiled)
+        return success();
+      tiled = true;
+      FailureOr<TilingInterface> innermost =
+          tileLevels(rewriter, state.root, state.levels, returned, roots);
+      if (failed(innermost))
+        return failure();
+      state.root = *innermost;
+      return success();
+    };
+    for (Operation &op : schedule.getBody().getOps()) {
+      std::optional<loop::Phase> phase = loop::phaseOf(&op);
+      if (!phase)
+        continue;
+      // loop.materialize and loop.split_k act on the contraction that the
+      // root computes a tile of.
+      if ((*phase == loop::Phase::Inputs || *phase == loop::Phase::Split) &&
+          !state.contraction) {
+        state.contraction = findRootContraction(&op, func, state.root);
+        if (!state.contraction)
+          return failure();
+      }
+      if (*phase >= loop::Phase::Levels && failed(tileLevelsOnce()))
+        return failure();
+      if (auto split = dyn_cast<loop::SplitKOp>(op)) {
+        if (split.getResolvedParts() == 1)
+          continue;
+        roots.erase(state.root.getOperation());
+        FailureOr<SplitSum> splitSum = splitContraction(
+            rewriter, schedule, split, state.contraction, state.root,
+            state.levels);
+        if (failed(splitSum))
+          return failure();
+        sum = *splitSum;
+        roots.insert(state.root.getOperation());
+        roots.insert(sum->root.getOperation());
+        // The partial products are not returned; the sum is.
+        returned.clear();
+      } else if (auto unroll = dyn_cast<loop::UnrollOp>(op)) {
+        // loop-unroll carries out loop.unroll on buffers.
+        for (Operation &inner : *state.root->getBlock())
+          if (isa<linalg::LinalgOp>(inner))
+            inner.setAttr(loop::kUnrollAttrName,
+                          rewriter.getI64IntegerAttr(unroll.getResolvedFactor()));
+      } else if (!isa<loop::TileOp>(op)) {
+        const Strategy *owner = ownerOf(target, &op);
+        if (!owner)
+          return op.emitError("is not a primitive of target '")
+                 << target.name << "'";
+        if (failed(owner->apply(state, &op)))
+          return failure();
+      }
+    }
+    if (failed(tileLevelsOnce()))
+      return failure();
+    if (sum) {
+      collectReturnedLinalgOps(func, returned);
+      FailureOr<TilingInterface> tiledSum =
+          tileLevels(rewriter, sum->root, sum->levels, returned, roots);
+      if (failed(tiledSum))
+        return failure();
+      markVectorAccess(*tiledSum, sum->vector);
     }
     return success();
   }
@@ -468,7 +392,7 @@ struct LoopApplySchedulesPass
     if (failed(splitCpuSingleValueReductions(rewriter, symbols)))
       return signalPassFailure();
     // Roots are found before any tiling changes the kernels.
-    SmallVector<std::tuple<loop::ScheduleOp, TilingInterface,
+    SmallVector<std::tuple<loop::ScheduleOp, func::FuncOp, TilingInterface,
                            llvm::SmallPtrSet<Operation *, 4>>>
         work;
     for (auto schedule :
@@ -479,13 +403,17 @@ struct LoopApplySchedulesPass
             << schedule.getKernel() << "', which is not a func.func";
         return signalPassFailure();
       }
+      const loop::TargetDescription &target = schedule.getTargetDescription();
       // On GPUs, loop.grid_reduce covers the whole kernel; the rest are
       // leftovers.
       if (auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
           !grids.empty()) {
-        if (failed(gridReduce(rewriter, *grids.begin(), func)))
+        llvm::SmallPtrSet<Operation *, 1> noRoots;
+        ApplyState state{rewriter, schedule, func, {}, {}, {}, noRoots};
+        if (failed(ownerOf(target, *grids.begin())
+                       ->apply(state, *grids.begin())))
           return signalPassFailure();
-        gpuKernels.insert({func, &schedule.getTargetDescription()});
+        gpuKernels.insert({func, &target});
         rewriter.eraseOp(schedule);
         continue;
       }
@@ -495,134 +423,23 @@ struct LoopApplySchedulesPass
         return signalPassFailure();
       // A rootless kernel's ops are all leftovers.
       if (!*root) {
-        if (!schedule.getTargetDescription().isCpu())
-          gpuKernels.insert({func, &schedule.getTargetDescription()});
+        if (!target.isCpu())
+          gpuKernels.insert({func, &target});
         rewriter.eraseOp(schedule);
         continue;
       }
       llvm::SmallPtrSet<Operation *, 4> returned;
       collectReturnedLinalgOps(func, returned);
-      work.emplace_back(schedule, *root, std::move(returned));
+      work.emplace_back(schedule, func, *root, std::move(returned));
     }
     llvm::SmallPtrSet<Operation *, 8> roots;
     for (auto &item : work)
-      roots.insert(std::get<1>(item).getOperation());
-    for (auto &[schedule, root, returned] : work) {
-      SmallVector<Level> levels;
-      for (auto tile : schedule.getBody().getOps<loop::TileOp>()) {
-        SmallVector<int64_t> sizes = tile.getResolvedSizes();
-        if (sizes.size() != root.getLoopIteratorTypes().size()) {
-          tile.emitError("has ")
-              << sizes.size() << " sizes but the kernel's root has "
-              << root.getLoopIteratorTypes().size() << " loops";
-          return signalPassFailure();
-        }
-        SmallVector<Attribute> mapping;
-        if (tile.getMapping())
-          mapping = llvm::to_vector(*tile.getMapping());
-        levels.push_back({tile, sizes, mapping,
-                          mapping.empty() && !tile.getParallel()});
-      }
-      // loop.materialize and loop.split_k act on the contraction that the
-      // root computes a tile of.
-      linalg::LinalgOp contraction;
-      for (Operation &op : schedule.getBody().getOps()) {
-        if (!isa<loop::MaterializeOp, loop::SplitKOp>(op))
-          continue;
-        contraction = findRootContraction(
-            &op, root->getParentOfType<func::FuncOp>(), root);
-        if (!contraction)
-          return signalPassFailure();
-        break;
-      }
-      for (auto materialize :
-           schedule.getBody().getOps<loop::MaterializeOp>())
-        if (failed(materializeInputs(rewriter, materialize, contraction,
-                                     roots)))
-          return signalPassFailure();
-      std::optional<SplitSum> sum;
-      for (auto split : schedule.getBody().getOps<loop::SplitKOp>()) {
-        if (split.getResolvedParts() == 1)
-          continue;
-        roots.erase(root.getOperation());
-        FailureOr<SplitSum> splitSum =
-            splitContraction(rewriter, schedule, split, contraction, root,
-                             levels);
-        if (failed(splitSum))
-          return signalPassFailure();
-        sum = *splitSum;
-        roots.insert(root.getOperation());
-        roots.insert(sum->root.getOperation());
-        // The partial products are not returned; the sum is.
-        returned.clear();
-      }
-      FailureOr<TilingInterface> tiled =
-          tileLevels(rewriter, root, levels, returned, roots);
-      if (failed(tiled))
+      roots.insert(std::get<2>(item).getOperation());
+    for (auto &[schedule, func, root, returned] : work) {
+      if (failed(applySchedule(rewriter, schedule, func, root, returned, roots)))
         return signalPassFailure();
-      root = *tiled;
-      for (auto vectorize : schedule.getBody().getOps<loop::VectorizeOp>()) {
-        linalg::LinalgOp matmul = findTiledContraction(root);
-        if (!matmul) {
-          vectorize.emitError("needs exactly one matmul in the tile");
-          return signalPassFailure();
-        }
-        if (failed(vectorizeMatmul(rewriter, matmul,
-                                   vectorize.getResolvedRows(),
-                                   vectorize.getResolvedDepth(),
-                                   vectorize.getResolvedSizes())))
-          return signalPassFailure();
-      }
-      for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>()) {
-        // The root's own reductions: itself and those it reads in its block,
-        // but not another schedule's root, which its own schedule splits
-        // (a kernel with several roots has a schedule each); those that
-        // take the lanes (takesLanes).
-        SetVector<Operation *> producers;
-        BackwardSliceOptions options;
-        options.filter = [&](Operation *op) {
-          return op->getBlock() == root->getBlock();
-        };
-        (void)getBackwardSlice(root.getOperation(), &producers, options);
-        producers.insert(root);
-        SmallVector<linalg::LinalgOp> reductions;
-        for (Operation *op : producers)
-          if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-              linalgOp && takesLanes(linalgOp, split.getResolvedLanes()) &&
-              (op == root.getOperation() || !roots.contains(op)))
-            reductions.push_back(linalgOp);
-        for (linalg::LinalgOp op : reductions)
-          if (failed(splitReduction(rewriter, op, split.getResolvedLanes())))
-            return signalPassFailure();
-      }
-      if (!schedule.getBody().getOps<loop::MmaOp>().empty() &&
-          failed(markMma(schedule, root, levels)))
-        return signalPassFailure();
-      // gpu-distribute-rows carries out loop.warp_reduce on buffers.
-      for (auto warpReduce : schedule.getBody().getOps<loop::WarpReduceOp>())
-        root->setAttr(loop::kWarpReduceAttrName,
-                      rewriter.getI64IntegerAttr(warpReduce.getResolvedThreads()));
-      // loop-unroll carries out loop.unroll on buffers.
-      for (auto unroll : schedule.getBody().getOps<loop::UnrollOp>())
-        for (Operation &op : *root->getBlock())
-          if (isa<linalg::LinalgOp>(op))
-            op.setAttr(loop::kUnrollAttrName,
-                       rewriter.getI64IntegerAttr(unroll.getResolvedFactor()));
-      // loop-vector-access carries out loop.vector_access on buffers.
-      for (auto access : schedule.getBody().getOps<loop::VectorAccessOp>())
-        markVectorAccess(root, access.getResolvedWidth());
-      if (sum) {
-        collectReturnedLinalgOps(sum->root->getParentOfType<func::FuncOp>(),
-                                 returned);
-        FailureOr<TilingInterface> tiledSum = tileLevels(
-            rewriter, sum->root, sum->levels, returned, roots);
-        if (failed(tiledSum))
-          return signalPassFailure();
-        markVectorAccess(*tiledSum, sum->vector);
-      }
       if (!schedule.getTargetDescription().isCpu())
-        gpuKernels.insert({root->getParentOfType<func::FuncOp>(),
-                           &schedule.getTargetDescription()});
+        gpuKernels.insert({func, &schedule.getTargetDescription()});
       rewriter.eraseOp(schedule);
     }
     for (auto [func, target] : gpuKernels)

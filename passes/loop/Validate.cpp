@@ -1,20 +1,19 @@
 //===- Validate.cpp - schedules against their target's limits -------------===//
 //
-// Op verifiers check what one op can see (knob domains, mapping kinds);
-// this pass needs the kernel and the target: it follows the tile extents
-// level by level and checks each against the hardware.
+// Op verifiers check what one op can see (knob domains, mapping kinds, the
+// order of primitives); this pass needs the kernel and the target. It
+// follows the tile extents level by level and checks each against the
+// hardware, and what every class shares (loop.split_k, loop.unroll); then
+// each strategy of the target that owns a primitive of the schedule (the
+// target's last strategy when none does) checks its own.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loop/Loop.h"
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
-#include "passes/cpu/SplitReduction.h"
-#include "passes/cpu/VectorizeMatmul.h"
 #include "passes/linalg/Contractions.h"
-#include "passes/loop/Alignment.h"
-#include "passes/loop/MmaConfig.h"
-#include "passes/loop/RowReduction.h"
+#include "passes/loop/strategies/Strategy.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -27,305 +26,6 @@ using namespace mlir;
 using namespace tessel;
 
 namespace {
-
-/// The description of the target `primitive`'s schedule is for.
-const loop::TargetDescription &targetOf(Operation *primitive) {
-  return primitive->getParentOfType<loop::ScheduleOp>().getTargetDescription();
-}
-
-/// A name for entry `index` of a list of tunable values in messages: its
-/// knob, else `what` and (in a list of several) its position.
-std::string valueName(ValueRange dynamic, ArrayRef<int64_t> statics,
-                      unsigned index, StringRef what) {
-  unsigned next = 0;
-  for (auto [i, s] : llvm::enumerate(statics)) {
-    if (!ShapedType::isDynamic(s))
-      continue;
-    if (i == index)
-      return ("knob '" +
-              dynamic[next].getDefiningOp<loop::KnobOp>().getName() + "'")
-          .str();
-    ++next;
-  }
-  if (statics.size() == 1)
-    return what.str();
-  return (what + " #" + Twine(index)).str();
-}
-
-std::string sizeName(loop::TileOp tile, unsigned index) {
-  return valueName(tile.getDynamicSizes(), tile.getStaticSizes(), index,
-                   "tile size");
-}
-
-/// A primitive that distributes the block tile itself (loop.mma,
-/// loop.warp_reduce) needs one block-level tile and no other.
-LogicalResult checkOnlyBlockTile(loop::ScheduleOp schedule, Operation *primitive,
-                                 loop::TileOp blockTile) {
-  if (!blockTile)
-    return primitive->emitError("needs a block-level loop.tile before it");
-  for (auto tile : schedule.getBody().getOps<loop::TileOp>())
-    if (tile != blockTile)
-      return tile.emitError("cannot be combined with ")
-             << primitive->getName()
-             << ", which distributes the block tile itself";
-  return success();
-}
-
-/// Checks loop.mma (with loop.promote and loop.pipeline) against the
-/// kernel's contraction and the target. `blockTile` tiles the root's loops,
-/// which are the contraction's batch, M and N loops (the root is the
-/// contraction or reads it at the identity).
-LogicalResult validateMma(loop::ScheduleOp schedule, func::FuncOp func,
-                          TilingInterface root, loop::TileOp blockTile,
-                          int64_t parts) {
-  auto mma = *schedule.getBody().getOps<loop::MmaOp>().begin();
-  if (failed(checkOnlyBlockTile(schedule, mma, blockTile)))
-    return failure();
-  auto promotes = schedule.getBody().getOps<loop::PromoteOp>();
-  auto promote = promotes.empty() ? loop::PromoteOp() : *promotes.begin();
-  if (!promote || !llvm::is_contained(promote.getInputs(), 0) ||
-      !llvm::is_contained(promote.getInputs(), 1))
-    return mma.emitError("needs loop.promote inputs [0, 1]: ldmatrix reads "
-                         "its fragments from shared memory");
-  std::string why;
-  SmallVector<int64_t> computed;
-  linalg::LinalgOp contraction =
-      findMmaContraction(func, root, why, &computed);
-  if (!contraction)
-    return mma.emitError("cannot apply to kernel '")
-           << schedule.getKernel() << "': " << why;
-  for (int64_t input : computed)
-    if (llvm::none_of(schedule.getBody().getOps<loop::MaterializeOp>(),
-                      [&](loop::MaterializeOp m) {
-                        return llvm::is_contained(m.getInputs(), input);
-                      }))
-      return mma.emitError("copies its tiles from memory, but input ")
-             << input << " of the contraction is computed in the kernel; "
-             << "add loop.materialize inputs [" << input << "]";
-  int64_t elementBytes = mmaElementBytes(contraction);
-  SmallVector<int64_t> shape = {16, 8, elementBytes == 4 ? 8 : 16};
-  if (mma.getShape() != ArrayRef<int64_t>(shape))
-    return mma.emitError("shape [")
-           << mma.getShape() << "] is not supported; "
-           << (elementBytes == 4 ? "f32 operands (as tf32)" : "f16 or bf16 operands")
-           << " with f32 accumulation use [" << shape << "]";
-  unsigned batch = *mmaBatchLoops(contraction);
-  SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
-  SmallVector<int64_t> block = blockTile.getResolvedSizes();
-  for (auto [size, extent] : llvm::zip(block, extents))
-    if (size == 0)
-      size = extent; // untiled: the whole loop
-  SmallVector<int64_t> sizes = mma.getResolvedSizes();
-  int64_t stages = 1;
-  auto pipelines = schedule.getBody().getOps<loop::PipelineOp>();
-  if (!pipelines.empty())
-    stages = (*pipelines.begin()).getResolvedStages();
-  MmaConfig c{extents[batch], extents[batch + 1], extents[batch + 2] / parts,
-              block[batch],   block[batch + 1],   sizes[0],
-              sizes[1],       sizes[2],           stages,
-              promote.getResolvedPad(), elementBytes};
-  std::string error = c.check(schedule.getTargetDescription(), [&](MmaConfig::Field f) {
-    switch (f) {
-    case MmaConfig::BlockM:
-    case MmaConfig::BlockN:
-      return sizeName(blockTile, batch + (f == MmaConfig::BlockM ? 0 : 1));
-    case MmaConfig::WarpM:
-    case MmaConfig::WarpN:
-    case MmaConfig::BlockK:
-      return valueName(mma.getDynamicSizes(), mma.getStaticSizes(),
-                       f == MmaConfig::WarpM ? 0 : f == MmaConfig::WarpN ? 1 : 2,
-                       "loop.mma size");
-    case MmaConfig::Stages:
-      return pipelines.empty()
-                 ? std::string("stages")
-                 : valueName((*pipelines.begin()).getDynamicStages(),
-                             (*pipelines.begin()).getStaticStages(), 0,
-                             "stages");
-    case MmaConfig::Pad:
-      return valueName(promote.getDynamicPad(), promote.getStaticPad(), 0,
-                       "pad");
-    }
-    llvm_unreachable("unknown field");
-  });
-  if (!error.empty())
-    return mma.emitError(error);
-  return success();
-}
-
-/// Checks loop.warp_reduce: one block tile that keeps rows whole, a kernel
-/// of row ops, at most 1024 threads.
-LogicalResult validateWarpReduce(loop::ScheduleOp schedule, func::FuncOp func,
-                                 TilingInterface root, loop::TileOp blockTile,
-                                 ArrayRef<int64_t> extents) {
-  auto warpReduce = *schedule.getBody().getOps<loop::WarpReduceOp>().begin();
-  if (failed(checkOnlyBlockTile(schedule, warpReduce, blockTile)))
-    return failure();
-  // A root without the row loop (over per-row values) cannot split it.
-  std::optional<KernelRows> rows = kernelRows(func, root);
-  int64_t last = blockTile.getResolvedSizes().back();
-  if (rows && rows->rootWalksRow && last != 0 && last != extents.back())
-    return blockTile.emitError(sizeName(blockTile, extents.size() - 1))
-           << " = " << last << " splits the rows that loop.warp_reduce "
-           << "shares among threads; leave it 0";
-  int64_t maxThreads = targetOf(warpReduce).maxThreadsPerBlock;
-  if (warpReduce.getResolvedThreads() > maxThreads)
-    return warpReduce.emitError("threads = ")
-           << warpReduce.getResolvedThreads() << " exceeds the limit of "
-           << maxThreads << " threads per block";
-  std::string why = rowReductionUnfit(func, root);
-  if (!why.empty())
-    return warpReduce.emitError("cannot apply to kernel '")
-           << schedule.getKernel() << "': " << why;
-  return success();
-}
-
-/// Checks loop.vectorize: a matmul kernel, at most one `parallel` tile,
-/// not of K, and register blocks no larger than the tiles (blocks that do
-/// not divide are padded, but a block larger than its tile only computes
-/// padding).
-LogicalResult validateVectorize(loop::ScheduleOp schedule, func::FuncOp func,
-                                TilingInterface root, int64_t parts) {
-  auto vectorize = *schedule.getBody().getOps<loop::VectorizeOp>().begin();
-  std::string why;
-  linalg::LinalgOp matmul = findVectorizableMatmul(func, root, why);
-  if (!matmul)
-    return vectorize.emitError("cannot apply to kernel '")
-           << schedule.getKernel() << "': " << why;
-  // The root's loops and the matmul's begin with the same batch, m and n.
-  unsigned batch = *matmulBatchLoops(matmul, /*broadcast=*/true);
-  SmallVector<int64_t> tile(
-      ArrayRef(matmul.getStaticLoopRanges()).drop_front(batch));
-  const char *what[] = {"rows", "columns", "depth"};
-  loop::TileOp parallelTile;
-  for (auto t : schedule.getBody().getOps<loop::TileOp>()) {
-    if (!t.getParallel() || parallelTile)
-      return t.emitError("cannot be combined with loop.vectorize, which "
-                         "takes the tile of one `parallel` loop.tile");
-    parallelTile = t;
-  }
-  if (parallelTile) {
-    SmallVector<int64_t> sizes = parallelTile.getResolvedSizes();
-    if (sizes.size() > batch + 2 && sizes[batch + 2] != 0)
-      return parallelTile.emitError(sizeName(parallelTile, batch + 2))
-             << " = " << sizes[batch + 2] << " tiles the matmul's K loop; "
-             << "loop.vectorize walks K itself (its depth)";
-    for (unsigned i : {0u, 1u})
-      if (sizes[batch + i] != 0)
-        tile[i] = std::min(tile[i], sizes[batch + i]);
-  }
-  tile[2] = std::min(tile[2] / parts, vectorize.getResolvedDepth());
-  for (auto [i, size] : llvm::enumerate(vectorize.getResolvedSizes()))
-    if (size > tile[i])
-      return vectorize.emitError(valueName(vectorize.getDynamicSizes(),
-                                           vectorize.getStaticSizes(), i,
-                                           "loop.vectorize size"))
-             << " = " << size << " exceeds the tile's " << tile[i] << " "
-             << what[i];
-  return success();
-}
-
-/// Checks loop.split_reduction: the kernel has reductions over an innermost
-/// loop, and the lane count is at most each one's extent.
-LogicalResult validateSplitReduction(loop::ScheduleOp schedule,
-                                     func::FuncOp func) {
-  for (auto split : schedule.getBody().getOps<loop::SplitReductionOp>()) {
-    bool any = false;
-    WalkResult walk = func.walk([&](linalg::LinalgOp op) {
-      if (!isSplittableReduction(op))
-        return WalkResult::advance();
-      any = true;
-      int64_t extent = op.getStaticLoopRanges().back();
-      if (split.getResolvedLanes() <= extent)
-        return WalkResult::advance();
-      InFlightDiagnostic diag =
-          split.emitError(valueName(split.getDynamicLanes(),
-                                    split.getStaticLanes(), 0, "lanes"))
-          << " = " << split.getResolvedLanes()
-          << " exceeds the extent " << extent << " of a reduction";
-      diag.attachNote(op->getLoc()) << "the reduction";
-      return WalkResult::interrupt();
-    });
-    if (walk.wasInterrupted())
-      return failure();
-    if (!any)
-      return split.emitError("kernel '")
-             << schedule.getKernel()
-             << "' has no reduction over an innermost loop to split";
-  }
-  return success();
-}
-
-/// Checks loop.vector_access: an elementwise root whose innermost tile (of
-/// `tile` extents, mapped to threads) is `width` points of its innermost
-/// loop and of at most one other, one of every other loop, in vectors of
-/// at most 16 bytes.
-LogicalResult validateVectorAccess(loop::ScheduleOp schedule,
-                                   TilingInterface root, bool threadMapped,
-                                   ArrayRef<int64_t> tile) {
-  for (auto access : schedule.getBody().getOps<loop::VectorAccessOp>()) {
-    int64_t width = access.getResolvedWidth();
-    std::string name = valueName(access.getDynamicWidth(),
-                                 access.getStaticWidth(), 0, "width");
-    for (Operation &op : schedule.getBody().getOps())
-      if (isa<loop::MmaOp, loop::WarpReduceOp>(op))
-        return access.emitError("cannot be combined with ")
-               << op.getName() << ", which writes the block's accesses itself";
-    if (llvm::any_of(root.getLoopIteratorTypes(), [](utils::IteratorType it) {
-          return it != utils::IteratorType::parallel;
-        }))
-      return access.emitError("needs an elementwise root; the root of "
-                              "kernel '")
-             << schedule.getKernel() << "' has reduction loops";
-    if (!threadMapped)
-      return access.emitError("needs a loop.tile mapped to threads");
-    // One other loop may have `width` points too: the loop along which a
-    // transposed operand is contiguous.
-    bool other = false;
-    for (auto [i, extent] : llvm::enumerate(tile.drop_back())) {
-      if (extent == 1)
-        continue;
-      if (extent == width && !other) {
-        other = true;
-        continue;
-      }
-      return access.emitError("needs a thread tile of one point in every "
-                              "loop but the innermost and at most one "
-                              "other of ")
-             << name << " points; loop " << i << " keeps " << extent;
-    }
-    if (tile.back() != width)
-      return access.emitError(name)
-             << " = " << width << " differs from the thread tile's "
-             << tile.back() << " points of the innermost loop; tile it by "
-             << "the same knob";
-    Type widest = widestElement(root);
-    int64_t bytes = widest ? width * elementBytes(widest) : 0;
-    if (bytes > loop::kMaxVectorBytes)
-      return access.emitError(name)
-             << " = " << width << " moves " << bytes << " bytes of "
-             << widest << " per vector; the limit is "
-             << loop::kMaxVectorBytes;
-  }
-  return success();
-}
-
-/// Checks loop.materialize: a contraction kernel whose named inputs are
-/// computed in it, by linalg ops.
-LogicalResult validateMaterialize(loop::ScheduleOp schedule, func::FuncOp func,
-                                  TilingInterface root) {
-  for (auto materialize : schedule.getBody().getOps<loop::MaterializeOp>()) {
-    linalg::LinalgOp contraction =
-        findRootContraction(materialize, func, root);
-    if (!contraction)
-      return failure();
-    for (int64_t input : materialize.getInputs())
-      if (!computingOp(contraction.getDpsInputs()[input]))
-        return materialize.emitError("input ")
-               << input << " of the contraction is not computed by a linalg "
-               << "op of the kernel; there is nothing to materialize";
-  }
-  return success();
-}
 
 /// Checks loop.split_k: a (batched) matmul kernel whose K the part count
 /// divides; on GPUs, grid z free for the parts. Returns the part count.
@@ -370,60 +70,30 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
   return parts;
 }
 
-/// Checks loop.grid_reduce: on GPUs a schedule of nothing else with a
-/// thread count, on the CPU one without, for a kernel whose reductions to
-/// a single value it can take (gridReductionUnfit), in a part count that
-/// divides each.
-LogicalResult validateGridReduce(loop::ScheduleOp schedule, func::FuncOp func,
-                                 loop::GridReduceOp grid) {
-  bool gpu = !schedule.getTargetDescription().isCpu();
-  if (!llvm::hasSingleElement(schedule.getBody().getOps<loop::GridReduceOp>()))
-    return grid.emitError("is one of several in the schedule; one splits all "
-                          "the kernel's reductions to single values");
-  std::optional<int64_t> threads = grid.getResolvedThreads();
-  if (gpu && !threads)
-    return grid.emitError("needs `threads` on GPU targets");
-  if (!gpu && threads)
-    return grid.emitError("takes no `threads` on the CPU, whose rows are "
-                          "walked in vectors by loop.split_reduction");
-  if (gpu)
-    for (Operation &op : schedule.getBody().getOps())
-      if (!isa<loop::KnobOp>(op) && &op != grid.getOperation())
-        return op.emitError("cannot be combined with loop.grid_reduce, which "
-                            "schedules the whole kernel");
-  int64_t parts = grid.getResolvedParts();
-  std::string why = gridReductionUnfit(func, parts, gpu);
-  if (!why.empty())
-    return grid.emitError("cannot apply to kernel '")
-           << schedule.getKernel() << "': " << why;
-  for (linalg::GenericOp op : singleValueReductions(func)) {
-    int64_t elements = reducedElements(op);
-    if (elements % parts == 0)
-      continue;
-    InFlightDiagnostic diag =
-        grid.emitError(valueName(grid.getDynamicParts(),
-                                 grid.getStaticParts(), 0, "parts"))
-        << " = " << parts << " does not divide the " << elements
-        << " elements of a reduction";
-    diag.attachNote(op.getLoc()) << "the reduction";
-    return diag;
-  }
-  int64_t maxThreads = targetOf(grid).maxThreadsPerBlock;
-  if (threads && *threads > maxThreads)
-    return grid.emitError(valueName(grid.getDynamicThreads(),
-                                    grid.getStaticThreads(), 0, "threads"))
-           << " = " << *threads << " exceeds the limit of " << maxThreads
-           << " threads per block";
-  return success();
+/// Whether `op` is a primitive every class shares, which this pass checks
+/// itself.
+bool isShared(Operation &op) {
+  return isa<loop::KnobOp, loop::TileOp, loop::SplitKOp, loop::UnrollOp>(op);
 }
 
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
-  // On the CPU, loop.grid_reduce leaves the root to the other primitives.
+  const loop::TargetDescription &target = schedule.getTargetDescription();
+  bool gpu = target.isGpu();
+  for (Operation &op : schedule.getBody().getOps())
+    if (!isShared(op) && !ownerOf(target, &op))
+      return op.emitError("is for ")
+             << (gpu ? "the CPU" : "GPU targets") << ", not target '"
+             << schedule.getTarget().getName() << "'";
+  // loop.grid_reduce schedules the kernel before any root: on GPUs all
+  // of it, on the CPU its reductions to single values, leaving the root to
+  // the other primitives.
+  const Strategy *gridOwner = nullptr;
   if (auto grids = schedule.getBody().getOps<loop::GridReduceOp>();
       !grids.empty()) {
-    if (failed(validateGridReduce(schedule, func, *grids.begin())))
+    gridOwner = ownerOf(target, *grids.begin());
+    if (failed(gridOwner->validate({schedule, func})))
       return failure();
-    if (!schedule.getTargetDescription().isCpu())
+    if (gpu)
       return success();
   }
   FailureOr<TilingInterface> maybeRoot = scheduledRoot(
@@ -440,14 +110,11 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
            << "need static shapes";
   SmallVector<int64_t> extents = *maybeExtents;
   SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
-  const loop::TargetDescription &target = schedule.getTargetDescription();
-  bool gpu = target.isGpu();
   if (gpu && llvm::is_contained(extents, 0))
     return schedule.emitError("kernel '")
            << schedule.getKernel() << "' has a loop of extent 0, which GPU "
            << "schedules do not take; graph-decompose folds zero-size "
               "tensors away";
-  bool blocks = false;
   loop::TileOp blockTile;
   bool threadMapped = false;
   int64_t threads = 1;
@@ -465,10 +132,10 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
       return tile.emitError("maps loops to GPU ids, but the target is 'cpu'; "
                             "CPU schedules tile in parallel with `parallel`");
     bool isBlock = mapping && isa<gpu::GPUBlockMappingAttr>((*mapping)[0]);
-    if (mapping && !isBlock && !blocks)
+    if (mapping && !isBlock && !blockTile)
       return tile.emitError("maps loops to ")
              << (*mapping)[0] << " before any loop is mapped to blocks";
-    if (isBlock && blocks)
+    if (isBlock && blockTile)
       return tile.emitError("maps loops to blocks a second time");
     // Processors of this level, per mapped loop in mapping order.
     int64_t level = 1;
@@ -516,26 +183,10 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
                << target.maxThreadsPerBlock;
       threads *= level;
     }
-    blocks |= isBlock;
     threadMapped |= mapping && !isBlock;
     if (isBlock)
       blockTile = tile;
   }
-  for (Operation &op : schedule.getBody().getOps()) {
-    bool gpuOnly = isa<loop::MmaOp, loop::PromoteOp, loop::PipelineOp,
-                       loop::WarpReduceOp, loop::MaterializeOp,
-                       loop::VectorAccessOp>(op);
-    if (gpuOnly != gpu &&
-        (gpuOnly || isa<loop::VectorizeOp, loop::SplitReductionOp>(op)))
-      return op.emitError("is for ")
-             << (gpuOnly ? "GPU targets" : "the CPU") << ", not target '"
-             << schedule.getTarget().getName() << "'";
-  }
-  if (failed(validateSplitReduction(schedule, func)))
-    return failure();
-  if (failed(validateMaterialize(schedule, func, root)) ||
-      failed(validateVectorAccess(schedule, root, threadMapped, extents)))
-    return failure();
   // Primitives that write the tile's loops themselves unroll them by their
   // own knobs (register blocks, K steps, columns per thread).
   for (auto unroll : schedule.getBody().getOps<loop::UnrollOp>())
@@ -547,13 +198,25 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   FailureOr<int64_t> parts = validateSplitK(schedule, func, root, blockTile);
   if (failed(parts))
     return failure();
-  if (!schedule.getBody().getOps<loop::VectorizeOp>().empty())
-    return validateVectorize(schedule, func, root, *parts);
-  if (!schedule.getBody().getOps<loop::MmaOp>().empty())
-    return validateMma(schedule, func, root, blockTile, *parts);
-  if (!schedule.getBody().getOps<loop::WarpReduceOp>().empty())
-    return validateWarpReduce(schedule, func, root, blockTile, *maybeExtents);
-  if (gpu && !blocks)
+  ScheduleCheck check{schedule,  func,         root,  *maybeExtents, extents,
+                      blockTile, threadMapped, *parts};
+  // Each class checks its own primitives; a schedule of shared ones alone
+  // is the last strategy's.
+  ArrayRef<const Strategy *> strategies = strategiesFor(target);
+  bool owned = false;
+  for (const Strategy *strategy : strategies) {
+    if (strategy == gridOwner ||
+        llvm::none_of(schedule.getBody().getOps(), [&](Operation &op) {
+          return strategy->owns(&op);
+        }))
+      continue;
+    owned = true;
+    if (failed(strategy->validate(check)))
+      return failure();
+  }
+  if (!owned && failed(strategies.back()->validate(check)))
+    return failure();
+  if (gpu && !blockTile)
     return schedule.emitError("a schedule for GPU target '")
            << schedule.getTarget().getName() << "' must map a loop to blocks";
   return success();

@@ -786,9 +786,9 @@ func.func private @tiled(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel
   return %s : tensor<f32>
 }
 loop.schedule @tiled target "sm_90" {
+  loop.grid_reduce parts [1] threads [128]
   // expected-error @below {{cannot be combined with loop.grid_reduce, which schedules the whole kernel}}
   loop.tile [500] mapping [#gpu.block<x>]
-  loop.grid_reduce parts [1] threads [128]
 }
 
 // -----

@@ -291,3 +291,35 @@ loop.schedule @k target "sm_90" {
   // expected-error @+1 {{needs a width of at least one}}
   loop.vector_access width [0]
 }
+
+// -----
+
+// Primitives apply in the order written: loop.split_k splits the
+// contraction that the levels tile.
+func.func @k() { return }
+loop.schedule @k target "cpu" {
+  loop.tile [64, 64, 0] parallel
+  // expected-error @+1 {{'loop.split_k' op comes after loop.tile, but primitives apply in the order written}}
+  loop.split_k parts [2]
+}
+
+// -----
+
+// loop.split_k reshapes the inputs that loop.materialize computes.
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  loop.split_k parts [2]
+  // expected-error @+1 {{'loop.materialize' op comes after loop.split_k}}
+  loop.materialize inputs [1]
+}
+
+// -----
+
+// What acts on the innermost tile follows the levels.
+func.func @k() { return }
+loop.schedule @k target "sm_90" {
+  %v = loop.knob "vector" = 4 choices [1, 2, 4]
+  loop.vector_access width [%v]
+  // expected-error @+1 {{'loop.tile' op comes after loop.vector_access}}
+  loop.tile [1, 256] mapping [#gpu.block<y>, #gpu.block<x>]
+}
