@@ -361,7 +361,7 @@ struct LoopApplySchedulesPass
           if (isa<linalg::LinalgOp>(inner))
             inner.setAttr(loop::kUnrollAttrName,
                           rewriter.getI64IntegerAttr(unroll.getResolvedFactor()));
-      } else if (!isa<loop::TileOp>(op)) {
+      } else if (!isSharedPrimitive(&op)) {
         const Strategy *owner = ownerOf(target, &op);
         if (!owner)
           return op.emitError("is not a primitive of target '")

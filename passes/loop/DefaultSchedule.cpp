@@ -81,9 +81,7 @@ struct LoopDefaultSchedulePass
         if (llvm::is_contained(*extents, 0)) {
           if (info.isCpu())
             continue; // an empty root has nothing to schedule
-          root->emitError("has a loop of extent 0, which GPU schedules do "
-                          "not take; graph-decompose folds zero-size tensors "
-                          "away");
+          emitEmptyLoopError(root, func.getSymName());
           return signalPassFailure();
         }
         request.root = root;

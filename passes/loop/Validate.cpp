@@ -70,17 +70,11 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
   return parts;
 }
 
-/// Whether `op` is a primitive every class shares, which this pass checks
-/// itself.
-bool isShared(Operation &op) {
-  return isa<loop::KnobOp, loop::TileOp, loop::SplitKOp, loop::UnrollOp>(op);
-}
-
 LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   const loop::TargetDescription &target = schedule.getTargetDescription();
   bool gpu = target.isGpu();
   for (Operation &op : schedule.getBody().getOps())
-    if (!isShared(op) && !ownerOf(target, &op))
+    if (!isSharedPrimitive(&op) && !ownerOf(target, &op))
       return op.emitError("is for ")
              << (gpu ? "the CPU" : "GPU targets") << ", not target '"
              << schedule.getTarget().getName() << "'";
@@ -111,10 +105,7 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   SmallVector<int64_t> extents = *maybeExtents;
   SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
   if (gpu && llvm::is_contained(extents, 0))
-    return schedule.emitError("kernel '")
-           << schedule.getKernel() << "' has a loop of extent 0, which GPU "
-           << "schedules do not take; graph-decompose folds zero-size "
-              "tensors away";
+    return emitEmptyLoopError(schedule, schedule.getKernel());
   loop::TileOp blockTile;
   bool threadMapped = false;
   int64_t threads = 1;
@@ -187,12 +178,10 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
     if (isBlock)
       blockTile = tile;
   }
-  // Primitives that write the tile's loops themselves unroll them by their
-  // own knobs (register blocks, K steps, columns per thread).
   for (auto unroll : schedule.getBody().getOps<loop::UnrollOp>())
     for (Operation &op : schedule.getBody().getOps())
-      if (isa<loop::VectorizeOp, loop::SplitReductionOp, loop::MmaOp,
-              loop::WarpReduceOp>(op))
+      if (const Strategy *owner = ownerOf(target, &op);
+          owner && owner->writesTileLoops(&op))
         return unroll.emitError("cannot be combined with ")
                << op.getName() << ", which writes the tile's loops itself";
   FailureOr<int64_t> parts = validateSplitK(schedule, func, root, blockTile);

@@ -50,8 +50,8 @@ class TargetDescription:
     shared_per_multiprocessor: int = 0
     registers_per_multiprocessor: int = 0
     registers_per_thread: int = 0
-    # The widest vector one thread loads or stores (GPU) or one register
-    # holds (CPU); the runtime aligns every buffer to it.
+    # The widest vector one thread loads or stores (GPU: every buffer a
+    # kernel gets is aligned to it) or one register holds (CPU).
     vector_bytes: int = 0
     instructions: tuple[str, ...] = ()
     # CPU: cores the async runtime's workers run on, vector register bits,

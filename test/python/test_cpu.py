@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tessel
-from tessel.backends.cpu import STAGES
+from tessel.backends.cpu import STAGES, compile_cpu
 
 MLIR_TYPES = {np.float32: "f32", np.float16: "f16", np.int32: "i32", np.int64: "i64"}
 
@@ -249,6 +249,25 @@ def test_non_contiguous_and_dlpack_inputs():
 
     y = np.ascontiguousarray(x)
     np.testing.assert_array_equal(exe(Capsule(y)), np.maximum(y, 0))
+
+
+def test_inputs_are_used_in_place_at_any_address_the_kernels_can_take():
+    # The CPU's own kernels take aligned elements; GPU schedules' kernels
+    # move vectors of their target's vector_bytes, so other addresses are
+    # copied for them.
+    from tessel import targets
+
+    base = np.zeros(8 * 16 + 4, np.float32)
+    start = -base.ctypes.data % 16 // 4 + 1  # one element past a 16-byte boundary
+    x = base[start:start + 128].reshape(8, 16)
+    x[...] = np.arange(-64, 64).reshape(8, 16)
+    assert x.ctypes.data % targets.get("sm_90").vector_bytes == 4
+    module = tessel.trace(lambda x: tessel.ops.relu(x) * 2.0, x, name="relu")
+    for schedules, in_place in (("cpu", True), ("sm_90", False)):
+        exe = compile_cpu(module, schedules=schedules)
+        array, address = exe._check(0, x)
+        assert (address == x.ctypes.data) == in_place and address % (1 if in_place else 16) == 0
+        np.testing.assert_array_equal(exe(x), np.maximum(x, 0) * 2)
 
 
 def test_results_reuse_only_buffers_nothing_references():

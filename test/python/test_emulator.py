@@ -82,7 +82,7 @@ def test_bad_launches_are_clear_errors():
 
 def test_a_device_of_a_description_checks_launches_against_its_limits():
     tiny = TargetInfo("tiny", sm=80, max_threads_per_block=128, max_block=(128, 128, 4), max_grid=(16, 16, 16),
-                      static_shared_per_block=1024, shared_per_block=2048)
+                      static_shared_per_block=1024, shared_per_block=2048, vector_bytes=16)
     gpu = emulator.Device(tiny)
     mod = gpu.load_ptx(HEADER + SCALE)
     out = gpu.alloc(64)

@@ -375,6 +375,8 @@ def test_malformed_manifests_name_the_file_and_the_field(saved, tmp_path):
         lambda m: m.pop("target_description"))
     assert "target_description.max_grid[1] must be 1..4294967295, not 0" in message(
         lambda m: m["target_description"]["max_grid"].__setitem__(1, 0))
+    assert "target_description.vector_bytes must be a power of two, not 12" in message(
+        lambda m: m["target_description"].update(vector_bytes=12))
 
 
 def test_the_launch_limits_are_the_manifests_target_description(saved, tmp_path):

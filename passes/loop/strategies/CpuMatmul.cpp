@@ -117,6 +117,8 @@ struct CpuMatmul final : Strategy {
   StringRef name() const override { return "CPU matmul"; }
 
   bool owns(Operation *op) const override { return isa<loop::VectorizeOp>(op); }
+  // Register blocks and K steps.
+  bool writesTileLoops(Operation *) const override { return true; }
 
   /// Blocks of the result plus loop.vectorize, for a kernel whose root
   /// loop.vectorize takes; a root small enough to be one tile is

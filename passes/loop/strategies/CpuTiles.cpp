@@ -181,6 +181,8 @@ struct CpuTiles final : Strategy {
   bool owns(Operation *op) const override {
     return isa<loop::SplitReductionOp>(op);
   }
+  // Its lanes.
+  bool writesTileLoops(Operation *) const override { return true; }
 
   Default addDefault(DefaultRequest r) const override {
     OpBuilder sb(r.func.getContext());

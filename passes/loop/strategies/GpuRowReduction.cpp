@@ -23,6 +23,8 @@ struct GpuRowReduction final : Strategy {
   bool owns(Operation *op) const override {
     return isa<loop::WarpReduceOp>(op);
   }
+  // Columns per thread.
+  bool writesTileLoops(Operation *) const override { return true; }
 
   /// One row per block when the root is elementwise over the rows or
   /// reduces them (every loop but the innermost parallel), the kernel's ops

@@ -37,6 +37,18 @@ ArrayRef<const Strategy *> tessel::allStrategies() {
   return all;
 }
 
+bool tessel::isSharedPrimitive(Operation *primitive) {
+  return isa<loop::KnobOp, loop::TileOp, loop::SplitKOp, loop::UnrollOp>(
+      primitive);
+}
+
+InFlightDiagnostic tessel::emitEmptyLoopError(Operation *at,
+                                              StringRef kernel) {
+  return at->emitError("kernel '")
+         << kernel << "' has a loop of extent 0, which GPU schedules do not "
+         << "take; graph-decompose folds zero-size tensors away";
+}
+
 const Strategy *tessel::ownerOf(const loop::TargetDescription &target,
                                 Operation *primitive) {
   for (const Strategy *s : strategiesFor(target))

@@ -130,6 +130,11 @@ public:
   /// and apply take. A class whose schedules are shared primitives alone
   /// (tiles) owns none.
   virtual bool owns(mlir::Operation *primitive) const { return false; }
+  /// Whether `primitive` (one this class owns) writes the tile's loops
+  /// itself, unrolled by its own knobs, so loop.unroll cannot join it.
+  virtual bool writesTileLoops(mlir::Operation *primitive) const {
+    return false;
+  }
   /// Checks this class's primitives in `check.schedule` (or, for the
   /// target's last strategy, a schedule of shared primitives alone).
   virtual mlir::LogicalResult validate(ScheduleCheck check) const {
@@ -139,7 +144,8 @@ public:
   virtual mlir::LogicalResult apply(ApplyState &state,
                                     mlir::Operation *primitive) const {
     return primitive->emitError("has no strategy to carry it out");
-  }  /// Dialects and interfaces that apply needs loaded.
+  }
+  /// Dialects and interfaces that apply needs loaded.
   virtual void getDependentDialects(mlir::DialectRegistry &registry) const {}
 };
 
@@ -151,6 +157,14 @@ strategiesFor(const loop::TargetDescription &target);
 
 /// Every strategy of every target, once.
 llvm::ArrayRef<const Strategy *> allStrategies();
+
+/// Whether `primitive` is one every class shares (knobs, tiles,
+/// loop.split_k, loop.unroll), which the drivers check and carry out.
+bool isSharedPrimitive(mlir::Operation *primitive);
+
+/// Refuses, at `at`, GPU kernel `kernel` for a loop of extent 0.
+mlir::InFlightDiagnostic emitEmptyLoopError(mlir::Operation *at,
+                                            llvm::StringRef kernel);
 
 /// The strategy of `target` that owns `primitive`; null for a shared
 /// primitive, or one of the other kind of target.

@@ -198,6 +198,10 @@ struct TensorCoreContraction final : Strategy {
     return isa<loop::MmaOp, loop::PromoteOp, loop::PipelineOp,
                loop::MaterializeOp>(op);
   }
+  // Warp tiles and K steps.
+  bool writesTileLoops(Operation *op) const override {
+    return isa<loop::MmaOp>(op);
+  }
 
   /// A schedule when the kernel is a contraction loop.mma takes and some
   /// legal tiling fits it.

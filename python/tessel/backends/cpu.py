@@ -26,7 +26,6 @@ from .. import ir as tir
 from ..dtypes import described, host_array
 from ..tools import mlir_runtime_library
 from ..errors import CompileError, UnsupportedError
-from ..runtime.executor import ALIGNMENT
 from .. import targets
 from .pipelines import cpu_stages, run_stages, scheduled_for
 from .signature import TensorSpec, entry_function, signature
@@ -167,8 +166,10 @@ class CPUExecutable:
 
     def __init__(self, engine: execution_engine.ExecutionEngine, name: str,
                  inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
-                 stage_seconds: dict[str, float]) -> None:
+                 stage_seconds: dict[str, float], alignment: int) -> None:
         self._engine = engine
+        # What each input's address must be a multiple of.
+        self._alignment = alignment
         # The packed C interface takes an array of pointers to the
         # arguments, each a pointer to a memref descriptor.
         self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("_mlir_ciface_" + name))
@@ -195,7 +196,7 @@ class CPUExecutable:
         """Argument ``index`` as a C-contiguous array, and its address. A contiguous numpy
         array or CPU ``__dlpack__`` object (a torch tensor) is used in place;
         a strided one is copied, as is one at an address that is not a
-        multiple of ``ALIGNMENT`` (kernels move aligned vectors), one of the
+        multiple of the kernels' alignment or of its itemsize, one of the
         other byte order (converted, as numpy would) and a bool one (any
         nonzero byte made 1: kernels do not read numpy's bool as numpy does)."""
         spec = self.inputs[index]
@@ -213,7 +214,7 @@ class CPUExecutable:
                              f"got {described(array.dtype)}{list(array.shape)}")
         array = host_array(array, spec.dtype)
         address = array.ctypes.data
-        if address % ALIGNMENT:
+        if address % self._alignment or not array.flags.aligned:
             array = array.copy()
             address = array.ctypes.data
         return array, address
@@ -294,4 +295,8 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
         except RuntimeError as e:
             raise CompileError(f"the JIT cannot compile @{name}: {e}", diagnostics) from None
     seconds["jit"] = time.perf_counter() - start
-    return CPUExecutable(engine, name, inputs, outputs, seconds)
+    # GPU schedules' kernels move vectors of their target's vector_bytes
+    # (loop.vector_access); the CPU's own assume only aligned elements.
+    target = targets.get(schedules)
+    alignment = target.vector_bytes if target.kind == "cuda" else 1
+    return CPUExecutable(engine, name, inputs, outputs, seconds, alignment)

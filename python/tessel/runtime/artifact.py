@@ -100,6 +100,7 @@ class TargetInfo:
     max_grid: tuple[int, int, int]
     static_shared_per_block: int  # without opting in
     shared_per_block: int  # opted in: the most dynamic shared memory a launch may ask
+    vector_bytes: int  # the widest vector a kernel moves: every buffer it gets is aligned to it
 
     @classmethod
     def from_json(cls, data: Any) -> "TargetInfo":
@@ -179,9 +180,12 @@ def _target_info(value: Any, where: str) -> TargetInfo:
     def number(key: str, low: int = 0) -> int:
         return _int(_get(record, key, where), f"{where}.{key}", low, MAX_LAUNCH_VALUE)
 
+    vector_bytes = number("vector_bytes", 1)
+    if vector_bytes & (vector_bytes - 1):
+        raise _Malformed(f"{where}.vector_bytes must be a power of two, not {vector_bytes}")
     return TargetInfo(_typed(_get(record, "name", where), str, f"{where}.name", "a string"), number("sm", 1),
                       number("max_threads_per_block", 1), dims("max_block"), dims("max_grid"),
-                      number("static_shared_per_block"), number("shared_per_block"))
+                      number("static_shared_per_block"), number("shared_per_block"), vector_bytes)
 
 
 def _tensor(record: dict[str, Any], where: str) -> tuple[tuple[int, ...], np.dtype]:

@@ -18,11 +18,7 @@ from ..dtypes import described, host_array
 from ..errors import RuntimeError, UnsupportedError
 from .artifact import Artifact, BufferInfo, KernelInfo, TargetInfo
 
-__all__ = ["ALIGNMENT", "DeviceArray", "Driver", "DryDriver", "Executable"]
-
-# Bytes every device buffer a kernel gets is aligned to: kernels copy, load
-# and store 16-byte vectors (cp.async, ld/st.global.v4).
-ALIGNMENT = 16
+__all__ = ["DeviceArray", "Driver", "DryDriver", "Executable"]
 
 
 class Driver(Protocol):
@@ -239,14 +235,16 @@ class Executable:
                                f"got {described(view.dtype)}{list(view.shape)}")
         if device:
             held.append(view.owner)
-            if view.pointer % ALIGNMENT == 0:
+            # Kernels copy, load and store vectors of the target's
+            # vector_bytes (cp.async, ld/st.global.v4).
+            if view.pointer % self.artifact.target_description.vector_bytes == 0:
                 return view.pointer
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         pointer = self._alloc(nbytes)
         owned.append((pointer, nbytes))
         if device:
-            # Kernels move 16-byte vectors: a view at an odd offset (a slice
-            # of a larger tensor) is copied to an aligned buffer first.
+            # A view at an odd offset (a slice of a larger tensor) is copied
+            # to an aligned buffer first.
             self.driver.copy(pointer, view.pointer, nbytes)
         else:
             self.driver.upload(pointer, host_array(view, dtype))
