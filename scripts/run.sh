@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fresh machine -> main job: makes .venv, builds and installs tessel, then
+# Fresh machine -> main job: makes .venv and builds tessel into it
+# (scripts/setup.sh; a second run rebuilds nothing), then
 # compiles the example transformer encoder block for this machine's NVIDIA
 # GPU (run through tessel.runtime) or, without one, for sm_90 run on the PTX
 # emulator, and checks it against numpy (arguments go to
@@ -7,11 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m venv .venv
-.venv/bin/python -m pip install --upgrade --quiet pip
 # With an NVIDIA driver, also the CUDA driver bindings the runtime uses.
 extras=""
 if command -v nvidia-smi > /dev/null 2>&1; then extras="[cuda]"; fi
-.venv/bin/python -m pip install -e ".$extras"
+bash scripts/setup.sh "$extras"
 
 .venv/bin/python examples/transformer_block.py "$@"

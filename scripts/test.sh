@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
-# Fresh machine -> every test: makes .venv, builds and installs tessel with its
-# test extras from PyPI, then runs the lit/FileCheck tests and pytest.
+# Fresh machine -> every test: makes .venv and builds tessel into it with its
+# test extras (scripts/setup.sh; a second run rebuilds nothing), then runs the
+# lit/FileCheck tests and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m venv .venv
-.venv/bin/python -m pip install --upgrade --quiet pip
-.venv/bin/python -m pip install -e ".[test]"
-
+bash scripts/setup.sh "[test]"
 .venv/bin/lit -sv test
 .venv/bin/python -m pytest

@@ -46,9 +46,9 @@ def main() -> None:
         seconds = time.perf_counter() - start
         index["workloads"][workload.name] = {
             "compile_seconds": round(seconds, 3),
-            "kernels": [{"name": k.name, **k.ptxas} for k in artifact.kernels],
+            "kernels": [{"name": k.name, **(k.ptxas or {})} for k in artifact.kernels],
         }
-        spills = sum(k.ptxas.get("spill_stores", 0) for k in artifact.kernels)
+        spills = sum((k.ptxas or {}).get("spill_stores", 0) for k in artifact.kernels)
         print(f"{workload.name:<44} {len(artifact.kernels):3d} kernels  {seconds:6.2f} s"
               f"{'  SPILLS ' + str(spills) + ' bytes' if spills else ''}")
     (args.out / "index.json").write_text(json.dumps(index, indent=1) + "\n")

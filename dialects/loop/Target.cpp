@@ -14,19 +14,21 @@
 
 using namespace llvm;
 using namespace tessel::loop;
+// Qualified: llvm::Instruction is visible too wherever llvm/IR is included.
+namespace loop = tessel::loop;
 
 ArrayRef<StringLiteral> tessel::loop::instructionNames() {
   static constexpr StringLiteral names[] = {
       "mma_sync_f16", "mma_sync_bf16", "mma_sync_tf32", "ldmatrix",
       "cp_async",     "tma",           "mbarrier_tx",   "wgmma",
       "setmaxnreg",   "non_temporal_stores"};
-  static_assert(std::size(names) == size_t(Instruction::Count));
+  static_assert(std::size(names) == size_t(loop::Instruction::Count));
   return names;
 }
 
-static uint32_t bits(std::initializer_list<Instruction> list) {
+static uint32_t bits(std::initializer_list<loop::Instruction> list) {
   uint32_t mask = 0;
-  for (Instruction i : list)
+  for (loop::Instruction i : list)
     mask |= 1u << static_cast<uint32_t>(i);
   return mask;
 }
@@ -77,7 +79,7 @@ TargetDescription hostCpu() {
   d.vectorBytes = d.vectorBits / 8;
   d.cores = std::max<int64_t>(std::thread::hardware_concurrency(), 1);
   if (triple.isX86())
-    d.instructions = bits({Instruction::NonTemporalStores});
+    d.instructions = bits({loop::Instruction::NonTemporalStores});
   // Linux describes each cache level under sysfs; elsewhere they stay
   // unknown (0).
   for (int index = 0; index < 8; ++index) {
@@ -96,7 +98,7 @@ TargetDescription hostCpu() {
     int64_t scale = text.consume_back("K") ? 1024
                     : text.consume_back("M") ? 1024 * 1024
                                              : 1;
-    if (text.getAsInteger(10, bytes) || type == "Instruction")
+    if (text.getAsInteger(10, bytes) || type == "loop::Instruction")
       continue;
     unsigned l = level == "1" ? 0 : level == "2" ? 1 : level == "3" ? 2 : 3;
     if (l < 3)
@@ -113,11 +115,11 @@ struct Table {
 
   Table() {
     uint32_t ampere =
-        bits({Instruction::MmaSyncF16, Instruction::MmaSyncBf16,
-              Instruction::MmaSyncTf32, Instruction::Ldmatrix,
-              Instruction::CpAsync});
+        bits({loop::Instruction::MmaSyncF16, loop::Instruction::MmaSyncBf16,
+              loop::Instruction::MmaSyncTf32, loop::Instruction::Ldmatrix,
+              loop::Instruction::CpAsync});
     uint32_t hopper =
-        ampere | bits({Instruction::Tma, Instruction::MbarrierTx});
+        ampere | bits({loop::Instruction::Tma, loop::Instruction::MbarrierTx});
     // Reference chips: A100, A40, L40S, H100/H200 (SMs, shared memory per
     // block opted in).
     for (TargetDescription d :
@@ -126,8 +128,8 @@ struct Table {
           cudaChip("sm_89", 89, "+ptx78", 142, 99, ampere),
           cudaChip("sm_90", 90, "+ptx80", 132, 227, hopper),
           cudaChip("sm_90a", 90, "+ptx80", 132, 227,
-                   hopper | bits({Instruction::Wgmma,
-                                  Instruction::Setmaxnreg}))})
+                   hopper | bits({loop::Instruction::Wgmma,
+                                  loop::Instruction::Setmaxnreg}))})
       entries.push_back(std::make_unique<TargetDescription>(std::move(d)));
   }
 };
@@ -182,7 +184,7 @@ std::string tessel::loop::registerTarget(const TargetDescription &d) {
 }
 
 std::string TargetDescription::chip() const {
-  bool specific = has(Instruction::Wgmma) || has(Instruction::Setmaxnreg);
+  bool specific = has(loop::Instruction::Wgmma) || has(loop::Instruction::Setmaxnreg);
   return "sm_" + std::to_string(sm) + (specific ? "a" : "");
 }
 
@@ -193,7 +195,7 @@ std::string TargetDescription::check() const {
       }))
     return "a target name is letters, digits, '_', '-' and '.', not '" +
            name + "'";
-  if (instructions >> static_cast<uint32_t>(Instruction::Count))
+  if (instructions >> static_cast<uint32_t>(loop::Instruction::Count))
     return "unknown instruction bits";
   if (vectorBytes <= 0 || !isPowerOf2_64(vectorBytes))
     return "vector_bytes must be a positive power of two";
@@ -221,7 +223,7 @@ std::string TargetDescription::check() const {
 json::Value TargetDescription::toJSON() const {
   json::Array names;
   for (auto [i, n] : llvm::enumerate(instructionNames()))
-    if (has(static_cast<Instruction>(i)))
+    if (has(static_cast<loop::Instruction>(i)))
       names.push_back(n);
   auto triple = [](const std::array<int64_t, 3> &v) {
     return json::Array{v[0], v[1], v[2]};

@@ -88,5 +88,5 @@ def ptxas() -> Path:
         return candidates[-1]
     found = shutil.which("ptxas")
     if found is None:
-        raise FileNotFoundError("ptxas is not installed (pip install nvidia-cuda-nvcc, or a CUDA toolkit)")
+        raise FileNotFoundError("ptxas is not installed (pip install 'tessel[cuda]', or a CUDA toolkit on PATH)")
     return Path(found)

@@ -163,6 +163,23 @@ def test_default_schedules_match_numpy_and_assemble(case):
                                rtol=1e-4, atol=1e-4)
 
 
+def test_without_ptxas_a_compile_warns_and_its_kernels_say_they_were_not_assembled(monkeypatch, tmp_path):
+    import tessel.backends.cuda as cuda
+
+    def no_ptxas():
+        raise FileNotFoundError("ptxas is not installed (pip install 'tessel[cuda]', or a CUDA toolkit on PATH)")
+
+    monkeypatch.setattr(cuda, "ptxas", no_ptxas)
+    x = _randn(4, 64)
+    module = tessel.trace(lambda x: ops.relu(x) + 1.0, x, name="unassembled")
+    with pytest.warns(UserWarning, match=r"tessel\[cuda\].*not assembled"):
+        artifact = tessel.compile(module, target="cuda:sm_90")
+    assert artifact.kernels and all(k.ptxas is None for k in artifact.kernels)
+    saved = tessel.runtime.read(artifact.save(tmp_path / "unassembled"))
+    assert all(k.ptxas is None for k in saved.kernels)
+    np.testing.assert_allclose(artifact.emulate()(x), np.maximum(x, 0) + 1, rtol=1e-6)
+
+
 def test_a_prime_extent_gets_full_blocks_and_idle_threads_in_the_last():
     # 997 has no divisor near 256: blocks of 256 threads, the last one's
     # surplus threads guarded, rather than 997 blocks of one thread.

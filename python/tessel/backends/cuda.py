@@ -24,6 +24,7 @@ import re
 import subprocess
 import tempfile
 import time
+import warnings
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, Callable, Sequence
 
@@ -312,7 +313,7 @@ def _launch(launch: Any, ptx: dict[str, str], target: str, run_ptxas: bool) -> K
     return KernelInfo(
         name=func_name, ptx=text, grid=tuple(dims[:3]), block=tuple(dims[3:]),
         dynamic_shared_bytes=_constant_index(shared) if shared is not None else 0,
-        ptxas=assemble(text, target, func_name) if run_ptxas else {},
+        ptxas=assemble(text, target, func_name) if run_ptxas else None,
     )
 
 
@@ -437,7 +438,8 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
     10-bit mantissas, f32 accumulation); without it they stay exact f32
     (and slow). ``run_ptxas`` assembles every
     kernel with ``ptxas -v`` and records its registers, spills and shared
-    memory in the manifest (default: when ptxas is installed); a kernel
+    memory in the manifest (default: when ptxas is installed, with a
+    warning when it is not; unassembled kernels have ``ptxas`` None); a kernel
     that ptxas rejects is a CompileError. ``module`` is not modified.
     """
     if target not in (chips := targets.names("cuda")):
@@ -449,7 +451,9 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
         try:
             ptxas()
             run_ptxas = True
-        except FileNotFoundError:
+        except FileNotFoundError as missing:
+            warnings.warn(f"{missing}: the kernels are compiled to PTX but not assembled, so ptxas does not "
+                          "check them (kernel.ptxas is None)", stacklevel=2)
             run_ptxas = False
     symbol = _ptx_identifiers(work)[name]
     seconds = run_stages(work, cuda_stages(target, scheduled=scheduled_for(work, target), allow_tf32=allow_tf32),

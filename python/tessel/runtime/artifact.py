@@ -81,9 +81,9 @@ class KernelInfo:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     dynamic_shared_bytes: int
-    # From `ptxas -v` when the compiler had ptxas: registers, spill_stores,
-    # spill_loads, shared_bytes, stack_bytes.
-    ptxas: dict[str, int] = field(default_factory=dict)
+    # From `ptxas -v`: registers, spill_stores, spill_loads, shared_bytes,
+    # stack_bytes; None when the compiler did not assemble the kernel.
+    ptxas: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -282,7 +282,9 @@ class Artifact:
                 self._constant_file(b).close()  # there, and not too large; read when uploaded
         kernels = []
         for where, k in _records(manifest, "kernels"):
-            ptxas = _typed(k.get("ptxas", {}), dict, f"{where}.ptxas", "an object")
+            ptxas = k.get("ptxas")
+            if ptxas is not None:
+                ptxas = _typed(ptxas, dict, f"{where}.ptxas", "an object or null")
             kernels.append(KernelInfo(
                 _typed(_get(k, "name", where), str, f"{where}.name", "a string"),
                 _text(self.path, _get(k, "file", where), MAX_PTX_BYTES),
@@ -290,6 +292,7 @@ class Artifact:
                 _ints(_get(k, "block", where), f"{where}.block", length=3),
                 _int(_get(k, "dynamic_shared_bytes", where), f"{where}.dynamic_shared_bytes",
                      high=MAX_LAUNCH_VALUE),
+                None if ptxas is None else
                 {key: _int(v, f"{where}.ptxas.{key}") for key, v in ptxas.items()}))
         self.kernels = tuple(kernels)
         steps: list[dict[str, Any]] = []
