@@ -8,9 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# With an NVIDIA driver, also the CUDA driver bindings the runtime uses.
-extras=""
-if command -v nvidia-smi > /dev/null 2>&1; then extras="[cuda]"; fi
-bash scripts/setup.sh "$extras"
+# [cuda]: ptxas assembles the kernels; with a GPU, cuda-bindings runs them.
+bash scripts/setup.sh "[cuda]"
 
 .venv/bin/python examples/transformer_block.py "$@"

@@ -179,28 +179,32 @@ Value compareScalars(OpBuilder &b, Location loc, graph::ComparePredicate pred,
   using P = graph::ComparePredicate;
   if (isa<FloatType>(lhs.getType())) {
     // Ordered except `ne`, which holds for NaN like numpy's !=.
-    arith::CmpFPredicate f;
-    switch (pred) {
-    case P::eq: f = arith::CmpFPredicate::OEQ; break;
-    case P::ne: f = arith::CmpFPredicate::UNE; break;
-    case P::lt: f = arith::CmpFPredicate::OLT; break;
-    case P::le: f = arith::CmpFPredicate::OLE; break;
-    case P::gt: f = arith::CmpFPredicate::OGT; break;
-    case P::ge: f = arith::CmpFPredicate::OGE; break;
-    }
+    arith::CmpFPredicate f = [&] {
+      switch (pred) {
+      case P::eq: return arith::CmpFPredicate::OEQ;
+      case P::ne: return arith::CmpFPredicate::UNE;
+      case P::lt: return arith::CmpFPredicate::OLT;
+      case P::le: return arith::CmpFPredicate::OLE;
+      case P::gt: return arith::CmpFPredicate::OGT;
+      case P::ge: return arith::CmpFPredicate::OGE;
+      }
+      llvm_unreachable("unknown graph.compare predicate");
+    }();
     return arith::CmpFOp::create(b, loc, f, lhs, rhs);
   }
   // i1 compares as unsigned (false < true); other integers are signed.
   bool u = lhs.getType().isInteger(1);
-  arith::CmpIPredicate i;
-  switch (pred) {
-  case P::eq: i = arith::CmpIPredicate::eq; break;
-  case P::ne: i = arith::CmpIPredicate::ne; break;
-  case P::lt: i = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
-  case P::le: i = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
-  case P::gt: i = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
-  case P::ge: i = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
-  }
+  arith::CmpIPredicate i = [&] {
+    switch (pred) {
+    case P::eq: return arith::CmpIPredicate::eq;
+    case P::ne: return arith::CmpIPredicate::ne;
+    case P::lt: return u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+    case P::le: return u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
+    case P::gt: return u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+    case P::ge: return u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
+    }
+    llvm_unreachable("unknown graph.compare predicate");
+  }();
   return arith::CmpIOp::create(b, loc, i, lhs, rhs);
 }
 
