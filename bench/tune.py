@@ -41,7 +41,7 @@ import numpy as np
 import tessel
 from tessel import ops
 from tessel.compiler import _tuned
-from tessel.tuning import KernelSummary, LocalCpuRunner, plot_curves, print_progress, tune
+from tessel.tuning import KernelSummary, LocalCpuRunner, ProgressBar, plot_curves, tune
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu import (  # noqa: E402 - cpu.py's timing and references
@@ -117,7 +117,7 @@ def run(workload: Workload, trials: int, runner: LocalCpuRunner, workdir: Path) 
         db = workdir / f"{workload.name.replace(' ', '-')}-{search}.db"
         print(f"  {search} search, {trials} trials per kernel", file=sys.stderr)
         summaries[search] = tune(module, trials=trials, db=str(db), search=search, runner=runner, seed=0,
-                                 progress=print_progress)
+                                 progress=ProgressBar())
     db = str(workdir / f"{workload.name.replace(' ', '-')}-model.db")
     kernels = len(summaries["model"])
     lookup = statistics.median(timed(lambda: _tuned(module, "cpu", db, allow_tf32=False))[1] for _ in range(5))

@@ -18,7 +18,8 @@ The public API lives here; the layers are subpackages:
 import importlib
 from typing import Any
 
-from .errors import CompileError, Diagnostic, RuntimeError, TesselError, TuningDatabaseError, UnsupportedError
+from .errors import (CompileError, Diagnostic, MissingExtraError, RuntimeError, TesselError, TuningDatabaseError,
+                     UnsupportedError)
 
 __version__ = "0.1.0"
 

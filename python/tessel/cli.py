@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _tune(args: argparse.Namespace) -> int:
     from . import from_onnx, parse
-    from .tuning import export_batch, print_progress, tune
+    from .tuning import ProgressBar, export_batch, tune
 
     target = args.target.removeprefix("cuda:")
     try:
@@ -129,7 +129,7 @@ def _tune(args: argparse.Namespace) -> int:
         if args.db is None:
             raise ValueError("--db is required unless --export writes a batch")
         summaries = tune(module, target=target, trials=args.trials, db=args.db, plot=args.plot,
-                         search=args.search, seed=args.seed, progress=print_progress)
+                         search=args.search, seed=args.seed, progress=ProgressBar())
     except (TesselError, OSError, ValueError) as e:
         return _failed("tune", e)
     _print_summaries(summaries)
@@ -162,6 +162,9 @@ def _print_summaries(summaries: Sequence) -> None:
             continue
         print(f"{s.name:<28} {s.default_seconds * 1e3:>11.3f} {s.best_seconds * 1e3:>9.3f} "
               f"{s.speedup:>8.2f}x {s.trials:>7} {s.failures:>7}")
+    for s in summaries:
+        if s.exhausted:
+            print(f"{s.name}: stopped after {s.trials} trials: every legal point of its space was measured")
 
 
 if __name__ == "__main__":

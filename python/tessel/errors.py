@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 __all__ = ["Diagnostic", "TesselError", "CompileError", "UnsupportedError", "RuntimeError",
-           "TuningDatabaseError"]
+           "TuningDatabaseError", "MissingExtraError", "require_extra"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +58,20 @@ class TuningDatabaseError(TesselError):
     """A tuning database cannot be used: the file is missing, not SQLite,
     corrupted, another program's database or of a newer schema version.
     The message names the file and what is wrong with it."""
+
+
+class MissingExtraError(TesselError, ImportError):
+    """An optional dependency is not installed; the message names the
+    feature that needs it and the ``tessel[extra]`` that installs it. Also
+    an ImportError, as a missing import is."""
+
+
+def require_extra(module: str, extra: str, feature: str) -> Any:
+    """Imports ``module`` for ``feature`` (before it does any work), or
+    raises MissingExtraError naming ``pip install 'tessel[extra]'``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        missing = e.name or module
+        raise MissingExtraError(f"{feature} needs {missing}, which is not installed: "
+                                f"pip install 'tessel[{extra}]'", name=missing) from None

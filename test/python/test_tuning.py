@@ -365,3 +365,26 @@ def test_gpu_batch_exports_runs_without_mlir_and_imports(tmp_path):
     first = {c["schedule"] for c in json.loads((batch / "batch.json").read_text())["candidates"]}
     second = json.loads((tmp_path / "next" / "batch.json").read_text())["candidates"]
     assert second[0]["default"] and not {c["schedule"] for c in second[1:]} & first
+
+
+def test_a_space_smaller_than_the_trials_stops_early_and_says_so(tmp_path, runner, capsys):
+    # A 4 x 16 softmax has one knob (lanes) with three legal values.
+    model = tessel.trace(lambda x: ops.softmax(x, axis=-1), tessel.TensorSpec((4, 16), np.float32), name="sm")
+    [summary] = tune(model, trials=10, db=str(tmp_path / "t.db"), search="random", runner=runner,
+                     progress=tessel.tuning.ProgressBar())
+    assert summary.exhausted and summary.trials == 3 and summary.error is None
+    err = capsys.readouterr().err
+    assert "3/10 trials" in err and "(space exhausted: every legal point measured)" in err
+    from tessel.cli import _print_summaries
+
+    _print_summaries([summary])
+    assert "sm_kernel0: stopped after 3 trials: every legal point of its space was measured" in capsys.readouterr().out
+
+
+def test_the_progress_bar_estimates_the_time_left_for_all_kernels(capsys):
+    bar = tessel.tuning.ProgressBar()
+    bar("first", 0, 4, 8, 8, 1.5, True)  # a quarter of the work done
+    bar("last", 3, 4, 8, 8, 1.0, True)  # all of it
+    first, last = capsys.readouterr().err.splitlines()
+    assert first.startswith("[1/4] first") and "8/8 trials, best 1.50x" in first and first.endswith(" left")
+    assert "left" not in last and "exhausted" not in last

@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import ops
 from ..backends.signature import TensorSpec
-from ..errors import CompileError, UnsupportedError
+from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from ._common import Value, attention, cast_to, matmul, numpy_or
 
@@ -796,15 +796,11 @@ SUPPORTED_OPS = tuple(sorted(CONVERTERS))
 
 
 def _onnx() -> Any:
-    """The onnx package with the submodules the importer uses; a friendly
-    UnsupportedError, not an ImportError, where it is not installed."""
-    try:
-        import onnx
-        import onnx.defs
-        import onnx.helper
-        import onnx.numpy_helper  # noqa: F401 - used through the package
-    except ImportError:
-        raise UnsupportedError("tessel.from_onnx needs the onnx package (pip install onnx)") from None
+    """The onnx package with the submodules the importer uses
+    (MissingExtraError where it is not installed)."""
+    onnx = require_extra("onnx", "onnx", "tessel.from_onnx")
+    for submodule in ("defs", "helper", "numpy_helper"):
+        require_extra(f"onnx.{submodule}", "onnx", "tessel.from_onnx")
     return onnx
 
 

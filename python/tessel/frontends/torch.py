@@ -32,7 +32,7 @@ import numpy as np
 from .. import ops
 from ..backends.signature import TensorSpec
 from ..dtypes import BFLOAT16, words
-from ..errors import CompileError, UnsupportedError
+from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from ._common import Value, attention, cast_to, matmul, numpy_or
 
@@ -816,7 +816,7 @@ def from_torch(model_or_fn: Any, example_args: Any, *, dynamic_shapes: Any = Non
     that is not supported, naming the aten op, the node and the user's line.
     """
     if torch is None:
-        raise UnsupportedError("tessel.from_torch needs PyTorch (pip install torch, or tessel[torch])")
+        require_extra("torch", "torch", "tessel.from_torch")  # raises, naming the extra
     if dynamic_shapes is not None:
         raise UnsupportedError("dynamic_shapes is not supported: the graph dialect compiles static shapes; "
                                "export one module per shape instead")

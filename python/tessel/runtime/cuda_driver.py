@@ -31,8 +31,8 @@ class CudaDriver:
         try:
             from cuda.bindings import driver as cu
         except ImportError as e:
-            raise RuntimeError("running artifacts needs NVIDIA's cuda-bindings "
-                               f"(pip install cuda-bindings): {e}") from None
+            raise RuntimeError("running artifacts on a GPU needs NVIDIA's cuda-bindings: "
+                               f"pip install 'tessel[cuda]' ({e})") from None
         self._cu = cu
         try:
             self._check(cu.cuInit(0), "cuInit")

@@ -15,7 +15,7 @@ from .database import Record, TuningDatabase
 from .batch import export_batch, import_batch
 from .keys import apply_records, device_key, kernel_keys
 from .runners import LocalCpuRunner, LocalCudaRunner, Measurement, Runner
-from .search import KernelSummary, Task, plot_curves, print_progress, tasks, tune
+from .search import KernelSummary, Task, ProgressBar, plot_curves, tasks, tune
 
 __all__ = [
     "KernelSummary",
@@ -33,7 +33,7 @@ __all__ = [
     "import_batch",
     "kernel_keys",
     "plot_curves",
-    "print_progress",
+    "ProgressBar",
     "tasks",
     "tune",
 ]

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import require_extra
 
 __all__ = ["CostModel"]
 
@@ -30,12 +30,7 @@ class CostModel:
     """Ranks candidates by their features (named numbers)."""
 
     def __init__(self, seed: int = 0) -> None:
-        try:
-            import lightgbm
-        except ImportError:
-            raise UnsupportedError("the cost model needs LightGBM: pip install 'tessel[tune]' "
-                                   "(or search without the model)") from None
-        self._lightgbm = lightgbm
+        self._lightgbm = require_extra("lightgbm", "tune", "the cost model (search=\"model\")")
         self.seed = seed
         self._model = None
         self._columns: list[str] = []

@@ -20,6 +20,7 @@ import numbers
 import os
 import random
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Optional, Sequence, get_args
@@ -31,7 +32,7 @@ from mlir.dialects import func
 from .. import __version__, targets
 from .. import ir as tir
 from ..dialects import loop
-from ..errors import CompileError, RuntimeError, UnsupportedError
+from ..errors import CompileError, RuntimeError, UnsupportedError, require_extra
 from ..schedules import Knob, _schedules, default_schedules, is_legal, knobs, with_knobs
 from .cost_model import CostModel
 from .features import CandidateFeatures, Features
@@ -39,7 +40,7 @@ from .database import Record, TuningDatabase
 from .keys import device_key, kernel_keys
 from .runners import LocalCpuRunner, LocalCudaRunner, Measurement, Runner
 
-__all__ = ["STRATEGIES", "KernelSummary", "Task", "plot_curves", "print_progress", "tasks", "tune"]
+__all__ = ["STRATEGIES", "KernelSummary", "Task", "plot_curves", "ProgressBar", "tasks", "tune"]
 
 Strategy = Literal["model", "evolution", "random"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
@@ -156,6 +157,7 @@ class KernelSummary:
     reused: int  # records of earlier runs that seeded the search
     curve: list[float] = field(default_factory=list)  # best-so-far seconds after each trial (search)
     error: Optional[str] = None  # why the kernel could not be tuned at all
+    exhausted: bool = False  # stopped before ``trials``: every legal point of the space was measured
 
     @property
     def name(self) -> str:
@@ -187,7 +189,7 @@ def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str | 
     ``runner`` measures candidates (by default a :class:`LocalCpuRunner`,
     or a :class:`LocalCudaRunner` for a GPU target);
     ``progress(kernel, done_kernels, kernels, trial, trials, best_speedup,
-    finished)`` is called after each round (:func:`print_progress` draws a
+    finished)`` is called after each round (:class:`ProgressBar` draws a
     progress bar); ``plot`` writes best-so-far curves (PNG).
     Returns one :class:`KernelSummary` per schedule. Every option is
     checked, and the database opened, before any work: a bad one is a
@@ -277,7 +279,8 @@ def _tune_task(task: Task, trials: int, runner: Runner, db: TuningDatabase, devi
                                     search)
         pending = []
         if not batch:
-            break  # every legal point has been measured
+            summary.exhausted = True
+            break
         modules = [task.candidate(values) for values in batch]
         measurements = runner.measure([m.operation.get_asm() for m in modules], ENTRY)
         for values, candidate, m in zip(batch, modules, measurements):
@@ -461,26 +464,52 @@ def plot_curves(curves: Mapping[str, Sequence[float]], path: str, *, title: str 
 
 
 def _pyplot() -> Any:
-    """matplotlib's pyplot, drawing to files; UnsupportedError with the install hint without it."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise UnsupportedError("plotting needs matplotlib: pip install 'tessel[tune]'") from None
+    """matplotlib's pyplot, drawing to files (MissingExtraError without it)."""
+    matplotlib = require_extra("matplotlib", "tune", "plotting tuning curves (plot=...)")
     matplotlib.use("Agg")  # files only; no display needed
     from matplotlib import pyplot
 
     return pyplot
 
 
-def print_progress(kernel: str, done: int, kernels: int, trial: int, trials: int, speedup: float,
-                   finished: bool) -> None:
-    """A progress bar on stderr (``tune(progress=print_progress)``): one
-    line per kernel, redrawn on a terminal, else printed when it finishes."""
+class ProgressBar:
+    """A progress bar on stderr (``tune(progress=ProgressBar())``): one line
+    per kernel, redrawn on a terminal, else printed when it finishes. With
+    several kernels it estimates the time left for all of them from the
+    time taken so far; a kernel whose space ran out before its trials says
+    so."""
+
     width = 24
-    filled = int(width * trial / trials)
-    line = (f"[{done + 1}/{kernels}] {kernel:<24.24} [{'#' * filled}{'.' * (width - filled)}] "
-            f"{trial}/{trials} trials, best {speedup:.2f}x over the default")
-    if sys.stderr.isatty():
-        print("\r" + line, end="\n" if finished else "", file=sys.stderr, flush=True)
-    elif finished:
-        print(line, file=sys.stderr, flush=True)
+
+    def __init__(self) -> None:
+        self._start: Optional[float] = None
+
+    def __call__(self, kernel: str, done: int, kernels: int, trial: int, trials: int, speedup: float,
+                 finished: bool) -> None:
+        now = time.monotonic()
+        if self._start is None:
+            self._start = now
+        filled = int(self.width * trial / trials)
+        line = (f"[{done + 1}/{kernels}] {kernel:<24.24} [{'#' * filled}{'.' * (self.width - filled)}] "
+                f"{trial}/{trials} trials, best {speedup:.2f}x over the default")
+        if finished and trial < trials:
+            line += " (space exhausted: every legal point measured)"
+        # Kernels' trials cost about the same: the fraction of trials done times
+        # the time so far gives the rest.
+        fraction = (done + (1.0 if finished else trial / trials)) / kernels
+        if kernels > 1 and 0 < fraction < 1:
+            line += f", about {_duration((now - self._start) * (1 - fraction) / fraction)} left"
+        if sys.stderr.isatty():
+            print("\r\033[K" + line, end="\n" if finished else "", file=sys.stderr, flush=True)
+        elif finished:
+            print(line, file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as ``1 h 02 min``, ``3 min 05 s`` or ``12 s``."""
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds} s"
