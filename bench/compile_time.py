@@ -1,8 +1,19 @@
-"""How compile time grows with op count and rank, on the CPU and for sm_90.
+"""Compile times: against the goals and torch.compile, and how they grow.
 
-    python bench/compile_time.py [--quick] [--json PATH]
+    python bench/compile_time.py [--quick] [--goals | --scaling] [--json PATH]
 
-Two families, each compiled in a fresh process (no warm caches) for each
+**Goals** (issue 32), each compile in a fresh process, timed inside it
+(trace and imports apart): the example transformer block
+(examples/transformer_block.py: batch 4, seq 64, d_model 256) cold (an
+empty compile cache) and warm (the cache the cold run filled) for the CPU
+and for sm_90, and ResNet-18 (bench/models.py, batch 1, 224x224, through
+``tessel.from_torch``) cold on the CPU. The peer is torch.compile
+(Inductor, CPU) on the same block in torch, cold (an empty Inductor cache;
+its first call, which compiles). Goals: the block cold <= 2.0 s and <= 0.5x
+torch.compile's cold compile; warm <= 0.25 s (CPU and sm_90); ResNet-18
+cold <= 8 s.
+
+**Scaling**: two families, each compiled in a fresh process (no cache) for each
 target: an elementwise chain of n ops (tanh and relu steps that nothing
 folds away) on a 4x8 tensor, and a relu + exp of a rank-r tensor (unit
 dims but the last two). The table gives seconds per compile and, per
@@ -18,9 +29,11 @@ import argparse
 import datetime
 import json
 import math
+import os
 import platform
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 CHAIN = """
@@ -32,7 +45,7 @@ def chain(x):
     return x
 module = tessel.trace(chain, np.zeros((4, 8), np.float32))
 start = time.perf_counter()
-tessel.compile(module, target={target!r})
+tessel.compile(module, target={target!r}, cache=False)
 print(time.perf_counter() - start)
 """
 
@@ -41,9 +54,86 @@ import numpy as np, tessel, time
 from tessel import ops
 module = tessel.trace(lambda x: ops.exp(ops.relu(x)), np.zeros((1,) * ({n} - 2) + (2, 3), np.float32))
 start = time.perf_counter()
-tessel.compile(module, target={target!r})
+tessel.compile(module, target={target!r}, cache=False)
 print(time.perf_counter() - start)
 """
+
+BLOCK = """
+import json, sys, time
+sys.path.insert(0, {examples!r})
+import numpy as np, tessel
+import transformer_block as tb
+rng = np.random.default_rng(0)
+params = tb.init_params(256, 1024, rng)
+x = rng.standard_normal((4, 64, 256)).astype(np.float32)
+module = tessel.trace(lambda t: tb.block(t, params, 4), x, name="encoder_block")
+start = time.perf_counter()
+compiled = tessel.compile(module, target={target!r})
+print(json.dumps({{"seconds": time.perf_counter() - start, "cache": compiled.cache}}))
+"""
+
+TORCH_BLOCK = """
+import json, math, sys, time
+sys.path.insert(0, {examples!r})
+import numpy as np, torch
+import torch.nn.functional as F
+import transformer_block as tb
+rng = np.random.default_rng(0)
+p = {{k: torch.from_numpy(v) for k, v in tb.init_params(256, 1024, rng).items()}}
+x = torch.from_numpy(rng.standard_normal((4, 64, 256)).astype(np.float32))
+
+def block(x):  # examples/transformer_block.py's block, in torch
+    b, s, d = x.shape
+    heads, dh = 4, d // 4
+    def split(t):
+        return t.reshape(b, s, heads, dh).transpose(1, 2)
+    a = F.layer_norm(x, (d,), p["ln1_w"], p["ln1_b"])
+    q, k, v = (split(a @ p[f"w_{{n}}"] + p[f"b_{{n}}"]) for n in "qkv")
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
+    causal = torch.tril(torch.ones(s, s, dtype=torch.bool))
+    attn = torch.softmax(scores.masked_fill(~causal, float("-inf")), -1) @ v
+    h = x + attn.transpose(1, 2).reshape(b, s, d) @ p["w_o"] + p["b_o"]
+    m = F.layer_norm(h, (d,), p["ln2_w"], p["ln2_b"])
+    return h + F.gelu(m @ p["w_up"] + p["b_up"]) @ p["w_down"] + p["b_down"]
+
+with torch.no_grad():
+    expected = block(x)
+    compiled = torch.compile(block)
+    start = time.perf_counter()
+    out = compiled(x)
+    seconds = time.perf_counter() - start
+assert torch.allclose(out, expected, rtol=1e-4, atol=1e-4)
+print(json.dumps({{"seconds": seconds}}))
+"""
+
+RESNET = """
+import json, sys, time
+sys.path.insert(0, {bench!r})
+import torch, tessel
+import models
+model = models.resnet18()
+x = torch.randn(1, 3, 224, 224)
+start = time.perf_counter()
+module = tessel.from_torch(model, (x,))
+imported = time.perf_counter()
+exe = tessel.compile(module, target="cpu")
+done = time.perf_counter()
+with torch.no_grad():
+    error = float((torch.from_dlpack(exe(x)) - model(x)).abs().max())
+assert error < 1e-3, error
+print(json.dumps({{"seconds": done - imported, "import": imported - start, "cache": exe.cache,
+                   "stages": exe.stage_seconds}}))
+"""
+
+# (name, program, target or None, what it is measured against: a goal in
+# seconds, or the name of an earlier row and the ratio to it).
+GOALS = (
+    ("block cpu cold", BLOCK, "cpu", (2.0, "torch.compile cold", 0.5)),
+    ("block cpu warm", BLOCK, "cpu", (0.25, None, None)),
+    ("block sm_90 cold", BLOCK, "cuda:sm_90", (None, None, None)),
+    ("block sm_90 warm", BLOCK, "cuda:sm_90", (0.25, None, None)),
+    ("resnet18 cpu cold", RESNET, "cpu", (8.0, None, None)),
+)
 
 FAMILIES = {"chain": (CHAIN, (250, 500, 1000, 2000, 5000)), "rank": (RANK, (8, 16, 32, 64))}
 QUICK = {"chain": (250, 1000), "rank": (8, 64)}
@@ -57,13 +147,51 @@ def seconds(code: str, n: int, target: str) -> float:
     return float(done.stdout.split()[-1])
 
 
+def measured(code: str, env: dict[str, str], **fields: str) -> dict:
+    """The JSON that ``code`` (formatted with ``fields``) prints last, run in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", code.format(**fields)], capture_output=True, text=True,
+                          env={**os.environ, **env})
+    if done.returncode:
+        raise SystemExit(f"failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def goals() -> list[dict]:
+    """The goal rows, printed as they are measured."""
+    here = Path(__file__).resolve().parent
+    paths = {"examples": str(here.parent / "examples"), "bench": str(here)}
+    rows: dict[str, dict] = {}
+    print(f"{'compile':20} {'seconds':>8} {'goal':>8}  vs peer")
+    with tempfile.TemporaryDirectory() as tessel_cache, tempfile.TemporaryDirectory() as inductor_cache:
+        env = {"TESSEL_CACHE_DIR": tessel_cache, "TORCHINDUCTOR_CACHE_DIR": inductor_cache}
+        peer = measured(TORCH_BLOCK, env, **paths)
+        rows["torch.compile cold"] = {"name": "torch.compile cold", "seconds": peer["seconds"]}
+        print(f"{'torch.compile cold':20} {peer['seconds']:8.2f}")
+        for name, code, target, (goal, against, ratio_goal) in GOALS:
+            row = {"name": name, **measured(code, env, target=target, **paths), "goal_seconds": goal}
+            line = f"{name:20} {row['seconds']:8.2f} {'' if goal is None else f'<= {goal:.2f}':>8}"
+            if against:
+                row["ratio"] = row["seconds"] / rows[against]["seconds"]
+                row["ratio_goal"] = ratio_goal
+                line += f"  {row['ratio']:.2f}x {against} (goal <= {ratio_goal}x)"
+            rows[name] = row
+            print(line + f"  [cache {row.get('cache')}]", flush=True)
+    return list(rows.values())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="two sizes per family")
+    parser.add_argument("--quick", action="store_true", help="two sizes per scaling family")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--goals", action="store_true", help="only the goals")
+    which.add_argument("--scaling", action="store_true", help="only the scaling families")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
+    goal_rows = [] if args.scaling else goals()
     rows = []
-    print(f"{'family':8} {'size':>6} {'target':12} {'seconds':>8} {'vs smallest':>11} {'growth':>7}")
+    if args.goals:
+        return _write(args.json, goal_rows, rows)
+    print(f"\n{'family':8} {'size':>6} {'target':12} {'seconds':>8} {'vs smallest':>11} {'growth':>7}")
     for family, (code, sizes) in FAMILIES.items():
         for target in TARGETS:
             first = previous = None
@@ -74,9 +202,14 @@ def main() -> int:
                 rows.append({"family": family, "size": n, "target": target, "seconds": t, "growth": growth})
                 print(f"{family:8} {n:>6} {target:12} {t:8.2f} {t / first:10.1f}x {growth:7.2f}")
                 previous = (n, t)
-    if args.json:
-        args.json.write_text(json.dumps({"date": datetime.date.today().isoformat(), "machine": platform.node(),
-                                         "python": platform.python_version(), "rows": rows}, indent=1) + "\n")
+    return _write(args.json, goal_rows, rows)
+
+
+def _write(path: Path | None, goal_rows: list[dict], rows: list[dict]) -> int:
+    if path:
+        path.write_text(json.dumps({"date": datetime.date.today().isoformat(), "machine": platform.node(),
+                                    "cores": os.cpu_count(), "python": platform.python_version(),
+                                    "goals": goal_rows, "rows": rows}, indent=1) + "\n")
     return 0
 
 

@@ -6,17 +6,67 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
+#include "python/capi/HostCode.h"
 #include "python/capi/TesselCAPI.h"
 #include "python/runtime/AsyncRuntime.h"
 
+#include "nanobind/stl/map.h"
 #include "nanobind/stl/string.h"
 #include "nanobind/stl/vector.h"
 
 #include <cstdint>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace nb = nanobind;
+
+namespace {
+
+void appendText(MlirStringRef text, void *into) {
+  static_cast<std::string *>(into)->append(text.data, text.length);
+}
+
+/// Objects linked into the process (python/capi/HostCode.h); the code lives
+/// as long as this object.
+class ObjectJIT {
+public:
+  ObjectJIT(const std::vector<nb::bytes> &objects,
+            const std::map<std::string, uint64_t> &symbols) {
+    std::vector<MlirStringRef> objectRefs, names;
+    std::vector<uint64_t> addresses;
+    for (const nb::bytes &o : objects)
+      objectRefs.push_back(mlirStringRefCreate(o.c_str(), o.size()));
+    for (const auto &[name, address] : symbols) {
+      names.push_back(mlirStringRefCreate(name.data(), name.size()));
+      addresses.push_back(address);
+    }
+    std::string why;
+    jit = tesselObjectJITCreate(objectRefs.data(), objectRefs.size(),
+                                names.data(), addresses.data(), names.size(),
+                                appendText, &why);
+    if (!jit)
+      throw std::runtime_error(why);
+  }
+  ObjectJIT(const ObjectJIT &) = delete;
+  ObjectJIT &operator=(const ObjectJIT &) = delete;
+  ~ObjectJIT() { tesselObjectJITDestroy(jit); }
+
+  uint64_t lookup(const std::string &name) {
+    std::string why;
+    uint64_t address = tesselObjectJITLookup(
+        jit, mlirStringRefCreate(name.data(), name.size()), appendText, &why);
+    if (!address)
+      throw std::runtime_error(why);
+    return address;
+  }
+
+private:
+  TesselObjectJIT *jit;
+};
+
+} // namespace
 
 NB_MODULE(_tessel, m) {
   m.doc() = "tessel's C++ dialects and passes";
@@ -132,4 +182,43 @@ NB_MODULE(_tessel, m) {
       },
       "The addresses of tessel's async runtime functions (MLIR's async "
       "runtime ABI), by symbol name, for binding into JIT-compiled code.");
+  m.def(
+      "emit_host_objects",
+      [](MlirModule module, unsigned optLevel, unsigned partitions) {
+        std::vector<nb::bytes> objects;
+        std::string why;
+        struct Sinks {
+          std::vector<nb::bytes> *objects;
+          std::string *why;
+        } sinks{&objects, &why};
+        bool ok = tesselEmitHostObjects(
+            module, optLevel, partitions,
+            [](MlirStringRef text, void *s) {
+              static_cast<Sinks *>(s)->objects->emplace_back(text.data,
+                                                             text.length);
+            },
+            [](MlirStringRef text, void *s) {
+              appendText(text, static_cast<Sinks *>(s)->why);
+            },
+            &sinks);
+        if (!ok)
+          throw std::runtime_error(why);
+        return objects;
+      },
+      nb::arg("module"), nb::arg("opt_level"), nb::arg("partitions"),
+      "Relocatable objects for this CPU from an LLVM-dialect module, compiled "
+      "in up to `partitions` parts on threads of their own; RuntimeError "
+      "with why (and diagnostics to the context's handlers) on failure.");
+  nb::class_<ObjectJIT>(m, "ObjectJIT",
+                        "Objects linked into this process; the code lives as "
+                        "long as this object.")
+      .def(nb::init<const std::vector<nb::bytes> &,
+                    const std::map<std::string, uint64_t> &>(),
+           nb::arg("objects"), nb::arg("symbols"),
+           "Links `objects`; their undefined symbols resolve to `symbols` "
+           "(name -> address), else to the process's own. RuntimeError with "
+           "why on failure.")
+      .def("lookup", &ObjectJIT::lookup, nb::arg("name"),
+           "The address of symbol `name`; RuntimeError if it cannot be "
+           "linked.");
 }

@@ -12,6 +12,7 @@ The public API lives here; the layers are subpackages:
 * :mod:`tessel.schedules` - every kernel's ``loop.schedule``, its knobs and their domains
 * :func:`tessel.tune`, :mod:`tessel.tuning` - tuning schedules by measurement, and the database compiles reuse
 * :mod:`tessel.runtime` - loads and runs CUDA artifacts; needs only numpy and cuda-bindings
+* :mod:`tessel.cache` - the persistent compile cache that ``tessel.compile`` uses
 * :mod:`tessel.tools` - the ``tessel-opt``, FileCheck and mlir-opt binaries
 """
 
@@ -28,6 +29,7 @@ __version__ = "0.1.0"
 # machine) needs neither MLIR nor the compiler.
 _LAZY = {
     "CPUExecutable": "backends.cpu",
+    "CompileCache": "cache",
     "CudaArtifact": "backends.cuda",
     "TensorSpec": "backends.signature",
     "compile": "compiler",
@@ -45,6 +47,7 @@ _LAZY = {
 
 __all__ = [
     "CPUExecutable",
+    "CompileCache",
     "CudaArtifact",
     "Tensor",
     "TensorSpec",

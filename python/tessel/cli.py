@@ -7,6 +7,9 @@ order (``arg0``, ``arg1``, ... or numpy's ``arr_0``, ...), results go to
 GPU; ``--emulate`` runs every kernel on the PTX emulator, without a GPU.
 Needs only numpy and cuda-bindings (numpy alone with --dry or --emulate).
 
+``tessel cache info`` shows the compile cache (:mod:`tessel.cache`): its
+folder, entries and size; ``tessel cache clear`` empties it.
+
 ``tessel tune MODEL --target cpu --trials N --db tune.db [--plot curve.png]``
 tunes the schedule of every kernel of MODEL (graph-dialect ``.mlir`` or
 ``.onnx``) and records the measurements in the tuning database, which
@@ -84,7 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     imported.add_argument("batch", help="the directory `tessel tune --export` wrote")
     imported.add_argument("--db", required=True, help="the tuning database (SQLite; created if missing)")
     imported.add_argument("--results", help="the results file (default: BATCH/results.json)")
+    cached = commands.add_parser("cache", help="show or empty the compile cache")
+    cached.add_argument("action", choices=("info", "clear"),
+                        help="info: its folder, entries and size; clear: remove every entry")
     args = parser.parse_args(argv)
+    if args.command == "cache":
+        return _cache(args.action)
     if args.command == "tune":
         return _tune(args)
     if args.command == "tune-import":
@@ -105,6 +113,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _failed("run", f"cannot write the results to {args.out}: {e.strerror or e}")
     print(f"ran {executable.artifact.entry} ({len(executable.artifact.kernels)} kernels) on "
           f"{executable.driver.device_name}; wrote {len(results)} results to {args.out}")
+    return 0
+
+
+def _cache(action: str) -> int:
+    """``tessel cache info`` / ``tessel cache clear`` on the default compile cache."""
+    from .cache import default_cache
+
+    cache = default_cache()
+    if action == "info":
+        print(cache.info())
+    else:
+        print(f"removed {cache.clear()} entries from {cache.folder}")
     return 0
 
 

@@ -9,6 +9,7 @@ from mlir import ir
 from .backends.cpu import CPUExecutable, compile_cpu
 from .backends.cuda import CudaArtifact, compile_cuda
 from . import targets
+from .cache import CompileCache, default_cache
 from .errors import UnsupportedError
 
 __all__ = ["compile"]
@@ -23,7 +24,8 @@ def available_targets() -> tuple[str, ...]:
 
 def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
             tuning_db: str | os.PathLike[str] | None = None, allow_tf32: bool = False,
-            print_ir_after_all: bool = False, timing: bool = False) -> CPUExecutable | CudaArtifact:
+            cache: CompileCache | bool = True, print_ir_after_all: bool = False,
+            timing: bool = False) -> CPUExecutable | CudaArtifact:
     """Compiles ``module``'s entry function for ``target``.
 
     ``"cpu"`` gives an executable to call here; ``"cuda:sm_90"`` (or another
@@ -35,6 +37,11 @@ def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
     ``kernel#result``) to ``"database"`` or ``"default"``.
     ``allow_tf32`` lets a GPU target run f32 matmuls on tensor cores as tf32
     (as torch's ``allow_tf32``; the CPU always computes f32 exactly).
+    ``cache``: the persistent compile cache (:mod:`tessel.cache`; True: the
+    one in ``$TESSEL_CACHE_DIR`` or ``~/.cache/tessel``, False: none), which
+    gives back what an earlier compile of the same module, target and
+    options made, in this process or another; the result's ``cache`` says
+    ``"hit"``, ``"miss"`` or ``"off"``.
     ``print_ir_after_all`` prints the IR after every pass and ``timing`` the
     time of every pass, to stderr, for debugging a compile.
     """
@@ -44,7 +51,8 @@ def compile(module: ir.Module, target: str = "cpu", *, entry: str | None = None,
     tuning: dict[str, str] = {}
     if tuning_db is not None:
         module, tuning = _tuned(module, chip, tuning_db, allow_tf32)
-    options = dict(entry=entry, print_ir_after_all=print_ir_after_all, timing=timing)
+    store = default_cache() if cache is True else cache or None
+    options = dict(entry=entry, cache=store, print_ir_after_all=print_ir_after_all, timing=timing)
     compiled = (compile_cpu(module, **options) if target == "cpu"
                 else compile_cuda(module, chip, allow_tf32=allow_tf32, **options))
     compiled.tuning = tuning

@@ -123,7 +123,7 @@ def test_a_constant_that_is_not_dense_is_unsupported_for_cuda():
 # --- compiler front and back: errors of MLIR's parser and JIT are CompileErrors
 
 def test_a_constant_the_jit_cannot_emit_is_a_compile_error():
-    with pytest.raises(tessel.CompileError, match="(?s)the JIT cannot compile @f.*resource does not exist"):
+    with pytest.raises(tessel.CompileError, match="(?s)cannot make machine code for @f.*resource does not exist"):
         tessel.compile(tessel.parse(RESOURCE_CONSTANT))  # no blob of that name
 
 

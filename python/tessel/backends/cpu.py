@@ -4,7 +4,10 @@
 to linalg; each kernel's ``loop.schedule`` (the CPU's default unless given)
 tiles it (scf.forall), fuses it and vectorizes its matmul; bufferization with a generated host program that reuses
 buffers; then the tiles become async-runtime tasks and everything lowers to
-LLVM for the ExecutionEngine. docs/architecture.md lists the passes.
+LLVM, whose machine code is made in parallel parts (``python/capi/HostCode.cpp``)
+and linked into the process. The persistent compile cache (:mod:`tessel.cache`)
+keeps that code: a compile it has seen skips every stage. docs/architecture.md
+lists the passes.
 """
 
 from __future__ import annotations
@@ -12,16 +15,19 @@ from __future__ import annotations
 import collections
 import ctypes
 import functools
+import json
+import os
 import threading
 import time
+import warnings
 import weakref
 from typing import Any, Sequence
 
 import numpy as np
-from mlir import execution_engine, ir
+from mlir import ir
 from mlir.dialects import llvm
 
-from .. import _tessel, dlpack
+from .. import _tessel, cache as caching, dlpack
 from .. import ir as tir
 from ..dtypes import described, host_array
 from ..tools import mlir_runtime_library
@@ -65,36 +71,59 @@ def _declared_functions(module: ir.Module) -> list[str]:
             if isinstance(op, llvm.LLVMFuncOp) and not op.regions[0].blocks]
 
 
-def _register_runtime_symbols(engine: execution_engine.ExecutionEngine, names: Sequence[str]) -> None:
-    """Binds each of ``names`` that the async runtime or a runtime library defines."""
+def _runtime_symbols(names: Sequence[str]) -> dict[str, int]:
+    """The address of each of ``names`` that the async runtime or a runtime
+    library defines; the others are left to the process (libc, libm). The
+    runtime libraries are loaded only for a name the process lacks (loading
+    them took 40 ms, half a cached compile)."""
+    symbols = {}
+    process = ctypes.CDLL(None)
     for name in names:
         if name in _async_runtime_symbols():
-            engine.raw_register_runtime(name, ctypes.c_void_p(_async_runtime_symbols()[name]))
+            symbols[name] = _async_runtime_symbols()[name]
+            continue
+        if hasattr(process, name):
             continue
         for lib in _runtime_libraries():
             try:
-                address = ctypes.cast(getattr(lib, name), ctypes.c_void_p)
+                symbols[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
             except AttributeError:
                 continue
-            engine.raw_register_runtime(name, address)
             break
+    return symbols
 
 
-# Seconds a dropped executable's JIT code is kept. The async runtime wakes
+def _link(objects: Sequence[bytes], declared: Sequence[str], entry: str) -> tuple[Any, int]:
+    """``objects`` linked into the process, and the address of ``entry``'s C
+    interface; RuntimeError with why when they cannot be."""
+    jit = _tessel.ObjectJIT(list(objects), _runtime_symbols(declared))
+    return jit, jit.lookup("_mlir_ciface_" + entry)
+
+
+def _partitions() -> int:
+    """Parts the machine code is made in: two per core, since the parts are
+    uneven (the part holding the weights, or the largest kernel, takes
+    longest) and smaller modules also optimise faster (the example block on
+    two cores: 1.4 s whole, 0.9 s in 2 parts, 0.7 s in 4)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 2 * cores
+
+
+# Seconds a dropped executable's machine code is kept. The async runtime wakes
 # the caller of a parallel loop before its worker threads have returned from
 # the JIT-compiled task function, so freeing the code right after a call can
 # pull it from under a worker (seen as segfaults after dropping an
 # executable). Workers leave that code within microseconds.
 _RETIRE_AFTER = 1.0
-_retired: collections.deque[tuple[float, execution_engine.ExecutionEngine]] = collections.deque()
+_retired: collections.deque[tuple[float, Any]] = collections.deque()
 
 
-def _retire(engine: execution_engine.ExecutionEngine) -> None:
-    """Frees engines dropped more than ``_RETIRE_AFTER`` s ago and keeps ``engine``."""
+def _retire(jit: Any) -> None:
+    """Frees code dropped more than ``_RETIRE_AFTER`` s ago and keeps ``jit``'s."""
     now = time.monotonic()
     while _retired and now - _retired[0][0] > _RETIRE_AFTER:
         _retired.popleft()
-    _retired.append((now, engine))
+    _retired.append((now, jit))
 
 
 @functools.cache
@@ -109,13 +138,13 @@ def _descriptor_type(rank: int) -> type[ctypes.Structure]:
 
 
 class _Frame:
-    """One thread's arguments to an entry function's packed C interface: a
-    memref descriptor per argument, with the signature's shape and strides,
-    whose data pointers each call sets; ``packed`` points to pointers to
-    them. Built once: building descriptors on every call cost more than a
-    small kernel's run."""
+    """One thread's arguments to an entry function's C interface: a memref
+    descriptor per argument, with the signature's shape and strides, whose
+    data pointers each call sets; ``pointers`` are their addresses, the
+    arguments of the call. Built once: building descriptors on every call
+    cost more than a small kernel's run."""
 
-    __slots__ = ("descriptors", "addresses", "packed")
+    __slots__ = ("descriptors", "pointers")
 
     def __init__(self, specs: Sequence[TensorSpec]) -> None:
         self.descriptors = []
@@ -126,11 +155,7 @@ class _Frame:
             descriptor.strides[:] = [int(np.prod(spec.shape[i + 1:], dtype=np.int64))
                                      for i in range(len(spec.shape))]
             self.descriptors.append(descriptor)
-        count = len(specs)
-        self.addresses = (ctypes.c_void_p * count)(*map(ctypes.addressof, self.descriptors))
-        word = ctypes.sizeof(ctypes.c_void_p)
-        self.packed = (ctypes.c_void_p * count)(*(ctypes.addressof(self.addresses) + i * word
-                                                  for i in range(count)))
+        self.pointers = tuple(map(ctypes.addressof, self.descriptors))
 
 
 # Result buffers start at a cache line, so that kernels store whole lines.
@@ -162,21 +187,27 @@ class CPUExecutable:
     32 MiB would otherwise be a fresh mmap on every call, whose pages the
     kernel zeroes on first touch (4096x4096 softmax on the 2-core VM: 26 ms
     with a fresh result per call, 16-20 ms with pooled ones).
+
+    ``stage_seconds`` is the time of each compile stage; ``cache`` says
+    whether the machine code came from the compile cache (``"hit"``: then
+    the one stage is ``"cache"``), was made and stored there (``"miss"``),
+    or the cache was not used (``"off"``); ``cache_key`` is its key.
     """
 
-    def __init__(self, engine: execution_engine.ExecutionEngine, name: str,
+    def __init__(self, jit: Any, address: int, name: str,
                  inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
                  stage_seconds: dict[str, float], alignment: int) -> None:
-        self._engine = engine
+        self._jit = jit
         # What each input's address must be a multiple of.
         self._alignment = alignment
-        # The packed C interface takes an array of pointers to the
-        # arguments, each a pointer to a memref descriptor.
-        self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("_mlir_ciface_" + name))
+        # The C interface takes a pointer to a memref descriptor per argument.
+        self._entry = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (len(inputs) + len(outputs)))(address)
         self.name = name
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.stage_seconds = dict(stage_seconds)
+        self.cache = "off"
+        self.cache_key: str | None = None
         # Where each schedule came from when compiled with a tuning database.
         self.tuning: dict[str, str] = {}
         self._result_bytes = [int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
@@ -188,9 +219,9 @@ class CPUExecutable:
         self._frames = threading.local()
 
     def __del__(self) -> None:
-        engine = getattr(self, "_engine", None)
-        if engine is not None:
-            _retire(engine)
+        jit = getattr(self, "_jit", None)
+        if jit is not None:
+            _retire(jit)
 
     def _check(self, index: int, value: Any) -> tuple[np.ndarray, int]:
         """Argument ``index`` as a C-contiguous array, and its address. A contiguous numpy
@@ -246,13 +277,43 @@ class CPUExecutable:
             frame = self._frames.frame = _Frame(self.inputs + self.outputs)
         for descriptor, (_, address) in zip(frame.descriptors, arguments + results):
             descriptor.allocated = descriptor.aligned = address
-        self._entry(frame.packed)
+        self._entry(*frame.pointers)
         return results[0][0] if len(results) == 1 else tuple(r for r, _ in results)
 
 
+def _cache_key(module: ir.Module, name: str, opt_level: int, schedules: str) -> str:
+    """The compile cache's key of compiling ``module``'s ``name``: the module
+    as given (kernels, schedules and knob values, weights), the targets the
+    code is for (the schedules' and this CPU's description), the options and
+    pipelines, and the compiler's build."""
+    return caching.key(
+        "cpu", caching.build_identity(), name, str(opt_level), schedules,
+        json.dumps(targets.get(schedules).to_json(), sort_keys=True),
+        json.dumps(targets.get("cpu").to_json(), sort_keys=True),
+        repr(cpu_stages(schedules)), repr(cpu_stages(schedules, scheduled=True)),
+        module.operation.get_asm(assume_verified=True))
+
+
+def _cached(cache: caching.CompileCache, key: str, name: str) -> tuple[Any, int] | None:
+    """The linked code of cache entry ``key``, or None: a miss, or an entry
+    that does not unpack or link (which is dropped, to be rebuilt)."""
+    payload = cache.get("cpu", key)
+    if payload is None:
+        return None
+    try:
+        metadata, objects = caching.unpack(payload)
+        if metadata.get("entry") != name or not isinstance(metadata.get("symbols"), list):
+            raise ValueError("the entry is for another function")
+        return _link(objects, [str(s) for s in metadata["symbols"]], name)
+    except (ValueError, RuntimeError) as e:
+        warnings.warn(f"compile cache entry {key[:16]} in {cache.folder} is unusable ({e}); "
+                      "compiling again", stacklevel=4)
+        return None
+
+
 def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int = 2,
-                schedules: str = "cpu", print_ir_after_all: bool = False,
-                timing: bool = False) -> CPUExecutable:
+                schedules: str = "cpu", cache: caching.CompileCache | None = None,
+                print_ir_after_all: bool = False, timing: bool = False) -> CPUExecutable:
     """Compiles the entry function of a graph module for this CPU.
 
     ``opt_level`` is LLVM's; 2 rather than 3 because O3's unrolling of the
@@ -264,9 +325,12 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     be checked against numpy on this machine. A module that is already
     scheduled (:func:`tessel.schedules.default_schedules`, maybe with other
     knob values) runs its own schedules, which must be for ``schedules``.
+    With a ``cache``, machine code it holds for the same compile is linked
+    instead of made, and code made is stored there; ``print_ir_after_all``
+    and ``timing``, which are about the passes, compile without it.
     ``module`` is not modified.
     ``stage_seconds`` on the result records the time of each stage plus the
-    JIT.
+    machine code's (``"jit"``: made and linked) and the cache's.
     """
     if schedules not in targets.names():
         raise UnsupportedError(
@@ -274,29 +338,45 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     work = tir.clone(module)
     func = entry_function(work, entry)
     name, inputs, outputs = signature(func, "the CPU backend")
-    with work.context:
-        func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-
-    scheduled = scheduled_for(work, schedules)
-    seconds = run_stages(work, cpu_stages(schedules, scheduled=scheduled),
-                         print_ir_after_all=print_ir_after_all, timing=timing)
-    start = time.perf_counter()
-    declared = _declared_functions(work)
-    # The ExecutionEngine fails with builtins' RuntimeError (a global it
-    # cannot emit, a symbol no library defines); the diagnostics say which.
-    with tir.collecting_diagnostics(work.context) as diagnostics:
-        try:
-            engine = execution_engine.ExecutionEngine(work, opt_level=opt_level)
-            _register_runtime_symbols(engine, declared)
-            engine.initialize()
-            # Code generation is lazy: look the entry up now so that it is part of
-            # the compile (and its errors surface here), not of the first call.
-            engine.lookup(name)
-        except RuntimeError as e:
-            raise CompileError(f"the JIT cannot compile @{name}: {e}", diagnostics) from None
-    seconds["jit"] = time.perf_counter() - start
     # GPU schedules' kernels move vectors of their target's vector_bytes
     # (loop.vector_access); the CPU's own assume only aligned elements.
     target = targets.get(schedules)
     alignment = target.vector_bytes if target.kind == "cuda" else 1
-    return CPUExecutable(engine, name, inputs, outputs, seconds, alignment)
+    if print_ir_after_all or timing:
+        cache = None
+    seconds: dict[str, float] = {}
+    if cache is not None:
+        start = time.perf_counter()
+        key = _cache_key(work, name, opt_level, schedules)
+        linked = _cached(cache, key, name)
+        seconds["cache"] = time.perf_counter() - start
+        if linked is not None:
+            compiled = CPUExecutable(*linked, name, inputs, outputs, seconds, alignment)
+            compiled.cache, compiled.cache_key = "hit", key
+            return compiled
+    with work.context:
+        func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+    scheduled = scheduled_for(work, schedules)
+    seconds.update(run_stages(work, cpu_stages(schedules, scheduled=scheduled),
+                              print_ir_after_all=print_ir_after_all, timing=timing))
+    start = time.perf_counter()
+    declared = _declared_functions(work)
+    # Translation reports what it cannot translate as diagnostics; linking
+    # fails on a symbol nothing defines.
+    with tir.collecting_diagnostics(work.context) as diagnostics:
+        try:
+            objects = _tessel.emit_host_objects(work, opt_level, _partitions())
+            # Linked now, so that its errors surface here, not at the first call.
+            jit, address = _link(objects, declared, name)
+        except RuntimeError as e:
+            raise CompileError(f"cannot make machine code for @{name}: {e}", diagnostics) from None
+    seconds["jit"] = time.perf_counter() - start
+    compiled = CPUExecutable(jit, address, name, inputs, outputs, seconds, alignment)
+    if cache is not None:
+        start = time.perf_counter()
+        cache.put("cpu", key, caching.pack({"entry": name, "symbols": declared}, objects))
+        seconds["cache"] += time.perf_counter() - start
+        compiled.stage_seconds = seconds
+        compiled.cache, compiled.cache_key = "miss", key
+    return compiled

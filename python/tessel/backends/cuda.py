@@ -32,6 +32,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, func, gpu, memref
 
+from .. import cache as caching
 from .. import ir as tir
 from .. import targets
 from ..errors import CompileError, UnsupportedError
@@ -39,14 +40,20 @@ from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo, read, sa
 from ..runtime.executor import Executable
 from ..tools import ptxas
 from .pipelines import cuda_stages, run_stages, scheduled_for
-from ..dtypes import BFLOAT16, ELEMENT_DTYPES
+from ..dtypes import BFLOAT16, ELEMENT_DTYPES, dtype_named
 from .signature import TensorSpec, entry_function, signature
 
 __all__ = ["BufferInfo", "CudaArtifact", "KernelInfo", "compile_cuda"]
 
 
 class CudaArtifact:
-    """PTX of each kernel plus the manifest that says how to run them."""
+    """PTX of each kernel plus the manifest that says how to run them.
+
+    ``stage_seconds`` is the time of each compile stage; ``cache`` says
+    whether the artifact came from the compile cache (``"hit"``: then the
+    one stage is ``"cache"``), was made and stored there (``"miss"``), or
+    the cache was not used (``"off"``); ``cache_key`` is its key.
+    """
 
     def __init__(self, target: str, name: str, inputs: Sequence[TensorSpec],
                  outputs: Sequence[TensorSpec], kernels: Sequence[KernelInfo],
@@ -63,6 +70,39 @@ class CudaArtifact:
         self.stage_seconds = dict(stage_seconds)
         # Where each schedule came from when compiled with a tuning database.
         self.tuning: dict[str, str] = {}
+        self.cache = "off"
+        self.cache_key: str | None = None
+
+    def packed(self) -> bytes:
+        """The artifact as one compile-cache payload (:func:`tessel.cache.pack`):
+        the manifest, then each kernel's PTX and each constant's bytes."""
+        constants = [b for b in self.buffers if b.kind == "constant"]
+        return caching.pack({"manifest": self.manifest(), "constants": [b.id for b in constants]},
+                            [k.ptx.encode() for k in self.kernels]
+                            + [np.ascontiguousarray(self.constants[b.id]).tobytes() for b in constants])
+
+    @classmethod
+    def unpacked(cls, payload: bytes, stage_seconds: dict[str, float]) -> CudaArtifact:
+        """The artifact :meth:`packed` gave ``payload``; ValueError if it is not one."""
+        metadata, blobs = caching.unpack(payload)
+        try:
+            m = metadata["manifest"]
+            kernels = [KernelInfo(k["name"], blob.decode(), tuple(k["grid"]), tuple(k["block"]),
+                                  k["dynamic_shared_bytes"], k["ptxas"])
+                       for k, blob in zip(m["kernels"], blobs, strict=True)]
+            buffers = [BufferInfo(b["id"], b["kind"], tuple(b["shape"]), dtype_named(b["dtype"]), b["index"],
+                                  b["view_of"], b.get("file")) for b in m["buffers"]]
+            by_id = {b.id: b for b in buffers}
+            constants = {i: np.frombuffer(blob, by_id[i].dtype).reshape(by_id[i].shape)
+                         for i, blob in zip(metadata["constants"], blobs[len(kernels):], strict=True)}
+
+            def spec(s: dict[str, Any]) -> TensorSpec:
+                return TensorSpec(tuple(s["shape"]), dtype_named(s["dtype"]))
+
+            return cls(m["target"], m["entry"], [spec(s) for s in m["inputs"]], [spec(s) for s in m["outputs"]],
+                       kernels, buffers, constants, m["steps"], stage_seconds)
+        except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"not a packed artifact: {e!r}") from None
 
     def manifest(self) -> dict[str, Any]:
         """The manifest as JSON-ready data (file names relative to the artifact)."""
@@ -428,8 +468,25 @@ def _ptx_identifiers(module: ir.Module) -> dict[str, str]:
     return mapping
 
 
+def _cache_key(module: ir.Module, name: str, target: str, allow_tf32: bool, run_ptxas: bool) -> str:
+    """The compile cache's key of compiling ``module``'s ``name`` for ``target``:
+    the module as given, the target's description, the options, pipelines
+    and compiler build, and the ptxas that assembles the kernels."""
+    assembler = "no ptxas"
+    if run_ptxas:
+        path = ptxas()
+        assembler = f"{path} {path.stat().st_size} {path.stat().st_mtime_ns}"
+    return caching.key(
+        "cuda", caching.build_identity(), name, target, str(allow_tf32), assembler,
+        json.dumps(targets.get(target).to_json(), sort_keys=True),
+        repr(cuda_stages(target, allow_tf32=allow_tf32)),
+        repr(cuda_stages(target, scheduled=True, allow_tf32=allow_tf32)),
+        module.operation.get_asm(assume_verified=True))
+
+
 def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None = None,
-                 run_ptxas: bool | None = None, allow_tf32: bool = False, print_ir_after_all: bool = False,
+                 run_ptxas: bool | None = None, allow_tf32: bool = False,
+                 cache: caching.CompileCache | None = None, print_ir_after_all: bool = False,
                  timing: bool = False) -> CudaArtifact:
     """Compiles the entry function of a graph module for an NVIDIA GPU.
 
@@ -440,7 +497,10 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
     kernel with ``ptxas -v`` and records its registers, spills and shared
     memory in the manifest (default: when ptxas is installed, with a
     warning when it is not; unassembled kernels have ``ptxas`` None); a kernel
-    that ptxas rejects is a CompileError. ``module`` is not modified.
+    that ptxas rejects is a CompileError. With a ``cache``, an artifact it
+    holds for the same compile is returned instead of made, and one made is
+    stored there; ``print_ir_after_all`` and ``timing``, which are about
+    the passes, compile without it. ``module`` is not modified.
     """
     if target not in (chips := targets.names("cuda")):
         raise UnsupportedError(f"unknown CUDA target {target!r}; available: {', '.join(chips)}")
@@ -455,12 +515,36 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
             warnings.warn(f"{missing}: the kernels are compiled to PTX but not assembled, so ptxas does not "
                           "check them (kernel.ptxas is None)", stacklevel=2)
             run_ptxas = False
+    if print_ir_after_all or timing:
+        cache = None
+    seconds: dict[str, float] = {}
+    if cache is not None:
+        start = time.perf_counter()
+        key = _cache_key(work, name, target, allow_tf32, run_ptxas)
+        payload = cache.get("cuda", key)
+        if payload is not None:
+            try:
+                artifact = CudaArtifact.unpacked(payload, {"cache": time.perf_counter() - start})
+            except ValueError as e:
+                warnings.warn(f"compile cache entry {key[:16]} in {cache.folder} is unusable ({e}); "
+                              "compiling again", stacklevel=2)
+            else:
+                artifact.cache, artifact.cache_key = "hit", key
+                return artifact
+        seconds["cache"] = time.perf_counter() - start
     symbol = _ptx_identifiers(work)[name]
-    seconds = run_stages(work, cuda_stages(target, scheduled=scheduled_for(work, target), allow_tf32=allow_tf32),
-                         print_ir_after_all=print_ir_after_all, timing=timing)
+    seconds.update(run_stages(work, cuda_stages(target, scheduled=scheduled_for(work, target),
+                                                allow_tf32=allow_tf32),
+                              print_ir_after_all=print_ir_after_all, timing=timing))
     start = time.perf_counter()
     with work.context:
         kernels, buffers, constants, steps = _host_program(
             work, symbol, inputs, outputs, target, run_ptxas)
     seconds["manifest"] = time.perf_counter() - start
-    return CudaArtifact(target, name, inputs, outputs, kernels, buffers, constants, steps, seconds)
+    artifact = CudaArtifact(target, name, inputs, outputs, kernels, buffers, constants, steps, seconds)
+    if cache is not None:
+        start = time.perf_counter()
+        cache.put("cuda", key, artifact.packed())
+        artifact.stage_seconds["cache"] += time.perf_counter() - start
+        artifact.cache, artifact.cache_key = "miss", key
+    return artifact
