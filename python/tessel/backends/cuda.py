@@ -89,7 +89,7 @@ class CudaArtifact:
             m = metadata["manifest"]
             kernels = [KernelInfo(k["name"], blob.decode(), tuple(k["grid"]), tuple(k["block"]),
                                   k["dynamic_shared_bytes"], k["ptxas"])
-                       for k, blob in zip(m["kernels"], blobs, strict=True)]
+                       for k, blob in zip(m["kernels"], blobs[:len(m["kernels"])], strict=True)]
             buffers = [BufferInfo(b["id"], b["kind"], tuple(b["shape"]), dtype_named(b["dtype"]), b["index"],
                                   b["view_of"], b.get("file")) for b in m["buffers"]]
             by_id = {b.id: b for b in buffers}
