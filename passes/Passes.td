@@ -192,6 +192,21 @@ def CpuApproximateMath : Pass<"cpu-approximate-math"> {
   ];
 }
 
+def CpuFlattenConstants : Pass<"cpu-flatten-constants", "mlir::ModuleOp"> {
+  let summary = "Make N-D constant globals one-dimensional, read through views";
+  let description = [{
+    Each constant memref.global of rank 2 or more with a dense initial value
+    and an identity layout becomes a rank-1 global of the same elements, and
+    each memref.get_global of it a get_global of the flat global followed by
+    a memref.expand_shape back to the old type (the same bytes, in the same
+    order). LLVM IR spells an N-D global as nested arrays, one constant per
+    innermost row (a 512x512x3x3 weight: 786,432 arrays of three floats),
+    which LLVM translated, optimised and emitted so slowly that weights took
+    most of a CNN's compile; a rank-1 global is one constant.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def CpuCollapseReductions
     : Pass<"cpu-collapse-reductions", "mlir::func::FuncOp"> {
   let summary = "Merge a reduction's trailing reduced axes into one loop";
