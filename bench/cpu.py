@@ -1,6 +1,6 @@
 """CPU benchmark: tessel against numpy (and torch eager when installed), in the same run.
 
-    python bench/cpu.py [--quick] [--json PATH] [--only NAME ...]
+    python bench/cpu.py [--quick] [--torch-compile] [--json PATH] [--only NAME ...]
 
 Each workload is built with ``tessel.trace`` and ``tessel.ops``, compiled with
 ``tessel.compile(module, target="cpu")`` and checked against numpy before
@@ -8,8 +8,10 @@ anything is timed. Every implementation is then timed the same way: warm-up
 calls, then the median of N calls, N chosen so that the timed calls take
 about ``--budget`` seconds, the implementations taking turns in rounds (see
 ``time_interleaved``). Ratios are peer time / tessel
-time, so > 1 means tessel is faster. Exits 1 only when a result is wrong;
-missed goals are reported, not failed.
+time, so > 1 means tessel is faster. ``--torch-compile`` adds torch.compile
+(Inductor, CPU) as a peer, compiled before it is timed (its compile takes
+seconds per workload). Exits 1 only when a result is wrong; missed goals are
+reported, not failed.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class Result:
     tessel: Optional[Timing] = None
     numpy: Optional[Timing] = None
     torch: Optional[Timing] = None
+    torch_compile: Optional[Timing] = None
+    torch_compile_s: Optional[float] = None  # its compile: the first call
     error: Optional[str] = None
     ratios: dict[str, float] = field(default_factory=dict)
     goal_met: Optional[bool] = None
@@ -271,7 +275,10 @@ def check(what: str, out: np.ndarray, expected: np.ndarray, rtol: float) -> None
                                err_msg=what)
 
 
-def run(workload: Workload, budget_s: float, max_runs: int) -> Result:
+PEERS = ("numpy", "torch", "torch.compile")
+
+
+def run(workload: Workload, budget_s: float, max_runs: int, torch_compile: bool = False) -> Result:
     """Compiles, checks and times one workload."""
     module, trace_s = timed(lambda: tessel.trace(workload.traced, *workload.inputs))
     # Cold: the stage times are the compile's cost (bench/compile_time.py measures the cache).
@@ -294,9 +301,15 @@ def run(workload: Workload, budget_s: float, max_runs: int) -> Result:
             out, torch_first = timed(lambda: workload.torch(*args))
             check(f"torch vs numpy: {workload.name}", out.numpy(), expected, workload.rtol)
             calls["torch"] = (lambda: workload.torch(*args), torch_first)
+            if torch_compile:
+                compiled = torch.compile(workload.torch)
+                out, result.torch_compile_s = timed(lambda: compiled(*args))
+                check(f"torch.compile vs numpy: {workload.name}", out.numpy(), expected, workload.rtol)
+                calls["torch.compile"] = (lambda: compiled(*args), timed(lambda: compiled(*args))[1])
         timings = time_interleaved(calls, budget_s, max_runs)
     result.tessel, result.numpy, result.torch = timings["tessel"], timings["numpy"], timings.get("torch")
-    for peer in ("numpy", "torch"):
+    result.torch_compile = timings.get("torch.compile")
+    for peer in PEERS:
         if peer in timings:
             result.ratios[peer] = timings[peer].median_ms / result.tessel.median_ms
     if workload.goal and workload.goal.peer in result.ratios:
@@ -343,17 +356,23 @@ def _ratio(result: Result, peer: str) -> str:
 def report(results: list[Result]) -> None:
     """Prints the run-time table and the compile-time table."""
     name_w = max(len(r.name) for r in results) + 2
-    print(f"{'workload':<{name_w}}{'tessel ms':>11}{'numpy ms':>11}{'vs numpy':>10}{'torch ms':>11}"
-          f"{'vs torch':>10}{'runs':>6}  {'goal':<15}met")
+    compiled = any(r.torch_compile for r in results)
+    peers = PEERS if compiled else PEERS[:2]
+    print(f"{'workload':<{name_w}}{'tessel ms':>11}" + "".join(f"{p + ' ms':>17}{'vs ' + p:>17}" for p in peers)
+          + f"{'runs':>6}  {'goal':<15}met")
     for r in results:
         met = "WRONG" if r.error else {None: "n/a", True: "yes", False: "no"}[r.goal_met]
-        print(f"{r.name:<{name_w}}{_ms(r.tessel):>11}{_ms(r.numpy):>11}{_ratio(r, 'numpy'):>10}"
-              f"{_ms(r.torch):>11}{_ratio(r, 'torch'):>10}{r.tessel.runs if r.tessel else 0:>6}  "
-              f"{r.goal:<15}{met}")
+        timings = {"numpy": r.numpy, "torch": r.torch, "torch.compile": r.torch_compile}
+        print(f"{r.name:<{name_w}}{_ms(r.tessel):>11}"
+              + "".join(f"{_ms(timings[p]):>17}{_ratio(r, p):>17}" for p in peers)
+              + f"{r.tessel.runs if r.tessel else 0:>6}  {r.goal:<15}{met}")
+    if compiled:
+        print("torch.compile's compiles (its first calls, s): " + ", ".join(
+            f"{r.name} {r.torch_compile_s:.1f}" for r in results if r.torch_compile_s is not None))
     stages = list(dict.fromkeys(s for r in results for s in r.stage_ms))
     columns = ["trace", *stages, "total", "1st call"]
     widths = [max(len(c), 8) + 2 for c in columns]
-    print("\ncompile time (ms); '1st call' is tessel's first run, which includes lazy JIT work")
+    print("\ncompile time (ms, without the compile cache); '1st call' is tessel's first run")
     print(f"{'workload':<{name_w}}" + "".join(f"{c:>{w}}" for c, w in zip(columns, widths)))
     for r in results:
         stage_ms = [r.stage_ms.get(s, 0.0) for s in stages]
@@ -368,6 +387,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small shapes, short timing: a smoke run")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write machine info and results here")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run the workloads whose name starts so")
+    parser.add_argument("--torch-compile", action="store_true",
+                        help="also time torch.compile (Inductor, CPU); compiling it takes seconds per workload")
     parser.add_argument("--budget", type=float, help="seconds of timed calls per implementation "
                         "(default 2, 0.25 with --quick); a call longer than this runs once after warm-up")
     args = parser.parse_args()
@@ -385,7 +406,7 @@ def main() -> int:
     results = []
     for workload in selected:
         print(f"  {workload.name} ...", file=sys.stderr, flush=True)
-        results.append(run(workload, budget_s, max_runs))
+        results.append(run(workload, budget_s, max_runs, args.torch_compile and torch is not None))
     print()
     report(results)
     for r in results:
