@@ -70,6 +70,9 @@ private:
 
 NB_MODULE(_tessel, m) {
   m.doc() = "tessel's C++ dialects and passes";
+  // Compiled code held at exit (by torch.compile's caches, or the executables
+  // retired a second before) is a normal end, not a leak to report.
+  nb::set_leak_warnings(false);
   m.def("register_dialects", &tesselRegisterDialects, nb::arg("registry"),
         "Adds the graph and loop dialects to an mlir.ir.DialectRegistry.");
   m.def("register_passes", &tesselRegisterPasses,
