@@ -70,12 +70,26 @@ def _tensor_dtypes(value: Any) -> list[Any]:
     return [v.dtype for v in values if isinstance(v, torch.Tensor)]
 
 
-def _why_not(node: torch.fx.Node) -> str | None:
+def _known_nodes(graph: torch.fx.Graph) -> set[torch.fx.Node]:
+    """The nodes whose values follow from literals alone (``arange``, its
+    ``sin``): from_torch evaluates those in torch while importing, converter
+    or not."""
+    known: set[torch.fx.Node] = set()
+    for node in graph.nodes:
+        if (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+                and torch.Tag.nondeterministic_seeded not in node.target.tags
+                and all(a in known for a in node.all_input_nodes)):
+            known.add(node)
+    return known
+
+
+def _why_not(node: torch.fx.Node, known: set[torch.fx.Node]) -> str | None:
     """Why tessel cannot take ``node``; None when it can."""
     if node.op != "call_function":
         return "not an op"
     name = _op_name(node.target)
-    if node.target is not operator.getitem and name not in CONVERTERS and name not in _IGNORED:
+    if (node.target is not operator.getitem and name not in CONVERTERS and name not in _IGNORED
+            and node not in known):
         return "no converter"
     dtypes = _tensor_dtypes(node.meta.get("val"))
     for arg in node.all_input_nodes:
@@ -85,8 +99,12 @@ def _why_not(node: torch.fx.Node) -> str | None:
 
 
 class _Supported(OperatorSupportBase):
+    def __init__(self, known: set[torch.fx.Node]) -> None:
+        super().__init__()
+        self.known = known
+
     def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
-        return _why_not(node) is None
+        return _why_not(node, self.known) is None
 
 
 class _Compiled(torch.nn.Module):
@@ -147,11 +165,12 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
         return gm.forward
     report = Report()
     nodes = [n for n in module.graph.nodes if n.op == "call_function"]
-    partitioner = CapabilityBasedPartitioner(module, _Supported(), allows_single_node_partition=True)
+    known = _known_nodes(module.graph)
+    partitioner = CapabilityBasedPartitioner(module, _Supported(known), allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()
     fused = partitioner.fuse_partitions(partitions)
     for node in nodes:
-        why = _why_not(node)
+        why = _why_not(node, known)
         if why is not None and _op_name(node.target) not in _IGNORED:
             report.eager_ops[(_op_name(node.target), why)] += 1
     for call in [n for n in fused.graph.nodes if n.op == "call_module" and n.target.startswith("fused_")]:

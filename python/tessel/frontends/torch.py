@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import difflib
 import functools
+import inspect
 import math
 import operator
 import os
 import re
 import types
+import warnings
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -776,6 +778,17 @@ def _convert(n: _Node) -> Any:
     return result
 
 
+def _caches_by_default(module: Any) -> bool:
+    """Whether ``module`` returns a key/value cache unless told not to (a
+    Hugging Face model whose config says ``use_cache``, with a ``use_cache``
+    argument): torch.export cannot return transformers' cache objects."""
+    try:
+        takes = "use_cache" in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    return takes and bool(getattr(getattr(module, "config", None), "use_cache", False))
+
+
 def _export(model_or_fn: Any, example_args: tuple) -> Any:
     """The exported program, decomposed to core ATen except _KEPT."""
     if isinstance(model_or_fn, torch.export.ExportedProgram):
@@ -787,8 +800,13 @@ def _export(model_or_fn: Any, example_args: tuple) -> Any:
                 raise TypeError(f"from_torch takes an nn.Module, an ExportedProgram or a function, "
                                 f"got {type(module).__name__}")
             module = _as_module(model_or_fn)
+        kwargs = {}
+        if _caches_by_default(module):
+            kwargs["use_cache"] = False
+            warnings.warn(f"from_torch: {type(module).__name__} is exported with use_cache=False: torch.export "
+                          "cannot return its key/value cache object; the other outputs are returned", stacklevel=3)
         try:
-            program = torch.export.export(module, example_args)
+            program = torch.export.export(module, example_args, kwargs)
         except Exception as e:  # noqa: BLE001 - export raises many types for code it cannot capture
             raise UnsupportedError(f"torch.export could not export the model: {type(e).__name__}: {e}") from e
     table = torch.export.default_decompositions()
