@@ -182,8 +182,10 @@ def CpuApproximateMath : Pass<"cpu-approximate-math"> {
   let summary = "Replace transcendental math ops by inline polynomials";
   let description = [{
     Applies upstream's math polynomial approximations (exp, expm1, log,
-    log1p, log2, tanh, erf, sin, cos, atan, ... in f32, a few ulp) so that
-    loops using them vectorize instead of calling libm per element.
+    log1p, log2, tanh, erf, atan, ... in f32, a few ulp) so that loops using
+    them vectorize instead of calling libm per element. Not sin and cos:
+    their f32 range reduction loses all precision for large arguments, so
+    they stay libm calls.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

@@ -53,6 +53,8 @@ std::optional<double> floatResult(Operation *op, ArrayRef<double> x) {
       .Case([&](SqrtOp) { return std::sqrt(x[0]); })
       .Case([&](RsqrtOp) { return 1.0 / std::sqrt(x[0]); })
       .Case([&](TanhOp) { return std::tanh(x[0]); })
+      .Case([&](SinOp) { return std::sin(x[0]); })
+      .Case([&](CosOp) { return std::cos(x[0]); })
       .Case([&](SigmoidOp) { return sigmoid(x[0]); })
       .Case([&](SiluOp) { return x[0] * sigmoid(x[0]); })
       .Case([&](GeluOp op) {

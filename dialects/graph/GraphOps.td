@@ -143,6 +143,12 @@ def Graph_ExpOp : Graph_UnaryOp<"exp", Graph_FloatTensor> {
 def Graph_TanhOp : Graph_UnaryOp<"tanh", Graph_FloatTensor> {
   let summary = "tanh(x), elementwise";
 }
+def Graph_SinOp : Graph_UnaryOp<"sin", Graph_FloatTensor> {
+  let summary = "sin(x), radians, elementwise";
+}
+def Graph_CosOp : Graph_UnaryOp<"cos", Graph_FloatTensor> {
+  let summary = "cos(x), radians, elementwise";
+}
 def Graph_AbsOp : Graph_UnaryOp<"abs", Graph_NumericTensor> {
   let summary = "|x|, elementwise";
 }

@@ -276,6 +276,8 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
       .Case([&](graph::TanhOp) {
         return mathInF32<math::TanhOp>(b, loc, args[0]);
       })
+      .Case([&](graph::SinOp) { return mathInF32<math::SinOp>(b, loc, args[0]); })
+      .Case([&](graph::CosOp) { return mathInF32<math::CosOp>(b, loc, args[0]); })
       .Case([&](graph::LogOp) { return mathInF32<math::LogOp>(b, loc, args[0]); })
       .Case([&](graph::SqrtOp) {
         return mathInF32<math::SqrtOp>(b, loc, args[0]);
@@ -1046,6 +1048,8 @@ struct ConvertGraphToLinalgPass
                  ElementwiseToLinalg<graph::AbsOp>,
                  ElementwiseToLinalg<graph::ExpOp>,
                  ElementwiseToLinalg<graph::TanhOp>,
+                 ElementwiseToLinalg<graph::SinOp>,
+                 ElementwiseToLinalg<graph::CosOp>,
                  ElementwiseToLinalg<graph::LogOp>,
                  ElementwiseToLinalg<graph::SqrtOp>,
                  ElementwiseToLinalg<graph::RsqrtOp>,

@@ -101,6 +101,17 @@ func.func @half_tanh(%x: tensor<8xf16>) -> tensor<8xf16> {
 
 // -----
 
+// CHECK-LABEL: func.func @sin_cos
+// CHECK: math.sin %{{.*}} : f32
+// CHECK: math.cos %{{.*}} : f32
+func.func @sin_cos(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = graph.sin %x : tensor<8xf32>
+  %1 = graph.cos %0 : tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+
+// -----
+
 // Exact GELU uses erf; the tanh form uses tanh; sigmoid is 1 / (1 + exp(-x)).
 // CHECK-LABEL: func.func @activations
 // CHECK: linalg.generic

@@ -890,3 +890,61 @@ def test_an_endless_loop_is_an_error_not_a_hang():
     gpu = emulator.Device("sm_80", max_steps=1000)
     with pytest.raises(emulator.EmulationError, match="not finished after 1000 instruction steps"):
         gpu.load_ptx(HEADER + body).launch("mem", (1, 1, 1), (32, 1, 1), [gpu.alloc(4)])
+
+
+CARRY = """
+.visible .entry carry(.param .u64 a, .param .u64 b, .param .u64 out)
+{
+  .reg .pred %p; .reg .b32 %r<20>; .reg .b64 %rd<10>;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd1, %r1, 8;
+  ld.param.u64 %rd2, [a];
+  add.s64 %rd3, %rd2, %rd1;
+  ld.global.v2.u32 {%r2, %r3}, [%rd3];
+  ld.param.u64 %rd4, [b];
+  add.s64 %rd5, %rd4, %rd1;
+  ld.global.v2.u32 {%r4, %r5}, [%rd5];
+  add.cc.u32 %r6, %r2, %r4;
+  addc.u32 %r7, %r3, %r5;
+  sub.cc.u32 %r8, %r2, %r4;
+  subc.u32 %r9, %r3, %r5;
+  mad.lo.cc.u32 %r10, %r2, %r4, %r2;
+  madc.hi.u32 %r11, %r2, %r4, %r3;
+  add.cc.u32 %r12, %r3, %r5;
+  addc.u32 %r13, 0, 0;
+  and.b32 %r14, %r1, 1;
+  setp.eq.u32 %p, %r14, 1;
+  @%p add.cc.u32 %r15, 0xFFFFFFFF, 1;
+  addc.u32 %r16, 0, 0;
+  ld.param.u64 %rd6, [out];
+  mul.wide.u32 %rd7, %r1, 48;
+  add.s64 %rd8, %rd6, %rd7;
+  st.global.v4.u32 [%rd8], {%r6, %r7, %r8, %r9};
+  st.global.v4.u32 [%rd8+16], {%r10, %r11, %r12, %r13};
+  st.global.v4.u32 [%rd8+32], {%r16, %r16, %r16, %r16};
+  ret;
+}
+"""
+
+
+def test_carry_chains_do_extended_precision_arithmetic():
+    # 64-bit sums, differences and a multiply-add from 32-bit halves through
+    # CC.CF, which only the lanes that run an instruction write.
+    n = 64
+    a = RNG.integers(0, 2**64, n, dtype=np.uint64)
+    b = RNG.integers(0, 2**64, n, dtype=np.uint64)
+    a[:4] = [2**64 - 1, 0, 2**32 - 1, 2**63]
+    b[:4] = [1, 1, 2**32 - 1, 2**63]
+    gpu = emulator.Device("sm_80")
+    out = gpu.alloc(48 * n)
+    gpu.load_ptx(HEADER + CARRY).launch("carry", (1, 1, 1), (n, 1, 1), [gpu.upload(a), gpu.upload(b), out])
+    got = gpu.download(out, dtype=np.uint32, shape=(n, 12)).astype(object)
+    mask = 2**32 - 1
+    for i, (x, y) in enumerate(zip(map(int, a), map(int, b))):
+        lo_x, hi_x, lo_y, hi_y = x & mask, x >> 32, y & mask, y >> 32
+        row = [int(v) for v in got[i]]
+        assert row[0] | row[1] << 32 == (x + y) % 2**64
+        assert row[2] | row[3] << 32 == (x - y) % 2**64
+        assert row[4] | row[5] << 32 == (lo_x * lo_y + x) % 2**64
+        assert (row[6], row[7]) == ((hi_x + hi_y) & mask, (hi_x + hi_y) >> 32)
+        assert row[8] == (1 if i % 2 else row[7])  # odd lanes set the carry; even ones keep the last

@@ -36,6 +36,8 @@ def _vit():
 
 
 MODELS = {"gpt2": _gpt2, "llama": _llama, "bert": _bert, "vit": _vit}
+# The ops each model's torch.compile graph leaves to eager PyTorch.
+EAGER = {"bert": {"aten.gather.default"}}
 
 
 def _model(name):
@@ -75,7 +77,9 @@ def test_torch_compile_runs_the_model_on_tessel(name, capfd):
     with torch.no_grad():
         got = compiled(x)
     report = capfd.readouterr().err
-    assert "ops compiled" in report and " 0 of " not in report, report
+    # All but BERT's gather of its token-type ids (a torch.gather, which tessel lacks) run on tessel.
+    eager = {line.split()[1] for line in report.splitlines() if line.strip().startswith("eager:")}
+    assert "ops compiled" in report and eager == EAGER.get(name, set()), report
     want = _eager(model, x)
     got = [t for t in got.to_tuple() if isinstance(t, torch.Tensor)][:len(want)]
     for g, w in zip(got, want):

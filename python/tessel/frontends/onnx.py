@@ -759,6 +759,7 @@ _FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
     "Neg": (lambda x: -x, np.negative), "Abs": (abs, np.abs), "Exp": (ops.exp, np.exp), "Log": (ops.log, np.log),
     "Sqrt": (ops.sqrt, np.sqrt), "Relu": (ops.relu, lambda x: np.maximum(x, 0)),
     "Sigmoid": (ops.sigmoid, lambda x: 1 / (1 + np.exp(-x))), "Tanh": (ops.tanh, np.tanh),
+    "Sin": (ops.sin, np.sin), "Cos": (ops.cos, np.cos),
     "Reciprocal": (lambda x: 1 / x, np.reciprocal), "Softplus": (_softplus, lambda x: np.log1p(np.exp(x))),
     "Softsign": (lambda x: x / (abs(x) + 1), lambda x: x / (1 + np.abs(x))),
     "Mish": (lambda x: x * ops.tanh(_softplus(x)), lambda x: x * np.tanh(np.log1p(np.exp(x)))),

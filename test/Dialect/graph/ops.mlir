@@ -39,6 +39,10 @@ func.func @unary(%x: tensor<7xbf16>, %i: tensor<7xi64>) -> (tensor<7xbf16>, tens
   %2 = graph.exp %0 : tensor<7xbf16>
   // CHECK: graph.tanh
   %3 = graph.tanh %2 : tensor<7xbf16>
+  // CHECK: graph.sin
+  %s = graph.sin %3 : tensor<7xbf16>
+  // CHECK: graph.cos
+  %c = graph.cos %s : tensor<7xbf16>
   // CHECK: graph.abs %{{.*}} : tensor<7xi64>
   %4 = graph.abs %1 : tensor<7xi64>
   // CHECK: graph.log

@@ -133,7 +133,7 @@ def _add_sub_mul(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         compute = {"add": _add, "sub": _sub, "mul": _mul}[base]
         return _float_op(d, ins, mods, t, 2, compute, _ROUNDINGS, relu=False)
     if mods.take("cc"):
-        raise mods.error("carry chains (.cc, addc/subc) are not supported by the emulator")
+        return _carried(d, ins, mods, t, base, carry_in=False, carry_out=True)
     saturate = mods.take("sat")
     if base == "mul":
         raise mods.error("integer mul needs .lo, .hi or .wide")
@@ -155,6 +155,72 @@ def _add_sub_mul(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         def run(w, m):
             write(w, ra(w) - rb(w), m)
     return Decoder.normal(ins, run)
+
+
+_CARRY_TYPES = {"u32", "s32", "u64", "s64"}
+
+
+def _with_carry(a: np.ndarray, b: np.ndarray, carry: np.ndarray, subtract: bool,
+                bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """``a + b + carry`` (or ``a - (b + carry)``) on ``bits``-bit unsigned
+    patterns, and its carry out (for a subtraction, the borrow), as CC.CF
+    holds it."""
+    if bits == 32:
+        wide = a.astype(np.int64) & 0xFFFFFFFF, b.astype(np.int64) & 0xFFFFFFFF
+        total = wide[0] - wide[1] - carry if subtract else wide[0] + wide[1] + carry
+        return (total & 0xFFFFFFFF).astype(np.uint32), ((total < 0) if subtract else (total >> 32) > 0).astype(np.uint8)
+    ua, ub, c = a.view(np.uint64), b.view(np.uint64), carry.astype(np.uint64)
+    if subtract:
+        first = ua - ub
+        return first - c, ((ua < ub) | (first < c)).astype(np.uint8)
+    first = ua + ub
+    total = first + c
+    return total, ((first < ua) | (total < first)).astype(np.uint8)
+
+
+def _carried(d: Decoder, ins: Instruction, mods: Mods, t: str, base: str, *, carry_in: bool, carry_out: bool,
+             product: str | None = None) -> Op:
+    """add.cc, addc, sub.cc, subc, and mad.cc/madc (``product`` "lo" or
+    "hi": ``a * b``'s half plus ``c``): extended-precision arithmetic through
+    the per-thread carry flag CC.CF, written only by the active lanes."""
+    if t not in _CARRY_TYPES:
+        raise mods.error(f"carry arithmetic takes {', '.join(sorted(_CARRY_TYPES))}")
+    bits = _bits(t)
+    operands = d.operands(ins, 4 if product else 3)
+    ra, rb = d.reader(ins, operands[1], t), d.reader(ins, operands[2], t)
+    rc = d.reader(ins, operands[3], t) if product else None
+    write = d.writer(ins, operands[0], t)
+    unsigned = np.uint32 if bits == 32 else np.uint64
+    subtract = base.startswith("sub")
+
+    def run(w, m):
+        a, b = np.asarray(ra(w)), np.asarray(rb(w))
+        if product:
+            a = a * b if product == "lo" else _mul_hi(a, b, t)
+            b = np.asarray(rc(w))
+        a = np.broadcast_to(a, (w.n,)).astype(DTYPES[t])
+        b = np.broadcast_to(b, (w.n,)).astype(DTYPES[t])
+        value, carry = _with_carry(a.view(unsigned), b.view(unsigned), w.carry if carry_in else np.zeros(w.n, np.uint8),
+                                   subtract, bits)
+        write(w, value.view(DTYPES[t]), m)
+        if carry_out:
+            w.carry = carry if m is None else np.where(m, carry, w.carry)
+    return Decoder.normal(ins, run)
+
+
+@opcode("addc", "subc")
+def _add_sub_with_carry(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    carry_out = mods.take("cc") is not None
+    return _carried(d, ins, mods, mods.type(), ins.opcode.split(".")[0], carry_in=True, carry_out=carry_out)
+
+
+@opcode("madc")
+def _mad_with_carry(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    part = mods.take("lo", "hi")
+    if part is None:
+        raise mods.error("madc needs .lo or .hi")
+    carry_out = mods.take("cc") is not None
+    return _carried(d, ins, mods, mods.type(), "add", carry_in=True, carry_out=carry_out, product=part)
 
 
 def _mul_hi(a: np.ndarray, b: np.ndarray, t: str) -> np.ndarray:
@@ -184,6 +250,8 @@ def _integer_mul(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     if t in FLOATS or _bits(t) not in (16, 32, 64):
         raise mods.error(f".{part} needs a 16-, 32- or 64-bit integer type")
     mad = base == "mad"
+    if mad and part in ("lo", "hi") and mods.take("cc"):
+        return _carried(d, ins, mods, t, "add", carry_in=False, carry_out=True, product=part)
     operands = d.operands(ins, 4 if mad else 3)
     ra, rb = d.reader(ins, operands[1], t), d.reader(ins, operands[2], t)
     if part == "wide":

@@ -143,6 +143,7 @@ class Wave:
         self.block_ids = blocks[self.block_index]  # each lane's linear block id
         self.special: dict[str, np.ndarray] = {}
         self.R = [np.zeros(n, dtype) for dtype in kernel.storage]
+        self.carry = np.zeros(n, np.uint8)  # CC.CF of add.cc, addc, mad.cc, ...
         size, layout = shared  # the launch's kernel.shared_layout, computed once for all its waves
         self.shared = SharedMemory(len(blocks), size, layout, kernel.granule, self.per_block) \
             if kernel.uses_shared else None
