@@ -330,6 +330,13 @@ def test_unsupported_op_in_a_function_names_its_line():
         tessel.from_torch(fn, (torch.randn(3),))
 
 
+class _Box:
+    """A result type torch.export cannot flatten."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
 @pytest.mark.parametrize("fn, args, message", [
     (lambda x: torch.div(x, 2, rounding_mode="floor"), (X,), r"aten.div.Tensor_mode.*rounding_mode='floor' on floats"),
     (lambda x: x.max(-1).indices, (X,), r"aten.max.dim.*the indices result of max \(argmax\) is not supported"),
@@ -337,9 +344,11 @@ def test_unsupported_op_in_a_function_names_its_line():
     (lambda x: F.adaptive_avg_pool2d(x, 3), (IMAGE,), r"output size \[3, 3\] that does not divide"),
     (lambda x: x.double() * 2, (X,), r"aten._to_copy.default.*dtype float64 is not supported"),
     (lambda x: x * 2, (X.double(),), r"torch input 'x' has dtype torch.float64; tessel takes float32"),
-    (lambda x: x if x.sum() > 0 else -x, (X,), r"torch.export could not export the model"),
+    (lambda x: x if x.sum() > 0 else -x, (X,), r"torch.export could not export the model: the model's control "
+                                               r"flow depends on tensor values.*torch.where.*torch says: Guard"),
+    (lambda x: _Box(x), (X,), r"the model returns a .*_Box, which torch.export cannot flatten.*register_pytree_node"),
 ], ids=["floor_division_of_floats", "argmax", "random", "uneven_adaptive_pool", "float64_cast", "float64_input",
-        "data_dependent_control_flow"])
+        "data_dependent_control_flow", "unflattenable_output"])
 def test_unsupported_features_are_clear_errors(fn, args, message):
     with pytest.raises(tessel.UnsupportedError, match=message):
         tessel.from_torch(fn, args)

@@ -778,6 +778,25 @@ def _convert(n: _Node) -> Any:
     return result
 
 
+def _export_failure(e: Exception) -> str:
+    """torch.export's failure in tessel's words (what failed, the usual
+    fix), then torch's own message."""
+    text = str(e)
+    output = re.search(r"Found <class '([^']+)'> in output", text)
+    if "data-dependent" in text:
+        what = ("the model's control flow depends on tensor values (an `if` or `while` on a tensor, `.item()`, "
+                "`bool(tensor)`), which one compiled program cannot follow: compute both sides and choose with "
+                "torch.where, or use torch.cond")
+    elif output:
+        what = (f"the model returns a {output[1]}, which torch.export cannot flatten into tensors: return tensors "
+                "(or tuples, lists and dicts of them), or register the class with "
+                "torch.utils._pytree.register_pytree_node")
+    else:
+        what = ("torch.export could not trace the model (the usual fixes: model.eval(), tensors as the example "
+                "arguments, no Python side effects in forward)")
+    return f"torch.export could not export the model: {what}. torch says: {type(e).__name__}: {text}"
+
+
 def _caches_by_default(module: Any) -> bool:
     """Whether ``module`` returns a key/value cache unless told not to (a
     Hugging Face model whose config says ``use_cache``, with a ``use_cache``
@@ -808,7 +827,7 @@ def _export(model_or_fn: Any, example_args: tuple) -> Any:
         try:
             program = torch.export.export(module, example_args, kwargs)
         except Exception as e:  # noqa: BLE001 - export raises many types for code it cannot capture
-            raise UnsupportedError(f"torch.export could not export the model: {type(e).__name__}: {e}") from e
+            raise UnsupportedError(_export_failure(e)) from e
     table = torch.export.default_decompositions()
     for name in _KEPT:
         packet, overload = name.split(".")
