@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.metadata
+import io
 import json
 import os
 import struct
@@ -35,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-__all__ = ["CacheInfo", "CompileCache", "build_identity", "default_cache", "default_folder", "key", "pack",
-           "unpack"]
+__all__ = ["CacheInfo", "CompileCache", "build_identity", "default_cache", "default_folder", "key",
+           "module_bytes", "pack", "unpack"]
 
 MAGIC = b"tessel compile cache 1\n"
 DIGEST_BYTES = 32
@@ -214,6 +215,16 @@ def build_identity() -> str:
         except importlib.metadata.PackageNotFoundError:
             wheels.append(f"{name} not installed")
     return f"tessel {__version__}; extension {extension}; {'; '.join(wheels)}"
+
+
+def module_bytes(module: Any) -> bytes:
+    """An MLIR module as the key sees it: its bytecode, which holds every
+    op, attribute and weight (raw: ResNet-18's 46 MB of weights printed as
+    hex text took 0.3-0.7 s, as bytecode 0.04 s) and the locations (a module
+    traced from other lines is another key, never a wrong hit)."""
+    buffer = io.BytesIO()
+    module.operation.write_bytecode(buffer)
+    return buffer.getvalue()
 
 
 def key(*parts: str | bytes) -> str:

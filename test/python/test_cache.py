@@ -223,3 +223,23 @@ def test_the_command_line_shows_and_empties_the_cache(tmp_path):
     assert f"{tmp_path}: 1 entries" in tessel_cache("info") and "cpu: 1 entries, 2.1 KiB" in tessel_cache("info")
     assert tessel_cache("clear") == f"removed 1 entries from {tmp_path}\n"
     assert f"{tmp_path}: 0 entries" in tessel_cache("info")
+
+
+def test_weights_held_as_resources_are_part_of_the_key(tmp_path):
+    # A dense_resource constant's values live outside the op, in the
+    # module's resources: two modules differing only there are two entries.
+    text = textwrap.dedent("""
+        func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+          %c = graph.constant dense_resource<blob> : tensor<8xf32>
+          %0 = graph.add %x, %c : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+          return %0 : tensor<8xf32>
+        }
+    """)
+    cache = CompileCache(tmp_path)
+    for scale in (1.0, 2.0):
+        values = np.arange(8, dtype=np.float32) * scale
+        blob = "0x04000000" + values.tobytes().hex()
+        module = tessel.parse(text + f'{{-# dialect_resources: {{ builtin: {{ blob: "{blob}" }} }} #-}}')
+        exe = tessel.compile(module, cache=cache)
+        assert exe.cache == "miss"
+        np.testing.assert_array_equal(exe(np.zeros(8, np.float32)), values)

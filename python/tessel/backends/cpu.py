@@ -291,7 +291,7 @@ def _cache_key(module: ir.Module, name: str, opt_level: int, schedules: str) -> 
         json.dumps(targets.get(schedules).to_json(), sort_keys=True),
         json.dumps(targets.get("cpu").to_json(), sort_keys=True),
         repr(cpu_stages(schedules)), repr(cpu_stages(schedules, scheduled=True)),
-        module.operation.get_asm(assume_verified=True))
+        caching.module_bytes(module))
 
 
 def _cached(cache: caching.CompileCache, key: str, name: str) -> tuple[Any, int] | None:

@@ -481,7 +481,7 @@ def _cache_key(module: ir.Module, name: str, target: str, allow_tf32: bool, run_
         json.dumps(targets.get(target).to_json(), sort_keys=True),
         repr(cuda_stages(target, allow_tf32=allow_tf32)),
         repr(cuda_stages(target, scheduled=True, allow_tf32=allow_tf32)),
-        module.operation.get_asm(assume_verified=True))
+        caching.module_bytes(module))
 
 
 def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None = None,
