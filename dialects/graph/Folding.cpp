@@ -55,6 +55,7 @@ std::optional<double> floatResult(Operation *op, ArrayRef<double> x) {
       .Case([&](TanhOp) { return std::tanh(x[0]); })
       .Case([&](SinOp) { return std::sin(x[0]); })
       .Case([&](CosOp) { return std::cos(x[0]); })
+      .Case([&](ErfOp) { return std::erf(x[0]); })
       .Case([&](SigmoidOp) { return sigmoid(x[0]); })
       .Case([&](SiluOp) { return x[0] * sigmoid(x[0]); })
       .Case([&](GeluOp op) {

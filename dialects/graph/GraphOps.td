@@ -149,6 +149,9 @@ def Graph_SinOp : Graph_UnaryOp<"sin", Graph_FloatTensor> {
 def Graph_CosOp : Graph_UnaryOp<"cos", Graph_FloatTensor> {
   let summary = "cos(x), radians, elementwise";
 }
+def Graph_ErfOp : Graph_UnaryOp<"erf", Graph_FloatTensor> {
+  let summary = "the error function, elementwise";
+}
 def Graph_AbsOp : Graph_UnaryOp<"abs", Graph_NumericTensor> {
   let summary = "|x|, elementwise";
 }

@@ -278,6 +278,7 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
       })
       .Case([&](graph::SinOp) { return mathInF32<math::SinOp>(b, loc, args[0]); })
       .Case([&](graph::CosOp) { return mathInF32<math::CosOp>(b, loc, args[0]); })
+      .Case([&](graph::ErfOp) { return mathInF32<math::ErfOp>(b, loc, args[0]); })
       .Case([&](graph::LogOp) { return mathInF32<math::LogOp>(b, loc, args[0]); })
       .Case([&](graph::SqrtOp) {
         return mathInF32<math::SqrtOp>(b, loc, args[0]);
@@ -1050,6 +1051,7 @@ struct ConvertGraphToLinalgPass
                  ElementwiseToLinalg<graph::TanhOp>,
                  ElementwiseToLinalg<graph::SinOp>,
                  ElementwiseToLinalg<graph::CosOp>,
+                 ElementwiseToLinalg<graph::ErfOp>,
                  ElementwiseToLinalg<graph::LogOp>,
                  ElementwiseToLinalg<graph::SqrtOp>,
                  ElementwiseToLinalg<graph::RsqrtOp>,

@@ -16,7 +16,7 @@ from .dialects import graph
 from .tracing import Axes, Tensor, TensorLike, as_tensor, build, enum_attr, error, tensors
 
 __all__ = [
-    "matmul", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "exp", "log", "sqrt", "rsqrt",
+    "matmul", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "erf", "exp", "log", "sqrt", "rsqrt",
     "abs", "neg", "pow", "maximum", "minimum", "where", "sum", "mean", "max", "min", "softmax",
     "log_softmax", "layer_norm", "rms_norm", "batch_norm", "transpose", "reshape", "broadcast_to",
     "squeeze", "unsqueeze", "flatten", "concatenate", "take", "cast", "conv2d", "max_pool2d",
@@ -80,6 +80,11 @@ def sin(x: TensorLike) -> Tensor:
 def cos(x: TensorLike) -> Tensor:
     """Cosine, in radians (graph.cos)."""
     return build(graph.CosOp, as_tensor(x))
+
+
+def erf(x: TensorLike) -> Tensor:
+    """The error function (graph.erf)."""
+    return build(graph.ErfOp, as_tensor(x))
 
 
 def exp(x: TensorLike) -> Tensor:

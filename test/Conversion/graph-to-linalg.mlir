@@ -101,13 +101,15 @@ func.func @half_tanh(%x: tensor<8xf16>) -> tensor<8xf16> {
 
 // -----
 
-// CHECK-LABEL: func.func @sin_cos
+// CHECK-LABEL: func.func @sin_cos_erf
 // CHECK: math.sin %{{.*}} : f32
 // CHECK: math.cos %{{.*}} : f32
-func.func @sin_cos(%x: tensor<8xf32>) -> tensor<8xf32> {
+// CHECK: math.erf %{{.*}} : f32
+func.func @sin_cos_erf(%x: tensor<8xf32>) -> tensor<8xf32> {
   %0 = graph.sin %x : tensor<8xf32>
   %1 = graph.cos %0 : tensor<8xf32>
-  return %1 : tensor<8xf32>
+  %2 = graph.erf %1 : tensor<8xf32>
+  return %2 : tensor<8xf32>
 }
 
 // -----

@@ -8,6 +8,7 @@ is also checked on the CPU, where the same scheduled IR runs
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -594,13 +595,15 @@ def test_invalid_schedule_is_reported_with_its_location():
         tessel.run_passes(tessel.parse(too_many), "builtin.module(loop-validate)")
 
 
-def test_sin_and_cos_are_exact_to_an_ulp_at_any_argument_on_the_cpu_and_the_gpu():
+def test_sin_cos_and_erf_are_exact_to_an_ulp_at_any_argument_on_the_cpu_and_the_gpu():
     # Large arguments need a full range reduction (libm on the CPU, libdevice's
     # Payne-Hanek path with its carry chains on the GPU, run on the emulator).
     x = np.array([0.5, -3.0, 100.0, 12345.6, 1.0e5, 3.0e5, 1.0e6, 3.0e7, -7.7e8, 1e30, 0.0, -0.0] * 4,
                  np.float32)
-    module = tessel.trace(lambda t: ops.sin(t) + 2 * ops.cos(t), tessel.TensorSpec(x.shape, np.float32))
-    expected = np.sin(x.astype(np.float64)) + 2 * np.cos(x.astype(np.float64))
+    module = tessel.trace(lambda t: ops.sin(t) + 2 * ops.cos(t) + ops.erf(t * 1e-5),
+                          tessel.TensorSpec(x.shape, np.float32))
+    x64 = x.astype(np.float64)
+    expected = np.sin(x64) + 2 * np.cos(x64) + np.vectorize(math.erf)(x.astype(np.float32) * np.float32(1e-5))
     cpu = tessel.compile(module, target="cpu")
     gpu = tessel.compile(module, target="cuda:sm_90").emulate()
     for run in (cpu, gpu):

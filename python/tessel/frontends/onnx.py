@@ -760,6 +760,7 @@ _FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
     "Sqrt": (ops.sqrt, np.sqrt), "Relu": (ops.relu, lambda x: np.maximum(x, 0)),
     "Sigmoid": (ops.sigmoid, lambda x: 1 / (1 + np.exp(-x))), "Tanh": (ops.tanh, np.tanh),
     "Sin": (ops.sin, np.sin), "Cos": (ops.cos, np.cos),
+    "Erf": (ops.erf, lambda x: np.vectorize(math.erf, otypes=[np.float64])(x).astype(x.dtype)),
     "Reciprocal": (lambda x: 1 / x, np.reciprocal), "Softplus": (_softplus, lambda x: np.log1p(np.exp(x))),
     "Softsign": (lambda x: x / (abs(x) + 1), lambda x: x / (1 + np.abs(x))),
     "Mish": (lambda x: x * ops.tanh(_softplus(x)), lambda x: x * np.tanh(np.log1p(np.exp(x)))),

@@ -692,7 +692,8 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten.log.default": _unary(ops.log), "aten.sqrt.default": _unary(ops.sqrt),
     "aten.rsqrt.default": _unary(ops.rsqrt), "aten.reciprocal.default": _unary(lambda x: 1 / x),
     "aten.relu.default": _unary(ops.relu), "aten.sigmoid.default": _unary(ops.sigmoid),
-    "aten.tanh.default": _unary(ops.tanh), "aten.sin.default": _unary(ops.sin), "aten.cos.default": _unary(ops.cos), "aten.silu.default": _unary(ops.silu), "aten.gelu.default": _gelu,
+    "aten.tanh.default": _unary(ops.tanh), "aten.sin.default": _unary(ops.sin), "aten.cos.default": _unary(ops.cos),
+    "aten.erf.default": _unary(ops.erf), "aten.silu.default": _unary(ops.silu), "aten.gelu.default": _gelu,
     "aten.clamp.default": _clamp, "aten.clamp.Tensor": _clamp, "aten.hardtanh.default": _hardtanh,
     "aten.leaky_relu.default": _leaky_relu, "aten.elu.default": _elu,
     # Comparisons, logic, selection.
