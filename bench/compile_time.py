@@ -35,9 +35,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 CHAIN = """
-import numpy as np, tessel, time
+import json, numpy as np, tessel, time
 from tessel import ops
 def chain(x):
     for i in range({n}):
@@ -46,16 +47,16 @@ def chain(x):
 module = tessel.trace(chain, np.zeros((4, 8), np.float32))
 start = time.perf_counter()
 tessel.compile(module, target={target!r}, cache=False)
-print(time.perf_counter() - start)
+print(json.dumps({{"seconds": time.perf_counter() - start}}))
 """
 
 RANK = """
-import numpy as np, tessel, time
+import json, numpy as np, tessel, time
 from tessel import ops
 module = tessel.trace(lambda x: ops.exp(ops.relu(x)), np.zeros((1,) * ({n} - 2) + (2, 3), np.float32))
 start = time.perf_counter()
 tessel.compile(module, target={target!r}, cache=False)
-print(time.perf_counter() - start)
+print(json.dumps({{"seconds": time.perf_counter() - start}}))
 """
 
 BLOCK = """
@@ -140,14 +141,7 @@ QUICK = {"chain": (250, 1000), "rank": (8, 64)}
 TARGETS = ("cpu", "cuda:sm_90")
 
 
-def seconds(code: str, n: int, target: str) -> float:
-    """One compile's wall time, measured inside a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", code.format(n=n, target=target)], capture_output=True,
-                          text=True, check=True)
-    return float(done.stdout.split()[-1])
-
-
-def measured(code: str, env: dict[str, str], **fields: str) -> dict:
+def measured(code: str, env: dict[str, str], **fields: Any) -> dict:
     """The JSON that ``code`` (formatted with ``fields``) prints last, run in a fresh interpreter."""
     done = subprocess.run([sys.executable, "-c", code.format(**fields)], capture_output=True, text=True,
                           env={**os.environ, **env})
@@ -196,7 +190,7 @@ def main() -> int:
         for target in TARGETS:
             first = previous = None
             for n in QUICK[family] if args.quick else sizes:
-                t = seconds(code, n, target)
+                t = measured(code, {}, n=n, target=target)["seconds"]
                 first = first or t
                 growth = math.log(t / previous[1]) / math.log(n / previous[0]) if previous else float("nan")
                 rows.append({"family": family, "size": n, "target": target, "seconds": t, "growth": growth})

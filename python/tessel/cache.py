@@ -34,7 +34,9 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+T = TypeVar("T")
 
 __all__ = ["CacheInfo", "CompileCache", "build_identity", "default_cache", "default_folder", "key",
            "module_bytes", "pack", "unpack"]
@@ -104,8 +106,10 @@ class CompileCache:
         return self.folder / kind / key[:2] / key
 
     @staticmethod
-    def _digest(key: str, payload: bytes) -> bytes:
-        return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+    def _digest(key: str, payload: bytes | memoryview) -> bytes:
+        digest = hashlib.sha256(key.encode() + b"\0")
+        digest.update(payload)  # not concatenated: payloads are the size of a model's weights
+        return digest.digest()
 
     def get(self, kind: str, key: str) -> bytes | None:
         """The payload stored under ``key``, or None (missing or not a whole entry, which is removed)."""
@@ -115,15 +119,28 @@ class CompileCache:
         except OSError:
             return None
         head = len(MAGIC) + DIGEST_BYTES
-        payload = data[head:]
-        if data[:len(MAGIC)] != MAGIC or data[len(MAGIC):head] != self._digest(key, payload):
+        if data[:len(MAGIC)] != MAGIC or data[len(MAGIC):head] != self._digest(key, memoryview(data)[head:]):
             path.unlink(missing_ok=True)
             return None
         try:
             os.utime(path)  # least recently used goes first
         except OSError:
             pass
-        return payload
+        return data[head:]
+
+    def load(self, kind: str, key: str, decode: Callable[[bytes], T]) -> T | None:
+        """``decode`` of the payload stored under ``key``, or None: a miss,
+        or a payload that ``decode`` refuses (ValueError, RuntimeError),
+        which warns and is compiled again (the new entry replaces it)."""
+        payload = self.get(kind, key)
+        if payload is None:
+            return None
+        try:
+            return decode(payload)
+        except (ValueError, RuntimeError) as e:
+            warnings.warn(f"compile cache entry {key[:16]} in {self.folder} is unusable ({e}); compiling again",
+                          stacklevel=4)
+            return None
 
     def put(self, kind: str, key: str, payload: bytes) -> None:
         """Stores ``payload`` under ``key`` (atomically), then trims the folder to ``max_bytes``."""
@@ -133,7 +150,8 @@ class CompileCache:
             fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=_TEMPORARY_SUFFIX)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(MAGIC + self._digest(key, payload) + payload)
+                    f.write(MAGIC + self._digest(key, payload))
+                    f.write(payload)
                 os.replace(temporary, path)
             except BaseException:
                 os.unlink(temporary)

@@ -16,10 +16,8 @@ import collections
 import ctypes
 import functools
 import json
-import os
 import threading
 import time
-import warnings
 import weakref
 from typing import Any, Sequence
 
@@ -104,9 +102,9 @@ def _partitions() -> int:
     """Parts the machine code is made in: two per core, since the parts are
     uneven (the part holding the weights, or the largest kernel, takes
     longest) and smaller modules also optimise faster (the example block on
-    two cores: 1.4 s whole, 0.9 s in 2 parts, 0.7 s in 4)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return 2 * cores
+    two cores: 1.4 s whole, 0.9 s in 2 parts, 0.7 s in 4). The cores are the
+    CPU target's, as the async runtime's workers are."""
+    return 2 * targets.get("cpu").cores
 
 
 # Seconds a dropped executable's machine code is kept. The async runtime wakes
@@ -294,21 +292,13 @@ def _cache_key(module: ir.Module, name: str, opt_level: int, schedules: str) -> 
         caching.module_bytes(module))
 
 
-def _cached(cache: caching.CompileCache, key: str, name: str) -> tuple[Any, int] | None:
-    """The linked code of cache entry ``key``, or None: a miss, or an entry
-    that does not unpack or link (which is dropped, to be rebuilt)."""
-    payload = cache.get("cpu", key)
-    if payload is None:
-        return None
-    try:
-        metadata, objects = caching.unpack(payload)
-        if metadata.get("entry") != name or not isinstance(metadata.get("symbols"), list):
-            raise ValueError("the entry is for another function")
-        return _link(objects, [str(s) for s in metadata["symbols"]], name)
-    except (ValueError, RuntimeError) as e:
-        warnings.warn(f"compile cache entry {key[:16]} in {cache.folder} is unusable ({e}); "
-                      "compiling again", stacklevel=4)
-        return None
+def _linked_payload(payload: bytes, name: str) -> tuple[Any, int]:
+    """The code of a cache payload linked: ValueError if it is not one for
+    ``name``, RuntimeError if it does not link."""
+    metadata, objects = caching.unpack(payload)
+    if metadata.get("entry") != name or not isinstance(metadata.get("symbols"), list):
+        raise ValueError("the entry is for another function")
+    return _link(objects, [str(s) for s in metadata["symbols"]], name)
 
 
 def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int = 2,
@@ -348,7 +338,7 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
     if cache is not None:
         start = time.perf_counter()
         key = _cache_key(work, name, opt_level, schedules)
-        linked = _cached(cache, key, name)
+        linked = cache.load("cpu", key, functools.partial(_linked_payload, name=name))
         seconds["cache"] = time.perf_counter() - start
         if linked is not None:
             compiled = CPUExecutable(*linked, name, inputs, outputs, seconds, alignment)

@@ -521,17 +521,12 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
     if cache is not None:
         start = time.perf_counter()
         key = _cache_key(work, name, target, allow_tf32, run_ptxas)
-        payload = cache.get("cuda", key)
-        if payload is not None:
-            try:
-                artifact = CudaArtifact.unpacked(payload, {"cache": time.perf_counter() - start})
-            except ValueError as e:
-                warnings.warn(f"compile cache entry {key[:16]} in {cache.folder} is unusable ({e}); "
-                              "compiling again", stacklevel=2)
-            else:
-                artifact.cache, artifact.cache_key = "hit", key
-                return artifact
+        artifact = cache.load("cuda", key, lambda payload: CudaArtifact.unpacked(payload, {}))
         seconds["cache"] = time.perf_counter() - start
+        if artifact is not None:
+            artifact.stage_seconds = seconds
+            artifact.cache, artifact.cache_key = "hit", key
+            return artifact
     symbol = _ptx_identifiers(work)[name]
     seconds.update(run_stages(work, cuda_stages(target, scheduled=scheduled_for(work, target),
                                                 allow_tf32=allow_tf32),
