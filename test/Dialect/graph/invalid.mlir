@@ -42,6 +42,30 @@ func.func @exp_of_integers(%a: tensor<4xi32>) {
 
 // -----
 
+func.func @sin_of_integers(%a: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = graph.sin %a : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @cos_of_integers(%a: tensor<4xi64>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = graph.cos %a : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @erf_of_booleans(%a: tensor<4xi1>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = graph.erf %a : tensor<4xi1>
+  return
+}
+
+// -----
+
 func.func @gelu_of_integers(%a: tensor<4xi64>) {
   // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
   %0 = graph.gelu %a approximate tanh : tensor<4xi64>
