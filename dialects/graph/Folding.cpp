@@ -38,6 +38,7 @@ std::optional<double> floatResult(Operation *op, ArrayRef<double> x) {
       .Case([&](SubOp) { return x[0] - x[1]; })
       .Case([&](MulOp) { return x[0] * x[1]; })
       .Case([&](DivOp) { return x[0] / x[1]; })
+      .Case([&](RemOp) { return std::fmod(x[0], x[1]); })
       .Case([&](PowOp) { return std::pow(x[0], x[1]); })
       .Case([&](MaximumOp) {
         return std::isnan(x[0]) || std::isnan(x[1]) ? NAN : std::max(x[0], x[1]);
@@ -56,6 +57,10 @@ std::optional<double> floatResult(Operation *op, ArrayRef<double> x) {
       .Case([&](SinOp) { return std::sin(x[0]); })
       .Case([&](CosOp) { return std::cos(x[0]); })
       .Case([&](ErfOp) { return std::erf(x[0]); })
+      .Case([&](FloorOp) { return std::floor(x[0]); })
+      .Case([&](CeilOp) { return std::ceil(x[0]); })
+      // The default rounding mode rounds halves to even.
+      .Case([&](RoundOp) { return std::nearbyint(x[0]); })
       .Case([&](SigmoidOp) { return sigmoid(x[0]); })
       .Case([&](SiluOp) { return x[0] * sigmoid(x[0]); })
       .Case([&](GeluOp op) {
@@ -69,8 +74,8 @@ std::optional<double> floatResult(Operation *op, ArrayRef<double> x) {
 }
 
 /// Integer semantics match the lowering: two's complement wraparound,
-/// division truncating toward zero, numpy's 0 for a zero divisor and
-/// MIN / -1 = MIN (the negation wraps). Computed on uint64_t, where
+/// division truncating toward zero, numpy's 0 for a zero divisor (quotient
+/// and remainder) and MIN / -1 = MIN (the negation wraps). Computed on uint64_t, where
 /// wraparound is defined; the caller truncates to the element width.
 std::optional<int64_t> intResult(Operation *op, ArrayRef<int64_t> x) {
   auto wrap = [](uint64_t v) { return static_cast<int64_t>(v); };
@@ -85,6 +90,12 @@ std::optional<int64_t> intResult(Operation *op, ArrayRef<int64_t> x) {
         if (x[1] == -1)
           return wrap(0 - a);
         return x[0] / x[1];
+      })
+      .Case([&](RemOp) -> std::optional<int64_t> {
+        // MIN % -1 would trap; its remainder is 0, as any by -1.
+        if (x[1] == 0 || x[1] == -1)
+          return 0;
+        return x[0] % x[1];
       })
       .Case([&](MaximumOp) { return std::max(x[0], x[1]); })
       .Case([&](MinimumOp) { return std::min(x[0], x[1]); })

@@ -110,6 +110,13 @@ def Graph_DivOp : Graph_BroadcastBinaryOp<"div", Graph_NumericTensor> {
   let summary = "Elementwise division with numpy broadcasting";
   let description = [{ Integer division rounds toward zero, like C. }];
 }
+def Graph_RemOp : Graph_BroadcastBinaryOp<"rem", Graph_NumericTensor> {
+  let summary = "Remainder of the truncated division, with numpy broadcasting";
+  let description = [{
+    `x - trunc(x / y) * y`, exactly: the sign of `x`, as C's `fmod` and `%`.
+    An integer remainder by 0 is 0, as numpy's `fmod`; a float one is NaN.
+  }];
+}
 def Graph_MaximumOp : Graph_BroadcastBinaryOp<"maximum", Graph_NumericTensor, [Commutative]> {
   let summary = "Elementwise maximum with numpy broadcasting (NaN propagates)";
 }
@@ -151,6 +158,15 @@ def Graph_CosOp : Graph_UnaryOp<"cos", Graph_FloatTensor> {
 }
 def Graph_ErfOp : Graph_UnaryOp<"erf", Graph_FloatTensor> {
   let summary = "the error function, elementwise";
+}
+def Graph_FloorOp : Graph_UnaryOp<"floor", Graph_FloatTensor> {
+  let summary = "the largest integer not above x, elementwise";
+}
+def Graph_CeilOp : Graph_UnaryOp<"ceil", Graph_FloatTensor> {
+  let summary = "the smallest integer not below x, elementwise";
+}
+def Graph_RoundOp : Graph_UnaryOp<"round", Graph_FloatTensor> {
+  let summary = "the nearest integer, halves to even, elementwise";
 }
 def Graph_AbsOp : Graph_UnaryOp<"abs", Graph_NumericTensor> {
   let summary = "|x|, elementwise";

@@ -247,6 +247,24 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
             b, loc, byZero, zero(),
             arith::SelectOp::create(b, loc, byMinusOne, negated, quotient));
       })
+      .Case([&](graph::RemOp) -> Value {
+        if (isFloat)
+          return arith::RemFOp::create(b, loc, args[0], args[1]);
+        // As graph.div: a divisor of 0 or -1 (MIN % -1 traps) gives 0.
+        Value one = arith::ConstantOp::create(b, loc, b.getOneAttr(t));
+        Value minusOne = arith::ConstantOp::create(
+            b, loc, b.getIntegerAttr(t, -1));
+        Value trivial = arith::OrIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args[1],
+                                  zero()),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args[1],
+                                  minusOne));
+        Value divisor = arith::SelectOp::create(b, loc, trivial, one, args[1]);
+        return arith::SelectOp::create(
+            b, loc, trivial, zero(),
+            arith::RemSIOp::create(b, loc, args[0], divisor));
+      })
       .Case([&](graph::MaximumOp) {
         return pick(arith::MaximumFOp(), arith::MaxSIOp());
       })
@@ -279,6 +297,11 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
       .Case([&](graph::SinOp) { return mathInF32<math::SinOp>(b, loc, args[0]); })
       .Case([&](graph::CosOp) { return mathInF32<math::CosOp>(b, loc, args[0]); })
       .Case([&](graph::ErfOp) { return mathInF32<math::ErfOp>(b, loc, args[0]); })
+      .Case([&](graph::FloorOp) { return mathInF32<math::FloorOp>(b, loc, args[0]); })
+      .Case([&](graph::CeilOp) { return mathInF32<math::CeilOp>(b, loc, args[0]); })
+      .Case([&](graph::RoundOp) {
+        return mathInF32<math::RoundEvenOp>(b, loc, args[0]);
+      })
       .Case([&](graph::LogOp) { return mathInF32<math::LogOp>(b, loc, args[0]); })
       .Case([&](graph::SqrtOp) {
         return mathInF32<math::SqrtOp>(b, loc, args[0]);
@@ -1042,6 +1065,7 @@ struct ConvertGraphToLinalgPass
                  ElementwiseToLinalg<graph::SubOp>,
                  ElementwiseToLinalg<graph::MulOp>,
                  ElementwiseToLinalg<graph::DivOp>,
+                 ElementwiseToLinalg<graph::RemOp>,
                  ElementwiseToLinalg<graph::MaximumOp>,
                  ElementwiseToLinalg<graph::MinimumOp>,
                  ElementwiseToLinalg<graph::ReluOp>,
@@ -1052,6 +1076,9 @@ struct ConvertGraphToLinalgPass
                  ElementwiseToLinalg<graph::SinOp>,
                  ElementwiseToLinalg<graph::CosOp>,
                  ElementwiseToLinalg<graph::ErfOp>,
+                 ElementwiseToLinalg<graph::FloorOp>,
+                 ElementwiseToLinalg<graph::CeilOp>,
+                 ElementwiseToLinalg<graph::RoundOp>,
                  ElementwiseToLinalg<graph::LogOp>,
                  ElementwiseToLinalg<graph::SqrtOp>,
                  ElementwiseToLinalg<graph::RsqrtOp>,

@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import UnsupportedError
 
-__all__ = ["BFLOAT16", "ELEMENT_DTYPES", "described", "dtype_named", "host_array", "words"]
+__all__ = ["BFLOAT16", "ELEMENT_DTYPES", "described", "dtype_named", "host_array", "is_float", "words"]
 
 try:
     import ml_dtypes
@@ -31,6 +31,13 @@ ELEMENT_DTYPES: dict[str, np.dtype] = {
     "i64": np.dtype(np.int64),
     "i1": np.dtype(np.bool_),
 }
+
+
+def is_float(dtype: object) -> bool:
+    """Whether ``dtype`` is a floating-point type, bfloat16 included (whose
+    numpy kind is "V")."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or (BFLOAT16 is not None and dtype == BFLOAT16)
 
 
 def dtype_named(name: str) -> np.dtype:

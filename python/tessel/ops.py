@@ -17,7 +17,7 @@ from .tracing import Axes, Tensor, TensorLike, as_tensor, build, enum_attr, erro
 
 __all__ = [
     "matmul", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "erf", "exp", "log", "sqrt", "rsqrt",
-    "abs", "neg", "pow", "maximum", "minimum", "where", "sum", "mean", "max", "min", "softmax",
+    "floor", "ceil", "round", "abs", "neg", "pow", "fmod", "remainder", "maximum", "minimum", "where", "sum", "mean", "max", "min", "softmax",
     "log_softmax", "layer_norm", "rms_norm", "batch_norm", "transpose", "reshape", "broadcast_to",
     "squeeze", "unsqueeze", "flatten", "concatenate", "take", "cast", "conv2d", "max_pool2d",
     "avg_pool2d",
@@ -87,6 +87,21 @@ def erf(x: TensorLike) -> Tensor:
     return build(graph.ErfOp, as_tensor(x))
 
 
+def floor(x: TensorLike) -> Tensor:
+    """The largest integer not above ``x`` (graph.floor)."""
+    return build(graph.FloorOp, as_tensor(x))
+
+
+def ceil(x: TensorLike) -> Tensor:
+    """The smallest integer not below ``x`` (graph.ceil)."""
+    return build(graph.CeilOp, as_tensor(x))
+
+
+def round(x: TensorLike) -> Tensor:  # noqa: A001 - numpy's and torch's name
+    """The nearest integer, halves to even, as ``numpy.round`` (graph.round)."""
+    return build(graph.RoundOp, as_tensor(x))
+
+
 def exp(x: TensorLike) -> Tensor:
     """``e ** x`` (graph.exp)."""
     return build(graph.ExpOp, as_tensor(x))
@@ -120,6 +135,21 @@ def neg(x: TensorLike) -> Tensor:
 def pow(a: TensorLike, b: TensorLike) -> Tensor:
     """``a ** b`` for float tensors, broadcasting (graph.pow)."""
     return build(graph.PowOp, *tensors(a, b))
+
+
+def fmod(a: TensorLike, b: TensorLike) -> Tensor:
+    """``numpy.fmod``: the remainder with the sign of ``a``, broadcasting
+    (graph.rem); an integer remainder by 0 is 0."""
+    return build(graph.RemOp, *tensors(a, b))
+
+
+def remainder(a: TensorLike, b: TensorLike) -> Tensor:
+    """``numpy.remainder`` (Python's ``%``): the remainder with the sign of ``b``."""
+    a, b = tensors(a, b)
+    r = fmod(a, b)
+    # fmod's remainder has a's sign; where that differs from b's, add b once.
+    wrong_sign = where(r != 0, (r < 0) != (b < 0), False)
+    return where(wrong_sign, r + b, r)
 
 
 def maximum(a: TensorLike, b: TensorLike) -> Tensor:

@@ -101,6 +101,23 @@ func.func @half_tanh(%x: tensor<8xf16>) -> tensor<8xf16> {
 
 // -----
 
+// CHECK-LABEL: func.func @rem_and_rounding
+// CHECK: arith.remf %{{.*}} : f32
+// CHECK: arith.remsi
+// CHECK: math.floor %{{.*}} : f32
+// CHECK: math.ceil %{{.*}} : f32
+// CHECK: math.roundeven %{{.*}} : f32
+func.func @rem_and_rounding(%x: tensor<8xf32>, %y: tensor<8xf32>, %i: tensor<8xi64>) -> (tensor<8xf32>, tensor<8xi64>) {
+  %0 = graph.rem %x, %y : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %1 = graph.rem %i, %i : (tensor<8xi64>, tensor<8xi64>) -> tensor<8xi64>
+  %2 = graph.floor %0 : tensor<8xf32>
+  %3 = graph.ceil %2 : tensor<8xf32>
+  %4 = graph.round %3 : tensor<8xf32>
+  return %4, %1 : tensor<8xf32>, tensor<8xi64>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @sin_cos_erf
 // CHECK: math.sin %{{.*}} : f32
 // CHECK: math.cos %{{.*}} : f32

@@ -84,6 +84,33 @@ func.func @fold_int_div_by_zero() -> tensor<2xi32> {
 
 // -----
 
+// The remainder has the dividend's sign (C's % and fmod); by 0 or -1 it is 0
+// for integers (MIN % -1 would trap), NaN for floats; the rounding ops fold
+// halves to even (round) and toward -inf/+inf (floor/ceil).
+// CHECK-LABEL: func.func @fold_rem_and_rounding
+// CHECK-DAG: graph.constant dense<[1, -1, 1, 0, 0]> : tensor<5xi32>
+// CHECK-DAG: graph.constant dense<[1.500000e+00, -1.500000e+00, 0x{{[7F]}}FC00000]> : tensor<3xf32>
+// CHECK-DAG: graph.constant dense<[2.000000e+00, -2.000000e+00, 2.000000e+00, -3.000000e+00]> : tensor<4xf32>
+// CHECK-DAG: graph.constant dense<[2.000000e+00, -3.000000e+00, 1.000000e+00, -3.000000e+00]> : tensor<4xf32>
+// CHECK-DAG: graph.constant dense<[3.000000e+00, -2.000000e+00, 2.000000e+00, -2.000000e+00]> : tensor<4xf32>
+// CHECK-NOT: graph.rem
+// CHECK-NOT: graph.round
+func.func @fold_rem_and_rounding() -> (tensor<5xi32>, tensor<3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %i = graph.constant dense<[7, -7, 7, 5, -2147483648]> : tensor<5xi32>
+  %j = graph.constant dense<[3, 3, -3, 0, -1]> : tensor<5xi32>
+  %0 = graph.rem %i, %j : (tensor<5xi32>, tensor<5xi32>) -> tensor<5xi32>
+  %x = graph.constant dense<[5.5, -5.5, 1.0]> : tensor<3xf32>
+  %y = graph.constant dense<[2.0, 2.0, 0.0]> : tensor<3xf32>
+  %1 = graph.rem %x, %y : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %h = graph.constant dense<[2.5, -2.5, 1.5, -2.6]> : tensor<4xf32>
+  %2 = graph.round %h : tensor<4xf32>
+  %3 = graph.floor %h : tensor<4xf32>
+  %4 = graph.ceil %h : tensor<4xf32>
+  return %0, %1, %2, %3, %4 : tensor<5xi32>, tensor<3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Float division by zero folds to IEEE infinities.
 // CHECK-LABEL: func.func @fold_float_div_by_zero
 // CHECK-NEXT: %[[C:.*]] = graph.constant dense<[0x7F800000, 0xFF800000]> : tensor<2xf32>

@@ -608,3 +608,30 @@ def test_sin_cos_and_erf_are_exact_to_an_ulp_at_any_argument_on_the_cpu_and_the_
     gpu = tessel.compile(module, target="cuda:sm_90").emulate()
     for run in (cpu, gpu):
         np.testing.assert_allclose(run(x), expected, rtol=0, atol=5e-7)
+
+
+def test_remainders_and_rounding_match_numpy_exactly_on_the_cpu_and_the_gpu():
+    # fmod is exact (no x - trunc(x / y) * y rounding), with the dividend's
+    # sign; remainder has the divisor's; round takes halves to even.
+    x = np.array([5.5, -5.5, 7.0, -7.0, 1e30, 3.0, -0.5, 2.5, -2.5, np.inf, 1.0, 0.1] * 3, np.float32)
+    y = np.array([2.0, 2.0, -3.0, 3.0, 7.0, np.inf, 0.3, 1.5, -1.5, 2.0, 0.0, 0.03] * 3, np.float32)
+    spec = tessel.TensorSpec(x.shape, np.float32)
+
+    def fn(a, b):
+        return ops.fmod(a, b), ops.remainder(a, b), ops.floor(a * 0.7), ops.ceil(a * 0.7), ops.round(a)
+
+    module = tessel.trace(fn, spec, spec)
+    with np.errstate(invalid="ignore"):
+        expected = (np.fmod(x, y), np.remainder(x, y), np.floor(x * np.float32(0.7)), np.ceil(x * np.float32(0.7)),
+                    np.round(x))
+    i = np.array([7, -7, 7, -7, 5, 0, -(2 ** 31)], np.int32)
+    j = np.array([3, 3, -3, -3, 0, 4, -1], np.int32)
+    ints = tessel.trace(lambda a, b: (ops.fmod(a, b), ops.remainder(a, b)), *[tessel.TensorSpec(i.shape, np.int32)] * 2)
+    for target in ("cpu", "cuda:sm_90"):
+        exe, int_exe = (tessel.compile(m, target=target) for m in (module, ints))
+        if target != "cpu":
+            exe, int_exe = exe.emulate(), int_exe.emulate()
+        for got, want in zip(exe(x, y), expected):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(int_exe(i, j)[0], [1, -1, 1, -1, 0, 0, 0])
+        np.testing.assert_array_equal(int_exe(i, j)[1], [1, 2, -2, -1, 0, 0, 0])

@@ -80,18 +80,32 @@ def test_shape_arithmetic_stays_static():
     _check(model, RNG.standard_normal((2, 6, 4)).astype(np.float32))
 
 
+def test_models_of_opset_7_to_12_import_where_their_ops_mean_the_same():
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    model = _model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["s"]),
+                    helper.make_node("Sigmoid", ["s"], ["y"])],
+                   [_f32("x", [2, 3])], [_f32("y", [2, 3])], opset=7)
+    _check(model, x)
+
+
 def test_unsupported_ops_and_inputs_are_clear_errors(tmp_path):
-    model = _model([helper.make_node("Einsum", ["x", "x"], ["y"], name="mix", equation="ij,ij->i")],
-                   [_f32("x", [2, 3])], [_f32("y", [2])])
-    with pytest.raises(tessel.UnsupportedError, match=r"ONNX node mix \(Einsum\): this op is not supported; "
+    model = _model([helper.make_node("Unique", ["x"], ["y"], name="mix")], [_f32("x", [6])], [_f32("y", [6])])
+    with pytest.raises(tessel.UnsupportedError, match=r"ONNX node mix \(Unique\): this op is not supported; "
                                                       r"supported: Abs, Add"):
         tessel.from_onnx(model)
     dynamic = _model([helper.make_node("Relu", ["x"], ["y"])], [_f32("x", ["batch", 3])], [_f32("y", ["batch", 3])])
     with pytest.raises(tessel.UnsupportedError, match="input 'x' has a dynamic or unknown shape"):
         tessel.from_onnx(dynamic)
-    old = _model([helper.make_node("Relu", ["x"], ["y"])], [_f32("x", [3])], [_f32("y", [3])], opset=11)
-    with pytest.raises(tessel.UnsupportedError, match="opset 11 is not supported"):
+    old = _model([helper.make_node("Relu", ["x"], ["y"])], [_f32("x", [3])], [_f32("y", [3])], opset=6)
+    with pytest.raises(tessel.UnsupportedError, match="opset 6 is not supported; tessel reads opset 7 and newer"):
         tessel.from_onnx(old)
+    # Softmax before opset 13 flattened its input to 2-D: another op than the converter's.
+    old_softmax = _model([helper.make_node("Softmax", ["x"], ["y"])], [_f32("x", [2, 3])], [_f32("y", [2, 3])],
+                         opset=11)
+    with pytest.raises(tessel.UnsupportedError, match=r"\(Softmax\): its definition of opset 11 is not supported; "
+                                                      r"tessel reads Softmax from opset 13: convert the model with "
+                                                      r"onnx.version_converter"):
+        tessel.from_onnx(old_softmax)
     (tmp_path / "bad.onnx").write_bytes(b"not protobuf")
     with pytest.raises(tessel.UnsupportedError, match="not a readable ONNX model"):
         tessel.from_onnx(tmp_path / "bad.onnx")
@@ -116,7 +130,19 @@ NODE_TESTS = ["test_add_bcast", "test_matmul_4d", "test_gemm_all_attributes", "t
               "test_averagepool_2d_pads", "test_maxpool_2d_strides", "test_reduce_mean_keepdims_example",
               "test_slice_neg_steps", "test_gather_1", "test_flatten_negative_axis1", "test_where_example",
               "test_unsqueeze_two_axes", "test_batchnorm_example", "test_clip_default_min", "test_pow_types_int64_int64",
-              "test_cast_FLOAT_to_FLOAT16", "test_einsum_sum"]
+              "test_cast_FLOAT_to_FLOAT16", "test_einsum_sum",
+              # Mod, rounding, gathers, losses, arg/top-k, windows, norms, opset 7, attention, resize.
+              "test_mod_mixed_sign_int32", "test_mod_mixed_sign_float32", "test_round",
+              "test_gather_elements_negative_indices", "test_nllloss_NCd1d2_with_weight_reduction_mean",
+              "test_sce_mean_weight_ii_log_prob", "test_argmax_no_keepdims_random_select_last_index",
+              "test_hardmax_axis_1", "test_top_k_smallest", "test_convtranspose_pads", "test_convtranspose_1d",
+              "test_conv_with_autopad_same", "test_maxpool_1d_default", "test_lppool_2d_same_upper",
+              "test_instancenorm_example", "test_group_normalization_example", "test_and_bcast4v3d",
+              "test_rms_normalization_2d_axis_negative_1_expanded", "test_attention_3d_gqa_causal",
+              "test_attention_4d_gqa_with_past_and_present", "test_attention_local_window_with_past",
+              "test_attention_4d_causal_expanded", "test_resize_upsample_sizes_nearest",
+              "test_resize_downsample_sizes_linear_pytorch_half_pixel", "test_resize_upsample_sizes_cubic",
+              "test_resize_downsample_sizes_linear_antialias", "test_resize_tf_crop_and_resize"]
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +158,25 @@ def test_onnx_node_test(name, node_tests):
     assert outcome in ("passed", "unsupported"), f"{name}: {outcome}: {message}"
     if name not in ("test_slice_neg_steps", "test_pow_types_int64_int64", "test_einsum_sum"):
         assert outcome == "passed", message
+
+
+def test_resize_upsample_by_2_linear_and_nearest():
+    x = RNG.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    for mode in ("linear", "nearest"):
+        model = _model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)],
+                       [_f32("x", [1, 2, 3, 4])], [_f32("y", [1, 2, 6, 8])],
+                       [("scales", np.array([1, 1, 2, 2], np.float32))], opset=19)
+        _check(model, x)
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 8), (2, 3, 5, 8)]), ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]), ("ij->ji", [(3, 4)]), ("i,i", [(5,), (5,)]), ("i,j->ij", [(3,), (4,)]),
+    ("ijk,ikl,lm->jm", [(2, 3, 4), (2, 4, 5), (5, 6)]), ("bii->bi", [(2, 3, 3)]), ("ij,ij->i", [(3, 4), (3, 4)]),
+])
+def test_einsum_is_sums_transposes_and_batched_matmuls(equation, shapes):
+    names = [f"x{i}" for i in range(len(shapes))]
+    model = _model([helper.make_node("Einsum", names, ["y"], equation=equation)],
+                   [_f32(name, shape) for name, shape in zip(names, shapes)],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    _check(model, *[RNG.standard_normal(shape).astype(np.float32) for shape in shapes])

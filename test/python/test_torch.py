@@ -202,6 +202,11 @@ OP_CASES = {
     "integer_arithmetic": (lambda i, j: (i * 2, i + j, i - 1, i / j, i + 1.5, torch.div(i, j, rounding_mode="trunc"),
                                          torch.div(i, j, rounding_mode="floor"), i // -3, i.abs() ** 2,
                                          i.float().abs().sqrt()), (I, J)),
+    "rounding_remainders_argmax": (lambda x, y, i, j: (
+        torch.floor(x * 3), torch.ceil(x * 3), torch.round(x * 3), torch.round(x, decimals=1), torch.trunc(x * 3),
+        torch.fmod(x, y), torch.remainder(x, y), x % 0.3, torch.div(x, y, rounding_mode="floor"), x // 0.3,
+        torch.div(x, y, rounding_mode="trunc"), torch.fmod(i, j), torch.remainder(i, j), i % -3, torch.floor(i),
+        x.argmax(), x.argmin(-1), x.argmax(0, keepdim=True), x.max(-1).indices, *x.min(0)), (X, Y, I, J)),
     "pow_rsqrt": (lambda x: (x ** 2, x.pow(3), x.abs() ** 0.5, 2 ** x, x.abs().pow(x), (x.abs() + 0.1).rsqrt(),
                              x.abs().sqrt(), x.exp(), (x.abs() + 1).log(), x.abs()), (X,)),
     "activations": (lambda x: (F.relu(x), torch.sigmoid(x), torch.tanh(x), F.silu(x), F.gelu(x),
@@ -339,8 +344,6 @@ class _Box:
 
 
 @pytest.mark.parametrize("fn, args, message", [
-    (lambda x: torch.div(x, 2, rounding_mode="floor"), (X,), r"aten.div.Tensor_mode.*rounding_mode='floor' on floats"),
-    (lambda x: x.max(-1).indices, (X,), r"aten.max.dim.*the indices result of max \(argmax\) is not supported"),
     (lambda x: x + torch.rand(4), (X,), r"aten.rand.default.*this op is not supported"),
     (lambda x: F.adaptive_avg_pool2d(x, 3), (IMAGE,), r"output size \[3, 3\] that does not divide"),
     (lambda x: x.double() * 2, (X,), r"aten._to_copy.default.*dtype float64 is not supported"),
@@ -348,7 +351,7 @@ class _Box:
     (lambda x: x if x.sum() > 0 else -x, (X,), r"torch.export could not export the model: the model's control "
                                                r"flow depends on tensor values.*torch.where.*torch says: Guard"),
     (lambda x: _Box(x), (X,), r"the model returns a .*_Box, which torch.export cannot flatten.*register_pytree_node"),
-], ids=["floor_division_of_floats", "argmax", "random", "uneven_adaptive_pool", "float64_cast", "float64_input",
+], ids=["random", "uneven_adaptive_pool", "float64_cast", "float64_input",
         "data_dependent_control_flow", "unflattenable_output"])
 def test_unsupported_features_are_clear_errors(fn, args, message):
     with pytest.raises(tessel.UnsupportedError, match=message):

@@ -15,7 +15,7 @@ import numpy as np
 from .. import ops
 from ..tracing import Tensor, as_tensor
 
-__all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention"]
+__all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention", "attention_stages", "arg_extreme"]
 
 Value = Union[Tensor, np.ndarray]
 
@@ -70,6 +70,17 @@ def attention(q: Value, k: Value, v: Value, mask: Optional[Value] = None, *, is_
     whose keys are all masked attends to nothing: zeros, not NaN (torch's
     safe softmax).
     """
+    return attention_stages(q, k, v, mask, is_causal=is_causal, scale=scale, softcap=softcap)[0]
+
+
+def attention_stages(q: Value, k: Value, v: Value, mask: Optional[Value] = None, *, is_causal: bool = False,
+                     scale: Optional[float] = None, softcap: float = 0.0, softmax_dtype: Optional[np.dtype] = None
+                     ) -> tuple[Tensor, tuple[Tensor, Tensor, Tensor, Tensor]]:
+    """:func:`attention` and its scores at each stage: ``q @ k^T * scale``,
+    after softcap, after the mask, and the probabilities (ONNX's
+    qk_matmul_output modes 0-3). With ``softmax_dtype`` the softmax runs in
+    that dtype; the probabilities come back in q's.
+    """
     q, k, v = as_tensor(q), as_tensor(k), as_tensor(v)
     if q.ndim == 4 and k.ndim == 4 and q.shape[1] != k.shape[1]:
         heads, kv_heads = q.shape[1], k.shape[1]
@@ -79,16 +90,29 @@ def attention(q: Value, k: Value, v: Value, mask: Optional[Value] = None, *, is_
     axes = list(range(k.ndim))
     axes[-2:] = axes[-1], axes[-2]
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = (q @ k.transpose(axes)) * scale
-    if softcap:
-        scores = ops.tanh(scores * (1 / softcap)) * softcap
+    raw = (q @ k.transpose(axes)) * scale
+    capped = ops.tanh(raw * (1 / softcap)) * softcap if softcap else raw
+    scores = capped
     if mask is not None:
         scores = ops.where(mask, scores, float("-inf")) if np.dtype(mask.dtype) == np.bool_ else scores + mask
     if is_causal:
         rows, cols = scores.shape[-2], scores.shape[-1]
         scores = ops.where(np.tril(np.ones((rows, cols), bool)), scores, float("-inf"))
-    probs = ops.softmax(scores, axis=-1)
-    if mask is None:  # a causal row always sees its first key
-        return probs @ v
-    masked_rows = _all(scores == float("-inf"), -1)
-    return ops.where(masked_rows, 0.0, probs) @ v
+    probs = ops.softmax(scores if softmax_dtype is None else cast_to(scores, softmax_dtype), axis=-1)
+    if mask is not None:  # without one, a (causal) row always sees its first key
+        probs = ops.where(_all(scores == float("-inf"), -1), 0.0, probs)
+    probs = as_tensor(cast_to(probs, q.dtype))
+    return probs @ v, (raw, capped, scores, probs)
+
+
+def arg_extreme(x: Tensor, axis: int, kind: str, keep: bool, last: bool = False) -> Tensor:
+    """The int64 index of the first (``last``: the last) maximum or minimum
+    (``kind``) along ``axis``; a NaN is the extreme, as in numpy and torch."""
+    extreme = getattr(x, kind)(axis, True)
+    hit = ops.where(x != x, True, x == extreme)  # a NaN extreme: the NaNs
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    index = np.arange(x.shape[axis], dtype=np.int64).reshape(shape)
+    if last:
+        return ops.where(hit, index, np.int64(-1)).max(axis, keep)
+    return ops.where(hit, index, np.int64(x.shape[axis])).min(axis, keep)

@@ -6,8 +6,8 @@ the function's arguments, initializers and ``Constant`` nodes numpy arrays
 Values computed only from constants (shape arithmetic: ``Shape``,
 ``Gather`` on shapes, ``Concat`` of dims, ...) stay numpy arrays, so the
 inputs that must be known while building (a ``Reshape``'s shape, a
-``Slice``'s bounds) are. Opsets 13 and newer of the default domain are
-read. An op, attribute or dtype that is not supported raises
+``Slice``'s bounds) are. Opsets 7 and newer of the default domain are
+read (a few ops only in their newer definitions, ``_FIRST_DEFINITION``). An op, attribute or dtype that is not supported raises
 ``tessel.UnsupportedError`` naming the node and listing the supported ops.
 
 A malformed model (an input no node defines, nodes out of order, a node
@@ -31,13 +31,24 @@ import numpy as np
 
 from .. import ops
 from ..backends.signature import TensorSpec
+from ..dtypes import BFLOAT16, is_float
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
-from ._common import Value, attention, cast_to, matmul, numpy_or
+from . import _interpolate
+from ._common import Value, arg_extreme, attention_stages, cast_to, matmul, numpy_or
 
 __all__ = ["from_onnx", "SUPPORTED_OPS", "MAX_CONSTANT_BYTES"]
 
-MIN_OPSET = 13
+MIN_OPSET = 7
+
+# Ops whose definitions before these opsets mean something else than the
+# converters implement (Softmax before 13 flattens to 2-D at its axis; Clip,
+# Pad and Slice took attributes; Resize had other inputs and modes). A node
+# of an older definition is refused, naming the version converter; any
+# other op reads the same from opset 7 on (later versions add types, or
+# inputs and attributes the converters check).
+_FIRST_DEFINITION = {"Softmax": 13, "LogSoftmax": 13, "Hardmax": 13, "Clip": 11, "Pad": 11, "Slice": 10,
+                     "Resize": 13}
 
 # The largest array the importer builds from a shape, a count or an
 # attribute (and that a module then holds as one constant): a malformed or
@@ -172,9 +183,9 @@ def _np_dtype(onnx_type: int) -> np.dtype:
 
 def _supported(dtype: np.dtype) -> np.dtype:
     """``dtype``, once it is one tessel computes in."""
-    if dtype not in (np.float32, np.float16, np.int32, np.int64, np.bool_):
+    if dtype not in (np.float32, np.float16, np.int32, np.int64, np.bool_) and dtype != BFLOAT16:
         raise UnsupportedError(f"dtype {dtype.name} is not supported; tessel takes float32, float16, "
-                               "int32, int64 and bool")
+                               "bfloat16, int32, int64 and bool")
     return dtype
 
 
@@ -241,16 +252,16 @@ def _compare(name: str) -> Callable[[_Node], Value]:
 
 
 def _not(n: _Node) -> Value:
-    return _where(n.inputs[0], np.bool_(False), np.bool_(True))
+    return _where(n.inputs[0], np.array(False), np.array(True))
 
 
 def _logical(kind: str) -> Callable[[_Node], Value]:
     def convert(n: _Node) -> Value:
         a, b = _folded(n.inputs)
         if kind == "and":
-            return _where(a, b, np.bool_(False))
+            return _where(a, b, np.array(False))
         if kind == "or":
-            return _where(a, np.bool_(True), b)
+            return _where(a, np.array(True), b)
         return a != b
     return convert
 
@@ -274,7 +285,7 @@ def _clip(n: _Node) -> Value:
 
 def _pow(n: _Node) -> Value:
     base, exponent = n.inputs
-    if np.dtype(base.dtype).kind != "f":
+    if not is_float(base.dtype):
         raise n.unsupported(f"Pow of an integer base ({np.dtype(base.dtype).name}) is not supported")
     if np.dtype(exponent.dtype) != np.dtype(base.dtype):
         exponent = cast_to(exponent, np.dtype(base.dtype))
@@ -475,22 +486,129 @@ def _range(n: _Node) -> Value:
     return np.arange(start, limit, delta).astype(start.dtype)
 
 
-def _pads(n: _Node, spatial: int) -> list[int]:
-    if n.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
-        raise n.unsupported(f"auto_pad={n.attr('auto_pad')} is not supported")
-    pads = n.attr("pads", [0] * 2 * spatial)
+def _window_pads(n: _Node, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+                 dilations: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The pads before and after each spatial dim of a window op: the
+    ``pads`` attribute, or those ``auto_pad`` SAME_UPPER/SAME_LOWER imply
+    (output ``ceil(size / stride)``, the odd one after or before)."""
+    spatial = len(sizes)
+    auto = n.attr("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        totals = [max(0, (-(-size // s) - 1) * s + (k - 1) * d + 1 - size)
+                  for size, k, s, d in zip(sizes, kernel, strides, dilations)]
+        before = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in totals]
+        return before, [t - b for t, b in zip(totals, before)]
+    if auto == "VALID":
+        return [0] * spatial, [0] * spatial
+    if auto != "NOTSET":
+        raise n.unsupported(f"auto_pad={auto} is not supported")
+    pads = list(n.attr("pads", [0] * 2 * spatial))
     if len(pads) != 2 * spatial:
         raise CompileError(f"pads {pads} has {len(pads)} values; {spatial}-D windows take {2 * spatial}")
-    return [pads[0], pads[1], pads[2], pads[3]]  # top, left, bottom, right
+    return pads[:spatial], pads[spatial:]
+
+
+def _window(n: _Node, x: Value, kernel: Sequence[int]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """A 1-D or 2-D window op's strides, dilations and pads (top, left,
+    bottom, right) as the 2-D graph ops take them: a 1-D window is a 2-D one
+    of height 1 (the caller unsqueezes dim 2)."""
+    rank = len(x.shape)
+    if rank not in (3, 4):
+        raise n.unsupported(f"only 1-D and 2-D windows (3-D or 4-D input) are supported, got rank {rank}")
+    spatial = rank - 2
+    strides, dilations = list(n.attr("strides", [1] * spatial)), list(n.attr("dilations", [1] * spatial))
+    before, after = _window_pads(n, x.shape[2:], kernel, strides, dilations)
+    if spatial == 1:
+        strides, dilations, before, after = [1] + strides, [1] + dilations, [0] + before, [0] + after
+    return strides, dilations, before + after, list(kernel) if spatial == 2 else [1, *kernel]
+
+
+def _to_2d(x: Value) -> Value:
+    """A 1-D window op's [N, C, L] operand as [N, C, 1, L]."""
+    return _reshaped(x, [x.shape[0], x.shape[1], 1, x.shape[2]]) if len(x.shape) == 3 else x
+
+
+def _from_2d(y: Value, rank: int) -> Value:
+    return _reshaped(y, [y.shape[0], y.shape[1], y.shape[3]]) if rank == 3 else y
 
 
 def _conv(n: _Node) -> Value:
     n.only("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
-    x = n.inputs[0]
-    if len(x.shape) != 4:
-        raise n.unsupported(f"only 2-D convolution (4-D input) is supported, got rank {len(x.shape)}")
-    return ops.conv2d(x, n.inputs[1], n.input(2), stride=tuple(n.attr("strides", [1, 1])),
-                      padding=_pads(n, 2), dilation=tuple(n.attr("dilations", [1, 1])), groups=n.attr("group", 1))
+    x, w = n.inputs[0], n.inputs[1]
+    strides, dilations, pads, _ = _window(n, x, w.shape[2:])
+    y = ops.conv2d(_to_2d(x), _to_2d(w), n.input(2), stride=tuple(strides), padding=pads,
+                   dilation=tuple(dilations), groups=n.attr("group", 1))
+    return _from_2d(y, len(x.shape))
+
+
+def _flipped(w: Value, axes: Sequence[int]) -> Value:
+    """``w`` reversed along ``axes``."""
+    for axis in axes:
+        index = np.arange(w.shape[axis] - 1, -1, -1, dtype=np.int64)
+        w = numpy_or([w], lambda v, a=axis, i=index: np.take(v, i, a), lambda v, a=axis, i=index: ops.take(v, i, a))
+    return w
+
+
+def _conv_transpose(n: _Node) -> Value:
+    """ConvTranspose as the convolution it is the gradient of: the input
+    with stride - 1 zeros between elements, padded by the dilated kernel's
+    extent less the pads, convolved with the flipped kernel (in and out
+    channels swapped within each group) at stride 1."""
+    n.only("auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides")
+    x, w = n.inputs[0], n.inputs[1]
+    rank, groups = len(x.shape), n.attr("group", 1)
+    if rank not in (3, 4):
+        raise n.unsupported(f"only 1-D and 2-D transposed convolution (3-D or 4-D input) is supported, got rank {rank}")
+    spatial = rank - 2
+    sizes, kernel = list(x.shape[2:]), list(w.shape[2:])
+    strides, dilations = list(n.attr("strides", [1] * spatial)), list(n.attr("dilations", [1] * spatial))
+    extra = list(n.attr("output_padding", [0] * spatial))
+    reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    auto = n.attr("auto_pad", "NOTSET")
+    if n.attr("output_shape") is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        shape = list(n.attr("output_shape") or [size * s for size, s in zip(sizes, strides)])[-spatial:]
+        totals = [s * (size - 1) + e + r - o for s, size, e, r, o in zip(strides, sizes, extra, reach, shape)]
+        before = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in totals]
+        after = [t - b for t, b in zip(totals, before)]
+    elif auto in ("NOTSET", "VALID"):
+        pads = [0] * 2 * spatial if auto == "VALID" else list(n.attr("pads", [0] * 2 * spatial))
+        before, after = pads[:spatial], pads[spatial:]
+    else:
+        raise n.unsupported(f"auto_pad={auto} is not supported")
+    x = _to_2d(x)
+    if spatial == 1:
+        sizes, kernel, strides, dilations, reach = ([1] + v for v in (sizes, kernel, strides, dilations, reach))
+        extra, before, after = [0] + extra, [0] + before, [0] + after
+    # Zeros between the elements: [N, C, H, 1, W, 1] broadcast next to
+    # zeros to [N, C, H, s, W, s], flattened, the trailing zeros cut.
+    batch, channels = x.shape[0], x.shape[1]
+    if any(s > 1 for s in strides):
+        spread = _reshaped(x, [batch, channels, sizes[0], 1, sizes[1], 1])
+        zeros = np.zeros((), np.dtype(x.dtype))
+        for axis, s in ((3, strides[0]), (5, strides[1])):
+            if s > 1:
+                shape = list(spread.shape)
+                shape[axis] = s - 1
+                spread = _concatenated([spread, _broadcast(zeros, shape)], axis)
+        x = _reshaped(spread, [batch, channels, sizes[0] * strides[0], sizes[1] * strides[1]])
+        x = _indexed(x, (slice(None), slice(None), slice(0, (sizes[0] - 1) * strides[0] + 1),
+                         slice(0, (sizes[1] - 1) * strides[1] + 1)))
+    # Each side's pad is the kernel's reach less one, less the ONNX pad
+    # (output_padding adds at the end); a negative one crops.
+    low = [r - 1 - b for r, b in zip(reach, before)]
+    high = [r - 1 - a + e for r, a, e in zip(reach, after, extra)]
+    crop = tuple(slice(max(0, -lo), x.shape[2 + i] - max(0, -hi)) for i, (lo, hi) in enumerate(zip(low, high)))
+    if any(v < 0 for v in low + high):
+        x = _indexed(x, (slice(None), slice(None)) + crop)
+    pads = [max(0, low[0]), max(0, low[1]), max(0, high[0]), max(0, high[1])]
+    # [C_in, C_out/g, kh, kw] -> [C_out, C_in/g, kh, kw], flipped spatially.
+    w = _to_2d(w)
+    c_in, per_group = w.shape[0], w.shape[1]
+    w = _reshaped(w, [groups, c_in // groups, per_group, *w.shape[2:]])
+    w = numpy_or([w], lambda v: np.transpose(v, (0, 2, 1, 3, 4)), lambda v: ops.transpose(v, [0, 2, 1, 3, 4]))
+    w = _flipped(_reshaped(w, [groups * per_group, c_in // groups, *kernel]), (2, 3))
+    y = ops.conv2d(x, w, n.input(2), stride=(1, 1), padding=pads, dilation=tuple(dilations), groups=groups)
+    return _from_2d(y, rank)
 
 
 def _pool(kind: str) -> Callable[[_Node], Value]:
@@ -498,18 +616,69 @@ def _pool(kind: str) -> Callable[[_Node], Value]:
         n.only("auto_pad", "kernel_shape", "pads", "strides", "count_include_pad", "ceil_mode", "dilations",
                "storage_order")
         x = n.inputs[0]
-        if len(x.shape) != 4:
-            raise n.unsupported(f"only 2-D pooling (4-D input) is supported, got rank {len(x.shape)}")
-        if n.attr("ceil_mode", 0) or any(d != 1 for d in n.attr("dilations", [1, 1])):
+        strides, dilations, pads, kernel = _window(n, x, n.attr("kernel_shape"))
+        if n.attr("ceil_mode", 0) or any(d != 1 for d in dilations):
             raise n.unsupported("ceil_mode and dilations are not supported")
         if len(n.proto.output) > 1 and n.proto.output[1]:
             raise n.unsupported("the Indices output is not supported")
-        kernel = tuple(n.attr("kernel_shape"))
-        stride = tuple(n.attr("strides", [1, 1]))
         if kind == "max":
-            return ops.max_pool2d(x, kernel, stride, _pads(n, 2))
-        return ops.avg_pool2d(x, kernel, stride, _pads(n, 2), count_include_pad=bool(n.attr("count_include_pad", 0)))
+            y = ops.max_pool2d(_to_2d(x), tuple(kernel), tuple(strides), pads)
+        else:
+            y = ops.avg_pool2d(_to_2d(x), tuple(kernel), tuple(strides), pads,
+                               count_include_pad=bool(n.attr("count_include_pad", 0)))
+        return _from_2d(y, len(x.shape))
     return convert
+
+
+def _lp_pool(n: _Node) -> Value:
+    """LpPool: ``(sum |x|^p)^(1/p)`` over each window, the sum an average
+    over the whole window (pads count as zeros) times its size."""
+    n.only("auto_pad", "kernel_shape", "pads", "strides", "ceil_mode", "dilations", "p")
+    x = n.inputs[0]
+    strides, dilations, pads, kernel = _window(n, x, n.attr("kernel_shape"))
+    if n.attr("ceil_mode", 0) or any(d != 1 for d in dilations):
+        raise n.unsupported("ceil_mode and dilations are not supported")
+    p = float(n.attr("p", 2))
+    powered = ops.pow(abs(as_tensor(x)), p)
+    total = ops.avg_pool2d(_to_2d(powered), tuple(kernel), tuple(strides), pads, count_include_pad=True)
+    return _from_2d(ops.pow(total * float(math.prod(kernel)), 1 / p), len(x.shape))
+
+
+def _global_lp_pool(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    p = float(n.attr("p", 2))
+    return ops.pow(ops.pow(abs(x), p).sum(tuple(range(2, x.ndim)), True), 1 / p)
+
+
+def _instance_norm(n: _Node) -> Value:
+    x = as_tensor(n.inputs[0])
+    channel = [x.shape[1]] + [1] * (x.ndim - 2)
+    return _normalized(x, tuple(range(2, x.ndim)), n.attr("epsilon", 1e-5)) * _reshaped(n.inputs[1], channel) + \
+        _reshaped(n.inputs[2], channel)
+
+
+def _group_norm(n: _Node) -> Value:
+    """GroupNormalization: scale and bias per channel (opset 21), or per
+    group (opset 18's definition, which onnx later deprecated)."""
+    n.only("epsilon", "num_groups", "stash_type")
+    x = as_tensor(n.inputs[0])
+    groups, channels = n.attr("num_groups"), x.shape[1]
+    if groups <= 0 or channels % groups:
+        raise CompileError(f"num_groups {groups} does not divide the {channels} channels")
+    grouped = ops.reshape(x, [x.shape[0], groups, -1])
+    y = ops.reshape(_normalized(grouped, (2,), n.attr("epsilon", 1e-5)), list(x.shape))
+    scale, bias = n.inputs[1], n.inputs[2]
+    if scale.shape[0] != channels:  # per group: each group's value for its channels
+        scale, bias = (_reshaped(_broadcast(_reshaped(v, [groups, 1]), [groups, channels // groups]), [channels])
+                       for v in (scale, bias))
+    channel = [channels] + [1] * (x.ndim - 2)
+    return y * _reshaped(scale, channel) + _reshaped(bias, channel)
+
+
+def _normalized(x: Tensor, axes: tuple[int, ...], eps: float) -> Tensor:
+    """``(x - mean) / sqrt(var + eps)`` over ``axes``."""
+    centered = x - x.mean(axes, True)
+    return centered * ops.rsqrt((centered * centered).mean(axes, True) + eps)
 
 
 def _global_pool(kind: str) -> Callable[[_Node], Value]:
@@ -579,7 +748,7 @@ def _shrink(n: _Node) -> Value:
 
 
 def _sign(x: Tensor) -> Tensor:
-    return ops.where(x > 0, 1, ops.where(x < 0, -1, 0)).astype(x.dtype) if x.dtype.kind != "f" else \
+    return ops.where(x > 0, 1, ops.where(x < 0, -1, 0)).astype(x.dtype) if not is_float(x.dtype) else \
         ops.where(x > 0, 1.0, ops.where(x < 0, -1.0, 0.0))
 
 
@@ -685,7 +854,7 @@ def _is_inf(n: _Node) -> Value:
         return positive
     if not n.attr("detect_positive", 1):
         return negative
-    return _where(positive, np.bool_(True), negative)
+    return _where(positive, np.array(True), negative)
 
 
 def _pad(n: _Node) -> Value:
@@ -724,6 +893,210 @@ def _pad(n: _Node) -> Value:
     return result
 
 
+def _mod(n: _Node) -> Value:
+    """ONNX Mod: with ``fmod`` the remainder has the dividend's sign (C's
+    fmod), else the divisor's (Python's ``%``)."""
+    a, b = _folded(n.inputs)
+    if n.attr("fmod", 0):
+        return numpy_or([a, b], np.fmod, ops.fmod)
+    return numpy_or([a, b], np.mod, ops.remainder)
+
+
+def _gathered_along(x: Value, indices: Value, axis: int) -> Value:
+    """``numpy.take_along_axis`` (ONNX GatherElements) where ``indices``
+    may be smaller than ``x`` off the axis; negative indices count from the
+    end. On tensors one graph.gather of the flattened ``x`` at the linear
+    index of each element: no one-hot of the axis."""
+    rank = len(x.shape)
+    axis %= rank
+    size = np.asarray(x.shape[axis], np.dtype(indices.dtype))
+    indices = _where(indices < 0, indices + size, indices)
+    if isinstance(x, np.ndarray) and isinstance(indices, np.ndarray):
+        region = tuple(slice(0, d) for d in indices.shape)
+        region = region[:axis] + (slice(None),) + region[axis + 1:]
+        return np.take_along_axis(x[region], indices, axis)
+    strides = np.cumprod((list(x.shape[1:]) + [1])[::-1])[::-1].astype(np.int64)
+    linear = cast_to(indices, np.dtype(np.int64)) * strides[axis]
+    for d, extent in enumerate(indices.shape):
+        if d != axis:
+            shape = [1] * rank
+            shape[d] = extent
+            linear = linear + (np.arange(extent, dtype=np.int64) * strides[d]).reshape(shape)
+    return ops.take(ops.reshape(x, [-1]), linear, 0)
+
+
+def _gather_elements(n: _Node) -> Value:
+    return _gathered_along(n.inputs[0], n.inputs[1], n.attr("axis", 0))
+
+
+def _negative_log_likelihood(n: _Node, log_prob: Value, target: Value, weight: Optional[Value]) -> Value:
+    """ONNX NegativeLogLikelihoodLoss of ``log_prob`` [N, C, d...] at
+    ``target`` [N, d...], weighted per class, with the node's reduction and
+    ignore_index."""
+    reduction = n.attr("reduction", "mean")
+    if reduction not in ("none", "sum", "mean"):
+        raise CompileError(f"reduction {reduction!r} is not one of none, sum, mean")
+    ignore = n.attr("ignore_index")
+    kept = None if ignore is None else target != np.asarray(ignore, np.dtype(target.dtype))
+    # An ignored target may be any value: read class 0 there, weighted 0.
+    safe = target if kept is None else _where(kept, target, _zeros_like(target))
+    picked = _reshaped(_gathered_along(log_prob, _reshaped(safe, [safe.shape[0], 1, *safe.shape[1:]]), 1),
+                       list(safe.shape))
+    dtype = np.dtype(log_prob.dtype)
+    weights = np.ones(safe.shape, dtype) if weight is None else \
+        numpy_or([weight, safe], lambda w, t: np.take(w, t, 0), lambda w, t: ops.take(w, t, 0))
+    if kept is not None:
+        weights = _where(kept, weights, np.zeros((), dtype))
+    loss = -(as_tensor(picked) * weights)
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    return total if reduction == "sum" else total / as_tensor(weights).sum()
+
+
+def _nll_loss(n: _Node) -> Value:
+    return _negative_log_likelihood(n, n.inputs[0], n.inputs[1], n.input(2))
+
+
+def _softmax_cross_entropy_loss(n: _Node) -> Union[Value, tuple[Value, ...]]:
+    log_prob = ops.log_softmax(n.inputs[0], axis=1)
+    loss = _negative_log_likelihood(n, log_prob, n.inputs[1], n.input(2))
+    return (loss, log_prob) if len(n.proto.output) > 1 and n.proto.output[1] else loss
+
+
+def _arg_reduce(kind: str) -> Callable[[_Node], Value]:
+    """ArgMax/ArgMin: the first (or, with select_last_index, last) index of
+    the extreme along ``axis``; a NaN counts as the extreme, as in numpy."""
+    def convert(n: _Node) -> Value:
+        n.only("axis", "keepdims", "select_last_index")
+        x = as_tensor(n.inputs[0])
+        axis = n.attr("axis", 0) % max(x.ndim, 1)
+        return arg_extreme(x, axis, kind, bool(n.attr("keepdims", 1)), bool(n.attr("select_last_index", 0)))
+    return convert
+
+
+# The most elements TopK selects: it unrolls one max and one select per element.
+_MAX_TOP_K = 64
+
+
+def _top_k(n: _Node) -> tuple[Value, Value]:
+    """TopK with a constant k: k rounds, each taking the extreme of the
+    elements not yet taken (the lowest index among equal ones, as ONNX
+    orders them), so the results come sorted."""
+    n.only("axis", "largest", "sorted")
+    x = as_tensor(n.inputs[0])
+    k = int(n.constant(1, "k").reshape(-1)[0])
+    axis = n.attr("axis", -1) % x.ndim
+    size = x.shape[axis]
+    if not 0 <= k <= size:
+        raise CompileError(f"k = {k} is not in [0, {size}], the size of axis {axis}")
+    if k > _MAX_TOP_K:
+        raise n.unsupported(f"k = {k} is more than the {_MAX_TOP_K} elements tessel's TopK selects")
+    kind = "max" if n.attr("largest", 1) else "min"
+    shape = [1] * x.ndim
+    shape[axis] = size
+    index = np.arange(size, dtype=np.int64).reshape(shape)
+    taken = np.zeros(shape, bool)
+    values, indices = [], []
+    for _ in range(k):
+        # Taken elements stand aside; among the rest, the extreme's first index.
+        extreme = getattr(ops.where(taken, x.min(axis, True) if kind == "max" else x.max(axis, True), x),
+                          kind)(axis, True)
+        hit = ops.where(taken, False, ops.where(x != x, True, x == extreme))
+        at = ops.where(hit, index, np.int64(size)).min(axis, True)
+        values.append(extreme)
+        indices.append(at)
+        taken = ops.where(taken, True, index == at)
+    if not values:
+        empty = [d if i != axis else 0 for i, d in enumerate(x.shape)]
+        return np.zeros(empty, x.dtype), np.zeros(empty, np.int64)
+    return ops.concatenate(values, axis), ops.concatenate(indices, axis)
+
+
+def _einsum(n: _Node) -> Value:
+    """Einsum as sums, transposes and batched matmuls, contracting the
+    operands left to right: of two operands' shared letters, those a later
+    operand or the output needs are the batch, the others the matmul's K."""
+    equation = n.attr("equation").replace(" ", "")
+    inputs, arrow, output = equation.partition("->")
+    specs = inputs.split(",")
+    if "." in equation:
+        raise n.unsupported("ellipses (...) in the equation are not supported")
+    if len(specs) != len(n.inputs):
+        raise CompileError(f"equation {equation!r} names {len(specs)} operands; the node has {len(n.inputs)}")
+    if not arrow:  # the implicit output: the letters used once, in order
+        output = "".join(sorted(c for c in set(inputs) - {","} if inputs.count(c) == 1))
+    sizes: dict[str, int] = {}
+    operands = []
+    for spec, value in zip(specs, n.inputs):
+        if len(spec) != len(value.shape):
+            raise CompileError(f"operand {spec!r} of {equation!r} has rank {len(value.shape)}")
+        for letter, size in zip(spec, value.shape):
+            if sizes.setdefault(letter, size) != size:
+                raise CompileError(f"letter {letter!r} of {equation!r} is both {sizes[letter]} and {size}")
+        operands.append(_einsum_diagonal(spec, as_tensor(value)))
+    spec, x = operands[0]
+    for i, (other_spec, other) in enumerate(operands[1:], 1):
+        later = set(output).union(*(s for s, _ in operands[i + 1:]))
+        spec, x = _einsum_sum(spec, x, later | set(other_spec))
+        other_spec, other = _einsum_sum(other_spec, other, later | set(spec))
+        spec, x = _einsum_pair(spec, x, other_spec, other, later)
+    spec, x = _einsum_sum(spec, x, set(output))
+    return ops.transpose(x, [spec.index(c) for c in output]) if spec != output else x
+
+
+def _einsum_diagonal(spec: str, x: Tensor) -> tuple[str, Tensor]:
+    """An operand with a repeated letter (``ii``) as its diagonal."""
+    while len(set(spec)) < len(spec):
+        letter = next(c for c in spec if spec.count(c) > 1)
+        first = spec.index(letter)
+        second = spec.index(letter, first + 1)
+        shape = [1] * x.ndim
+        shape[first] = shape[second] = x.shape[first]
+        on_diagonal = np.eye(x.shape[first], dtype=bool).reshape(shape)
+        x = ops.where(on_diagonal, x, np.zeros((), x.dtype)).sum(second)
+        spec = spec[:second] + spec[second + 1:]
+    return spec, x
+
+
+def _einsum_sum(spec: str, x: Tensor, needed: set[str]) -> tuple[str, Tensor]:
+    """``x`` summed over its letters that ``needed`` lacks."""
+    gone = tuple(i for i, c in enumerate(spec) if c not in needed)
+    if not gone:
+        return spec, x
+    return "".join(c for c in spec if c in needed), x.sum(gone, False)
+
+
+def _einsum_pair(a_spec: str, a: Tensor, b_spec: str, b: Tensor, needed: set[str]) -> tuple[str, Tensor]:
+    """Two operands as one [batch, M, K] @ [batch, K, N] matmul over their
+    shared letters (batch: those still ``needed``; K: the others)."""
+    shared = [c for c in a_spec if c in b_spec]
+    batch = [c for c in shared if c in needed]
+    inner = [c for c in shared if c not in needed]
+    rows = [c for c in a_spec if c not in shared]
+    cols = [c for c in b_spec if c not in shared]
+    extent = dict(zip(a_spec, a.shape)) | dict(zip(b_spec, b.shape))
+
+    def flat(x: Tensor, spec: str, groups: list[list[str]]) -> Tensor:
+        order = [spec.index(c) for group in groups for c in group]
+        x = ops.transpose(x, order) if order != list(range(x.ndim)) else x
+        return ops.reshape(x, [math.prod(extent[c] for c in group) for group in groups])
+
+    y = flat(a, a_spec, [batch, rows, inner]) @ flat(b, b_spec, [batch, inner, cols])
+    spec = "".join(batch + rows + cols)
+    return spec, ops.reshape(y, [extent[c] for c in spec])
+
+
+def _hardmax(n: _Node) -> Value:
+    n.only("axis")
+    x = as_tensor(n.inputs[0])
+    axis = n.attr("axis", -1) % x.ndim
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    first = arg_extreme(x, axis, "max", True)
+    return ops.cast(first == np.arange(x.shape[axis], dtype=np.int64).reshape(shape), x.dtype)
+
+
 def _one_hot(n: _Node) -> Value:
     indices, depth, values = n.inputs[0], int(n.constant(1, "depth").reshape(())), n.inputs[2]
     rank = len(indices.shape) + 1
@@ -736,23 +1109,205 @@ def _one_hot(n: _Node) -> Value:
     return _where(expanded == classes, on, off)
 
 
+def _attention_heads(n: _Node, x: Tensor, heads: Optional[int], name: str) -> Tensor:
+    """A 3-D Attention operand (batch, seq, heads * head_dim) as 4-D (batch, heads, seq, head_dim)."""
+    if not heads or heads < 0 or x.shape[2] % heads:
+        raise n.unsupported(f"3-D inputs without q_num_heads and kv_num_heads that divide {name}'s hidden size "
+                            "are not supported")
+    return x.reshape([x.shape[0], x.shape[1], heads, x.shape[2] // heads]).transpose([0, 2, 1, 3])
+
+
 def _attention(n: _Node) -> Union[Value, tuple[Value, ...]]:
-    """Scaled dot-product attention on 4-D [batch, heads, seq, head_dim]
-    inputs (grouped K/V heads allowed), with an optional boolean or additive
-    mask, causal masking and softcap."""
-    n.only("is_causal", "scale", "softcap", "q_num_heads", "kv_num_heads", "qk_matmul_output_mode")
+    """Scaled dot-product attention on 4-D (batch, heads, seq, head_dim) inputs, or 3-D (batch, seq, hidden)
+    ones split into q_num_heads and kv_num_heads heads; grouped K/V heads; a boolean or additive mask (one
+    shorter than the keys masks the rest); causal and sliding-window masking at the queries' absolute
+    positions (after past_key, or per batch from nonpad_kv_seqlen, which also masks the padding keys);
+    softcap; softmax_precision; the past/present K/V cache and qk_matmul_output."""
+    n.only("is_causal", "scale", "softcap", "q_num_heads", "kv_num_heads", "qk_matmul_output_mode",
+           "softmax_precision", "left_window_size", "right_window_size")
     q, k, v = (as_tensor(n.inputs[i]) for i in range(3))
-    if q.ndim != 4:
-        raise n.unsupported("only 4-D (batch, heads, seq, head_dim) inputs are supported")
-    if any(n.input(i) is not None for i in range(4, len(n.inputs))) or any(n.proto.output[1:]):
-        raise n.unsupported("past key/value caches, sequence lengths and the extra outputs are not supported")
-    if n.attr("qk_matmul_output_mode", 0):
-        raise n.unsupported("qk_matmul_output_mode is not supported")
+    q_heads, kv_heads, three_d = n.attr("q_num_heads"), n.attr("kv_num_heads"), q.ndim == 3
+    if q.ndim == k.ndim == v.ndim == 3:
+        q = _attention_heads(n, q, q_heads, "Q")
+        k, v = (_attention_heads(n, t, kv_heads, name) for t, name in ((k, "K"), (v, "V")))
+    elif not q.ndim == k.ndim == v.ndim == 4:
+        raise n.unsupported("Q, K and V that are not all 3-D or all 4-D are not supported")
+    elif q_heads not in (None, q.shape[1]) or kv_heads not in (None, k.shape[1]):
+        raise n.unsupported("q_num_heads or kv_num_heads other than the heads of 4-D inputs is not supported")
+    if k.shape[1] != v.shape[1] or q.shape[1] % k.shape[1]:
+        raise n.unsupported("query heads that are not a multiple of the key and value heads are not supported")
+    mode, softcap, precision = n.attr("qk_matmul_output_mode", 0), n.attr("softcap", 0.0), n.attr("softmax_precision")
+    left, right = n.attr("left_window_size", -1), n.attr("right_window_size", -1)
+    if mode not in (0, 1, 2, 3) or softcap < 0 or min(left, right) < -1:
+        raise n.unsupported(f"qk_matmul_output_mode {mode}, softcap {softcap} or window sizes {left}, {right} "
+                            "outside the spec's values are not supported")
+    # DOUBLE runs in float32, tessel's widest float: the probabilities, rounded to the inputs' float32 or
+    # float16, differ by an ulp or so.
+    softmax_dtypes = {None: None, 1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float32)}
+    if precision not in softmax_dtypes:
+        raise n.unsupported(f"softmax_precision {precision} (only FLOAT, FLOAT16 and DOUBLE are) is not supported")
+    past_k, past_v, lengths = n.input(4), n.input(5), n.input(6)
+    if (past_k is None) != (past_v is None) or (past_k is not None and lengths is not None):
+        raise n.unsupported("past_key without past_value (or the reverse), or with nonpad_kv_seqlen, is not supported")
+    offset: Union[int, Value] = 0  # the keys before the first query's position
+    if past_k is not None:
+        offset = past_k.shape[2]
+        k, v = (ops.concatenate([past, t], 2) for past, t in ((past_k, k), (past_v, v)))
+    q_len, kv_len = q.shape[2], k.shape[2]
+    ahead = np.arange(kv_len)[None, :] - np.arange(q_len)[:, None]  # key j's distance after query i
+    allowed: list[Value] = []  # the conditions a key must meet, each broadcasting to (batch, heads, q, kv)
+    if lengths is not None:  # per batch: the offset, and keys from nonpad_kv_seqlen on are padding
+        lengths = numpy_or([lengths], lambda x: x.reshape(-1, 1, 1, 1), lambda x: x.reshape([-1, 1, 1, 1]))
+        ahead = ahead.astype(lengths.dtype)
+        allowed.append(lengths > np.arange(kv_len, dtype=lengths.dtype))
+        offset = lengths - q_len
+    # Value operands on the left: a numpy array on the left would take a Tensor as an object array.
+    if n.attr("is_causal", 0):
+        allowed.append(offset >= ahead)
+    if left >= 0:
+        allowed.append(offset - left <= ahead)
+    if right >= 0:
+        allowed.append(offset + right >= ahead)
     mask = n.input(3)
-    if mask is not None and tuple(mask.shape)[-1] != k.shape[-2]:
-        raise n.unsupported("a mask shorter than the key sequence is not supported")
-    return attention(q, k, v, mask, is_causal=bool(n.attr("is_causal", 0)), scale=n.attr("scale"),
-                     softcap=n.attr("softcap", 0.0))
+    boolean = mask is None or np.dtype(mask.dtype) == np.bool_
+    masked = np.array(False) if boolean else np.dtype(mask.dtype).type(-np.inf)
+    if mask is not None:
+        if mask.ndim == 0 or mask.shape[-1] > kv_len:
+            raise n.unsupported("an attn_mask that is 0-D or longer than the key sequence is not supported")
+        if mask.shape[-1] < kv_len:  # the spec pads it with masked keys
+            fill = np.full(tuple(mask.shape[:-1]) + (kv_len - mask.shape[-1],), masked)
+            mask = numpy_or([mask], lambda m: np.concatenate([m, fill], -1),
+                            lambda m: ops.concatenate([m, fill], m.ndim - 1))
+    for condition in allowed:
+        mask = condition if mask is None else _where(condition, mask, masked)
+    y, stages = attention_stages(q, k, v, mask, scale=n.attr("scale"), softcap=softcap,
+                                 softmax_dtype=softmax_dtypes[precision])
+    if three_d:  # back to (batch, seq, heads * head_dim)
+        y = y.transpose([0, 2, 1, 3]).reshape([q.shape[0], q_len, -1])
+    if not any(n.proto.output[1:]):
+        return y
+    # Mode 0 is the scores before softcap, as the spec and its function body say (onnx's reference gives mode 1's).
+    return (y, k, v, stages[mode])[:len(n.proto.output)]
+
+
+def _saturated(value: float, dtype: np.dtype) -> np.ndarray:
+    """``value`` in ``dtype`` as the reference casts Resize's float results:
+    rounded for integers, and clipped to the dtype's range."""
+    if dtype.kind in "iu":
+        return np.asarray(np.clip(np.round(value), np.iinfo(dtype).min, np.iinfo(dtype).max)).astype(dtype)
+    return np.asarray(np.clip(value, np.finfo(dtype).min, np.finfo(dtype).max)).astype(dtype)
+
+
+def _contracted(x: Value, axis: int, weights: np.ndarray) -> Value:
+    """``x`` with dim ``axis`` replaced by ``weights`` ``[out, in]`` times it:
+    one matmul, on a 3-D view of ``x`` unless the axis is the last."""
+    shape = list(x.shape)
+    if axis == len(shape) - 1:
+        return matmul(x, np.ascontiguousarray(weights.T))
+    view = ops.reshape(x, [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])])
+    return ops.reshape(ops.matmul(weights, view), shape[:axis] + [len(weights)] + shape[axis + 1:])
+
+
+def _resampled(n: _Node, x: Value, axis: int, weights: np.ndarray, outside: Optional[np.ndarray]) -> Value:
+    """``x`` resized along ``axis`` by ``weights`` ``[out, in]`` (float64): a
+    gather where every row copies one element, else a matmul in float32;
+    outputs that ``outside`` marks are the extrapolation_value."""
+    dtype = np.dtype(x.dtype)
+    if outside is not None:  # their rows are replaced: any one copy keeps the gather
+        weights = np.where(outside[:, None], np.eye(1, weights.shape[1]), weights)
+    index = _interpolate.copied(weights)
+    if index is None and not is_float(dtype):
+        raise n.unsupported(f"{n.attr('mode', 'nearest')} Resize of {dtype.name} data is not supported (only where "
+                            "each output copies one element); tessel interpolates float16 and float32")
+    if index is None:  # float16 data is interpolated in float32, as the reference does in float64
+        y = cast_to(_contracted(cast_to(x, np.dtype(np.float32)), axis, weights.astype(np.float32)), dtype)
+    elif np.array_equal(index, np.arange(x.shape[axis])):
+        y = x
+    else:
+        y = ops.take(x, index, axis)
+    if outside is not None and outside.any():
+        mask = outside.reshape((-1,) + (1,) * (len(x.shape) - axis - 1))
+        y = ops.where(mask, _saturated(n.attr("extrapolation_value", 0.0), dtype), y)
+    return y
+
+
+def _resize(n: _Node) -> Value:
+    """Resize (opsets 13 to 19), one axis at a time: the weights of each are
+    built while importing (frontends/_interpolate.py), so scales, sizes and
+    roi must be constants."""
+    n.only("antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+           "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode")
+    x = n.inputs[0]
+    dtype, rank = _supported(np.dtype(x.dtype)), len(x.shape)
+    mode, coordinates = n.attr("mode", "nearest"), n.attr("coordinate_transformation_mode", "half_pixel")
+    nearest_mode, policy = n.attr("nearest_mode", "round_prefer_floor"), n.attr("keep_aspect_ratio_policy", "stretch")
+    for name, value, known in (("mode", mode, _interpolate.MODES),
+                               ("coordinate_transformation_mode", coordinates, _interpolate.COORDINATE_MODES),
+                               ("nearest_mode", nearest_mode, _interpolate.NEAREST_MODES),
+                               ("keep_aspect_ratio_policy", policy, ("stretch", "not_larger", "not_smaller"))):
+        if value not in known:
+            raise n.unsupported(f"{name}={value} is not supported; tessel takes {', '.join(known)}")
+    antialias = bool(n.attr("antialias", 0))
+    if antialias and mode == "nearest":
+        raise n.unsupported("antialias=1 with mode nearest is not supported (antialiasing is defined for linear "
+                            "and cubic)")
+    if coordinates == "tf_crop_and_resize" and dtype == np.bool_:
+        raise n.unsupported("tf_crop_and_resize of bool data is not supported (its extrapolation_value is a float)")
+    axes = [int(a) for a in n.attr("axes", range(rank))]
+    if not all(-rank <= a < rank for a in axes) or len({a % rank for a in axes}) != len(axes):
+        raise CompileError(f"its axes {axes} are not distinct axes of its rank-{rank} input")
+    axes = [a % rank for a in axes]
+    # An empty scales or sizes stands for an omitted one (as exporters of opsets 11 to 13 give them).
+    scales, sizes = (None if v is None or v.size == 0 else v.reshape(-1)
+                     for v in (n.constant(2, "scales"), n.constant(3, "sizes")))
+    if (scales is None) == (sizes is None):
+        raise CompileError(f"it takes one of scales and sizes, not {'both' if scales is not None else 'neither'}")
+    values, what = (scales, "scales") if sizes is None else (sizes, "sizes")
+    if len(values) != len(axes):
+        raise CompileError(f"its {what} has {len(values)} values; it resizes {len(axes)} axes")
+    dims = [x.shape[a] for a in axes]
+    if 0 in dims:
+        raise n.unsupported("resizing a dim of size 0 is not supported")
+    if sizes is None:
+        factors = [float(s) for s in scales]
+        if not all(math.isfinite(f) and f > 0 for f in factors):
+            raise CompileError(f"its scales {scales.tolist()} are not all positive")
+        outs = [int(f * d) for f, d in zip(factors, dims)]
+    else:
+        if any(s < 0 for s in sizes):
+            raise CompileError(f"its sizes {sizes.tolist()} include a negative one")
+        factors, outs = [int(s) / d for s, d in zip(sizes, dims)], [int(s) for s in sizes]
+        if policy != "stretch":  # one scale for all axes, the smallest or largest; sizes rounded half up
+            scale = (min if policy == "not_larger" else max)(factors)
+            factors, outs = [scale] * len(dims), [int(scale * d + 0.5) for d in dims]
+    starts, ends = [np.float64(0.0)] * len(axes), [np.float64(1.0)] * len(axes)
+    if coordinates == "tf_crop_and_resize":
+        roi = n.constant(1, "roi")
+        if roi is None or roi.size != 2 * len(axes) or not np.all(np.isfinite(roi)):
+            raise CompileError(f"tf_crop_and_resize takes a finite roi of {2 * len(axes)} values, a start and an "
+                               "end per axis")
+        # Kept in their dtype: the reference computes the coordinates with them so.
+        starts, ends = list(roi.reshape(-1)[:len(axes)]), list(roi.reshape(-1)[len(axes):])
+        spec_outs = [math.floor(d * (float(e) - float(s)) * f) for d, s, e, f in zip(dims, starts, ends, factors)]
+        if sizes is None and spec_outs != outs:
+            raise n.unsupported(f"tf_crop_and_resize by scales to a part of the input is not supported: the ONNX spec "
+                                f"makes its output {spec_outs} (the roi's part of the size), the onnx reference {outs}")
+    y = x
+    for axis, size, out, factor, start, end in zip(axes, dims, outs, factors, starts, ends):
+        if math.isclose(factor, 1.0) and out == size and math.isclose(start, 0.0) and math.isclose(end, 1.0):
+            continue  # the reference leaves such an axis as it is, even where the scale is only close to 1
+        _sized((out, max(size, _interpolate.tap_count(mode, factor, antialias))), np.float64)
+        sampled = _interpolate.source_coordinates(coordinates, size, out, factor, (start, end))
+        weights_at = functools.partial(_interpolate.weights, size_in=size, scale=factor, mode=mode,
+                                       nearest_mode=nearest_mode, cubic_a=n.attr("cubic_coeff_a", -0.75),
+                                       antialias=antialias, exclude_outside=bool(n.attr("exclude_outside", 0)))
+        weights = weights_at(sampled)
+        if coordinates == "pytorch_half_pixel" and out == 1 and not np.array_equal(weights, weights_at(np.zeros(1))):
+            raise n.unsupported(f"pytorch_half_pixel to a length of 1 is not supported here: the ONNX spec samples the "
+                                f"input at 0, the onnx reference at {sampled[0]:g}, and the results differ")
+        outside = (sampled < 0) | (sampled > size - 1) if coordinates == "tf_crop_and_resize" else None
+        y = _resampled(n, y, axis, weights, outside)
+    return y
 
 
 _FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
@@ -765,6 +1320,7 @@ _FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
     "Softsign": (lambda x: x / (abs(x) + 1), lambda x: x / (1 + np.abs(x))),
     "Mish": (lambda x: x * ops.tanh(_softplus(x)), lambda x: x * np.tanh(np.log1p(np.exp(x)))),
     "Sign": (_sign, np.sign), "Identity": (lambda x: x, lambda x: x),
+    "Floor": (ops.floor, np.floor), "Ceil": (ops.ceil, np.ceil), "Round": (ops.round, np.round),
 }
 
 CONVERTERS: dict[str, Callable[[_Node], Any]] = {
@@ -790,7 +1346,11 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "HardSwish": _hard_swish, "Gelu": _gelu, "ThresholdedRelu": _thresholded_relu, "Shrink": _shrink,
     "Trilu": _trilu, "Swish": _swish, "LpNormalization": _lp_normalization, "SpaceToDepth": _space_to_depth,
     "DepthToSpace": _depth_to_space, "EyeLike": _eye_like, "IsInf": _is_inf, "Pad": _pad, "OneHot": _one_hot,
-    "Attention": _attention,
+    "Attention": _attention, "ConvTranspose": _conv_transpose, "LpPool": _lp_pool,
+    "GlobalLpPool": _global_lp_pool, "InstanceNormalization": _instance_norm, "GroupNormalization": _group_norm, "Mod": _mod, "GatherElements": _gather_elements,
+    "NegativeLogLikelihoodLoss": _nll_loss, "SoftmaxCrossEntropyLoss": _softmax_cross_entropy_loss,
+    "ArgMax": _arg_reduce("max"), "ArgMin": _arg_reduce("min"), "Hardmax": _hardmax, "TopK": _top_k, "Einsum": _einsum,
+    "Resize": _resize,
     **{name: _unary(*fns) for name, fns in _FLOAT_UNARY.items()},
 }
 
@@ -958,14 +1518,22 @@ def _convert(proto: Any, index: int, env: dict[str, Value], producers: Producers
     convert = CONVERTERS.get(proto.op_type)
     if convert is None:
         raise UnsupportedError("this op is not supported; supported: " + ", ".join(SUPPORTED_OPS))
-    _check_signature(proto, _schema(proto.op_type, version))
+    schema = _schema(proto.op_type, version)
+    first = _FIRST_DEFINITION.get(proto.op_type)
+    if first is not None and schema is not None and schema.since_version < first:
+        raise UnsupportedError(f"its definition of opset {schema.since_version} is not supported; tessel reads "
+                               f"{proto.op_type} from opset {first}: convert the model with "
+                               f"onnx.version_converter.convert_version(model, {max(first, 13)})")
+    _check_signature(proto, schema)
     inputs = [_lookup(env, name, index, producers, f"input {name!r}") if name else None for name in proto.input]
     outputs = [name for name in proto.output if name]
     for i, name in enumerate(outputs):
         if name in env or name in outputs[:i]:
             raise CompileError(f"its output {name!r} is already defined; ONNX graphs define each name once")
     result = convert(_Node(proto, inputs, helper))
-    return result if isinstance(result, tuple) else (result,)
+    # numpy arithmetic on 0-d arrays gives scalars: keep values arrays.
+    return tuple(np.asarray(v) if isinstance(v, np.generic) else v
+                 for v in (result if isinstance(result, tuple) else (result,)))
 
 
 def _output(value: Any, env: dict[str, Value], producers: Producers, nodes: int) -> Tensor:

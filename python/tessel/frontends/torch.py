@@ -36,7 +36,7 @@ from ..backends.signature import TensorSpec
 from ..dtypes import BFLOAT16, words
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
-from ._common import Value, attention, cast_to, matmul, numpy_or
+from ._common import Value, arg_extreme, attention, cast_to, matmul, numpy_or
 
 try:
     import torch
@@ -285,11 +285,23 @@ def _div(n: _Node, a: Any, b: Any, *, rounding_mode: Optional[str] = None) -> Va
     if rounding_mode is None or (n.dtype.kind != "f" and rounding_mode == "trunc"):
         return quotient
     if n.dtype.kind == "f":
-        raise n.unsupported(f"rounding_mode={rounding_mode!r} on floats needs a floor/trunc op, which the graph "
-                            "dialect does not have")
+        return _trunc(quotient) if rounding_mode == "trunc" else _floor_divide_floats(a, b)
     # Floor division of integers: one less where the remainder's sign differs from the divisor's.
     remainder = a - quotient * b
     return quotient - ops.where(ops.where(remainder != 0, (remainder < 0) != (b < 0), False), 1, 0)
+
+
+def _floor_divide_floats(a: Value, b: Value) -> Tensor:
+    """torch's (and Python's) float floor division: from the exact fmod,
+    not floor(a / b), whose rounding can be one off."""
+    a, b = as_tensor(a), as_tensor(b)
+    mod = ops.fmod(a, b)
+    div = (a - mod) / b
+    div = ops.where(ops.where(mod != 0, (b < 0) != (mod < 0), False), div - 1, div)
+    whole = ops.floor(div)
+    whole = ops.where(div - whole > 0.5, whole + 1, whole)
+    # A zero quotient keeps a / b's sign; a zero divisor gives a / b's inf or NaN.
+    return ops.where(b == 0, a / b, ops.where(div != 0, whole, (a / b) * 0.0))
 
 
 def _pow(n: _Node, base: Any, exponent: Any) -> Value:
@@ -385,11 +397,38 @@ def _reduce(kind: str) -> Callable[..., Value]:
 
 
 def _reduce_with_indices(kind: str) -> Callable[..., tuple]:
+    """max.dim/min.dim: the values and the index of the first extreme."""
     def convert(n: _Node, x: Value, dim: int, keepdim: bool = False) -> tuple:
-        n.only_first_result(f"the indices result of {kind} (arg{kind})")
         x = as_tensor(x)
-        return getattr(x, kind)(_axis(dim, x.ndim), keepdim), None
+        axis = _axis(dim, x.ndim)
+        return getattr(x, kind)(axis, keepdim), arg_extreme(x, axis, kind, keepdim)
     return convert
+
+
+def _arg_reduce(kind: str) -> Callable[..., Value]:
+    def convert(n: _Node, x: Value, dim: Optional[int] = None, keepdim: bool = False) -> Value:
+        x = as_tensor(x)
+        if dim is None:  # over all elements, as of the flattened tensor
+            index = arg_extreme(ops.reshape(x, [-1]), 0, kind, False)
+            return ops.reshape(index, [1] * x.ndim) if keepdim else index
+        return arg_extreme(x, _axis(dim, x.ndim), kind, keepdim)
+    return convert
+
+
+def _rounding(fn: Callable[[Tensor], Tensor]) -> Callable[..., Value]:
+    """floor/ceil/round/trunc: integers are already whole."""
+    def convert(n: _Node, x: Value, *, decimals: int = 0) -> Value:
+        x = as_tensor(x)
+        if x.dtype.kind != "f":
+            return x
+        if decimals:  # as torch: round(x * 10^d) / 10^d
+            return fn(x * float(10 ** decimals)) * (1 / float(10 ** decimals))
+        return fn(x)
+    return convert
+
+
+def _trunc(x: Tensor) -> Tensor:
+    return ops.where(x < 0, ops.ceil(x), ops.floor(x))
 
 
 def _any_all(kind: str) -> Callable[..., Value]:
@@ -693,7 +732,11 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten.rsqrt.default": _unary(ops.rsqrt), "aten.reciprocal.default": _unary(lambda x: 1 / x),
     "aten.relu.default": _unary(ops.relu), "aten.sigmoid.default": _unary(ops.sigmoid),
     "aten.tanh.default": _unary(ops.tanh), "aten.sin.default": _unary(ops.sin), "aten.cos.default": _unary(ops.cos),
-    "aten.erf.default": _unary(ops.erf), "aten.silu.default": _unary(ops.silu), "aten.gelu.default": _gelu,
+    "aten.erf.default": _unary(ops.erf), "aten.floor.default": _rounding(ops.floor),
+    "aten.ceil.default": _rounding(ops.ceil), "aten.round.default": _rounding(ops.round),
+    "aten.round.decimals": _rounding(ops.round), "aten.trunc.default": _rounding(_trunc),
+    "aten.fmod.Tensor": _binary(ops.fmod), "aten.fmod.Scalar": _binary(ops.fmod),
+    "aten.remainder.Tensor": _binary(ops.remainder), "aten.remainder.Scalar": _binary(ops.remainder), "aten.silu.default": _unary(ops.silu), "aten.gelu.default": _gelu,
     "aten.clamp.default": _clamp, "aten.clamp.Tensor": _clamp, "aten.hardtanh.default": _hardtanh,
     "aten.leaky_relu.default": _leaky_relu, "aten.elu.default": _elu,
     # Comparisons, logic, selection.
@@ -709,6 +752,7 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten.sum.dim_IntList": _reduce("sum"), "aten.sum.default": _reduce("sum"), "aten.mean.dim": _reduce("mean"),
     "aten.mean.default": _reduce("mean"), "aten.amax.default": _reduce("max"), "aten.amin.default": _reduce("min"),
     "aten.max.dim": _reduce_with_indices("max"), "aten.min.dim": _reduce_with_indices("min"),
+    "aten.argmax.default": _arg_reduce("max"), "aten.argmin.default": _arg_reduce("min"),
     "aten.any.dim": _any_all("any"), "aten.any.dims": _any_all("any"), "aten.any.default": _any_all("any"),
     "aten.all.dim": _any_all("all"), "aten.all.dims": _any_all("all"), "aten.all.default": _any_all("all"),
     "aten.var.correction": _var, "aten.linalg_vector_norm.default": _vector_norm,

@@ -42,6 +42,22 @@ func.func @exp_of_integers(%a: tensor<4xi32>) {
 
 // -----
 
+func.func @floor_of_integers(%a: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = graph.floor %a : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @rem_of_bools(%a: tensor<4xi1>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values}}
+  %0 = graph.rem %a, %a : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
 func.func @sin_of_integers(%a: tensor<4xi32>) {
   // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
   %0 = graph.sin %a : tensor<4xi32>
