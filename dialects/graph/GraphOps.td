@@ -34,7 +34,7 @@ def Graph_Dialect : Dialect {
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, traits>;
 
-def Graph_ElementType : AnyTypeOf<[F32, F16, BF16, I32, I64, I1]>;
+def Graph_ElementType : AnyTypeOf<[F32, F16, BF16, F64, I8, I16, I32, I64, I1]>;
 // Every tensor's size in bytes fits in an int64 (sizes, strides and
 // offsets are int64 from shape inference to the kernels' address
 // arithmetic), and its rank is at most numpy's 64.
@@ -44,9 +44,9 @@ class Graph_TensorOf<list<Type> elements>
                           "::llvm::cast<::mlir::ShapedType>($_self))">],
                    RankedTensorOf<elements>.summary #
                        " of rank at most 64 and less than 2^63 bytes">;
-def Graph_Tensor : Graph_TensorOf<[F32, F16, BF16, I32, I64, I1]>;
-def Graph_NumericTensor : Graph_TensorOf<[F32, F16, BF16, I32, I64]>;
-def Graph_FloatTensor : Graph_TensorOf<[F32, F16, BF16]>;
+def Graph_Tensor : Graph_TensorOf<[F32, F16, BF16, F64, I8, I16, I32, I64, I1]>;
+def Graph_NumericTensor : Graph_TensorOf<[F32, F16, BF16, F64, I8, I16, I32, I64]>;
+def Graph_FloatTensor : Graph_TensorOf<[F32, F16, BF16, F64]>;
 
 //===----------------------------------------------------------------------===//
 // Constants

@@ -140,6 +140,28 @@ Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
                                arith::AddFOp::create(b, loc, c(1.0), inner));
 }
 
+/// An f64 as the f32 rounded to odd (toward zero, the last bit set when
+/// inexact): rounding that once more to f16 or bf16 is the correct rounding
+/// of the f64 (f32 has 2 more bits than either needs), with no libcall
+/// (x86 has no f64 -> f16 conversion; __truncdfhf2 is not in every process).
+Value truncateToOddF32(OpBuilder &b, Location loc, Value v) {
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value nearest = arith::TruncFOp::create(b, loc, f32, v);
+  Value back = arith::ExtFOp::create(b, loc, v.getType(), nearest);
+  Value bits = arith::BitcastOp::create(b, loc, i32, nearest);
+  auto c = [&](int64_t x) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(x)); };
+  // Rounded away from zero: the next magnitude down (sign-magnitude bits).
+  Value away = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                     math::AbsFOp::create(b, loc, back),
+                                     math::AbsFOp::create(b, loc, v));
+  Value towardZero = arith::SelectOp::create(
+      b, loc, away, arith::SubIOp::create(b, loc, bits, c(1)), bits);
+  Value inexact = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, back, v);
+  Value odd = arith::SelectOp::create(
+      b, loc, inexact, arith::OrIOp::create(b, loc, towardZero, c(1)), bits);
+  return arith::BitcastOp::create(b, loc, f32, odd);
+}
+
 /// numpy astype on one scalar: floats round to nearest, float to integer
 /// truncates toward zero, to i1 is `!= 0`, from i1 is 0 or 1.
 Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
@@ -157,6 +179,8 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
   if (fromFloat && toFloat) {
     if (fromFloat.getWidth() < toFloat.getWidth())
       return arith::ExtFOp::create(b, loc, to, v);
+    if (fromFloat.isF64() && toFloat.getWidth() == 16)
+      return arith::TruncFOp::create(b, loc, to, truncateToOddF32(b, loc, v));
     if (fromFloat.getWidth() > toFloat.getWidth())
       return arith::TruncFOp::create(b, loc, to, v);
     // f16 <-> bf16 goes through f32.

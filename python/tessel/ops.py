@@ -17,7 +17,8 @@ from .tracing import Axes, Tensor, TensorLike, as_tensor, build, enum_attr, erro
 
 __all__ = [
     "matmul", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "erf", "exp", "log", "sqrt", "rsqrt",
-    "floor", "ceil", "round", "abs", "neg", "pow", "fmod", "remainder", "maximum", "minimum", "where", "sum", "mean", "max", "min", "softmax",
+    "floor", "ceil", "round", "abs", "neg", "pow", "fmod", "remainder", "maximum", "minimum", "where", "sum", "mean",
+    "max", "min", "softmax",
     "log_softmax", "layer_norm", "rms_norm", "batch_norm", "transpose", "reshape", "broadcast_to",
     "squeeze", "unsqueeze", "flatten", "concatenate", "take", "cast", "conv2d", "max_pool2d",
     "avg_pool2d",

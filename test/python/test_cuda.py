@@ -635,3 +635,40 @@ def test_remainders_and_rounding_match_numpy_exactly_on_the_cpu_and_the_gpu():
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(int_exe(i, j)[0], [1, -1, 1, -1, 0, 0, 0])
         np.testing.assert_array_equal(int_exe(i, j)[1], [1, 2, -2, -1, 0, 0, 0])
+
+
+def test_float64_int8_and_int16_compute_on_the_cpu_and_the_gpu():
+    # float64 keeps its precision through the math (no f32 detour); int8 and
+    # int16 wrap as numpy does; f64 -> f16/bf16 rounds once, correctly.
+    x = ((np.arange(64).reshape(8, 8) - 20) * 0.37).astype(np.float64)
+    spec = tessel.TensorSpec(x.shape, np.float64)
+
+    def fn(t):
+        return ops.tanh(t) + ops.log(abs(t) + 1) + ops.sqrt(abs(t)) + ops.exp(t * 0.1), ops.softmax(t @ t, axis=-1)
+
+    scores = x @ x
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    expected = (np.tanh(x) + np.log(abs(x) + 1) + np.sqrt(abs(x)) + np.exp(x * 0.1),
+                probs / probs.sum(-1, keepdims=True))
+    wide = np.array([1 + 2 ** -11, 1 + 2 ** -11 + 2 ** -40, 65519.99, 65520.0, -3.14159265358979, 1e-8], np.float64)
+    narrow = tessel.trace(lambda t: (t.astype(np.float16), t.astype(BFLOAT16)),
+                          tessel.TensorSpec(wide.shape, np.float64))
+    i = np.array([100, -100, 127, -128, 77, 5], np.int8)
+    j = np.array([30000, -30000, 32767, -32768, 1234, 5], np.int16)
+    ints = tessel.trace(lambda a, b: (a * 3 + a, (b * 2) / 7, ops.maximum(a, 0).astype(np.int16) + b),
+                        tessel.TensorSpec(i.shape, np.int8), tessel.TensorSpec(j.shape, np.int16))
+    with np.errstate(over="ignore"):
+        int_expected = (i * 3 + i, ((j * 2) / 7).astype(np.int16), np.maximum(i, 0).astype(np.int16) + j)
+    for target in ("cpu", "cuda:sm_90"):
+        runs = [tessel.compile(m, target=target) for m in (tessel.trace(fn, spec), narrow, ints)]
+        if target != "cpu":
+            runs = [r.emulate() for r in runs]
+        for got, want in zip(runs[0](x), expected):
+            assert got.dtype == np.float64
+            np.testing.assert_allclose(got, want, rtol=1e-11, atol=0)  # f32 would miss by 1e-7
+        half, brain = runs[1](wide)
+        with np.errstate(over="ignore"):  # 65520 rounds to inf
+            np.testing.assert_array_equal(half, wide.astype(np.float16))
+        np.testing.assert_array_equal(brain.astype(np.float32), wide.astype(BFLOAT16).astype(np.float32))
+        for got, want in zip(runs[2](i, j), int_expected):
+            np.testing.assert_array_equal(got, want)

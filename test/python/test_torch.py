@@ -207,6 +207,15 @@ OP_CASES = {
         torch.fmod(x, y), torch.remainder(x, y), x % 0.3, torch.div(x, y, rounding_mode="floor"), x // 0.3,
         torch.div(x, y, rounding_mode="trunc"), torch.fmod(i, j), torch.remainder(i, j), i % -3, torch.floor(i),
         x.argmax(), x.argmin(-1), x.argmax(0, keepdim=True), x.max(-1).indices, *x.min(0)), (X, Y, I, J)),
+    "float64_int8_int16": (lambda x, i: (x.double().exp() * 2, (x.double() @ x.double().T).softmax(-1),
+                                         i.to(torch.int8) * 40, i.to(torch.int16) * 9000 + 7, x.double().half()),
+                           (X, I)),
+    "upsampling": (lambda x: (F.interpolate(x, scale_factor=2, mode="nearest"), F.interpolate(x, size=(5, 3)),
+                              F.interpolate(x, size=(7, 3), mode="bilinear"),
+                              F.interpolate(x, size=(1, 1), mode="bilinear"),
+                              F.interpolate(x, size=(7, 9), mode="bilinear", align_corners=True),
+                              F.interpolate(x, scale_factor=1.5, mode="bicubic"),
+                              F.interpolate(x, size=(3, 2), mode="bicubic", align_corners=True)), (IMAGE,)),
     "pow_rsqrt": (lambda x: (x ** 2, x.pow(3), x.abs() ** 0.5, 2 ** x, x.abs().pow(x), (x.abs() + 0.1).rsqrt(),
                              x.abs().sqrt(), x.exp(), (x.abs() + 1).log(), x.abs()), (X,)),
     "activations": (lambda x: (F.relu(x), torch.sigmoid(x), torch.tanh(x), F.silu(x), F.gelu(x),
@@ -346,12 +355,10 @@ class _Box:
 @pytest.mark.parametrize("fn, args, message", [
     (lambda x: x + torch.rand(4), (X,), r"aten.rand.default.*this op is not supported"),
     (lambda x: F.adaptive_avg_pool2d(x, 3), (IMAGE,), r"output size \[3, 3\] that does not divide"),
-    (lambda x: x.double() * 2, (X,), r"aten._to_copy.default.*dtype float64 is not supported"),
-    (lambda x: x * 2, (X.double(),), r"torch input 'x' has dtype torch.float64; tessel takes float32"),
     (lambda x: x if x.sum() > 0 else -x, (X,), r"torch.export could not export the model: the model's control "
                                                r"flow depends on tensor values.*torch.where.*torch says: Guard"),
     (lambda x: _Box(x), (X,), r"the model returns a .*_Box, which torch.export cannot flatten.*register_pytree_node"),
-], ids=["random", "uneven_adaptive_pool", "float64_cast", "float64_input",
+], ids=["random", "uneven_adaptive_pool",
         "data_dependent_control_flow", "unflattenable_output"])
 def test_unsupported_features_are_clear_errors(fn, args, message):
     with pytest.raises(tessel.UnsupportedError, match=message):

@@ -192,7 +192,9 @@ ERRORS = [
     (lambda x, y: x + y, [(3, 4), (5,)], tessel.CompileError, r"operand shapes \[3, 4\] and \[5\] are not broadcast"),
     (lambda x, y: x * y.astype(np.int32), [(3,), (3,)], tessel.CompileError, r"different dtypes float32 and int32"),
     (lambda x, y: x.astype(np.int64) + 0.5, [(3,), (3,)], tessel.CompileError, r"float scalar 0.5 with a int64"),
-    (lambda x, y: x + np.ones(3), [(3,), (3,)], tessel.UnsupportedError, r"dtype float64 is not supported"),
+    (lambda x, y: x + np.ones(3), [(3,), (3,)], tessel.CompileError,
+     r"different dtypes float32 and float64; tessel does not promote types"),
+    (lambda x, y: x + np.ones(3, np.uint8), [(3,), (3,)], tessel.UnsupportedError, r"dtype uint8 is not supported"),
     (lambda x, y: ops.exp(x.astype(np.int32)), [(3,), (3,)], tessel.CompileError, r"'graph.exp' op operand #0 must be"),
     (lambda x, y: x.mean().astype(np.int32).mean(), [(3,), (3,)], tessel.CompileError, r"mean needs a float tensor"),
     (lambda x, y: x[::-1], [(3,), (3,)], tessel.UnsupportedError, r"slice step -1 is negative"),
@@ -234,8 +236,8 @@ def test_errors(fn, shapes, error, match):
 def test_examples_must_be_arrays_or_specs():
     with pytest.raises(TypeError, match="example 1 must be a numpy array or tessel.TensorSpec, got list"):
         tessel.trace(lambda x, y: x, np.zeros(2, np.float32), [1.0, 2.0])
-    with pytest.raises(tessel.UnsupportedError, match="dtype float64 is not supported"):
-        tessel.trace(lambda x: x, np.zeros(2))
+    with pytest.raises(tessel.UnsupportedError, match="dtype complex128 is not supported"):
+        tessel.trace(lambda x: x, np.zeros(2, np.complex128))
 
 
 def test_public_api():

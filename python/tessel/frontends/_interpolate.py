@@ -18,7 +18,11 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["MODES", "COORDINATE_MODES", "NEAREST_MODES", "source_coordinates", "tap_count", "weights", "copied"]
+from .. import ops
+from ._common import Value, cast_to, matmul, numpy_or
+
+__all__ = ["MODES", "COORDINATE_MODES", "NEAREST_MODES", "source_coordinates", "tap_count", "weights", "copied",
+           "resampled"]
 
 MODES = ("nearest", "linear", "cubic")
 COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -141,3 +145,27 @@ def copied(matrix: np.ndarray) -> Optional[np.ndarray]:
     if np.all((matrix == 0) | (matrix == 1)) and np.all(matrix.sum(axis=1) == 1):
         return np.argmax(matrix, axis=1).astype(np.int64)
     return None
+
+
+def resampled(x: Value, axis: int, weights: np.ndarray) -> Value:
+    """``x`` with dim ``axis`` resized by ``weights`` ``[out, in]``: a gather
+    where every output copies one element (exact, any dtype), else one
+    matmul in float32 (float64 data in float64; float16 and bfloat16 cast
+    up and back, as the reference computes in float64)."""
+    index = copied(weights)
+    if index is not None:
+        if np.array_equal(index, np.arange(x.shape[axis])):
+            return x
+        return numpy_or([x], lambda v: np.take(v, index, axis), lambda v: ops.take(v, index, axis))
+    dtype = np.dtype(x.dtype)
+    work = dtype if dtype == np.float64 else np.dtype(np.float32)
+    wide, shape = cast_to(x, work), list(x.shape)
+    if axis == len(shape) - 1:
+        return cast_to(matmul(wide, np.ascontiguousarray(weights.T, work)), dtype)
+    view = _reshaped(wide, [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])])
+    y = matmul(weights.astype(work), view)  # [out, in] @ [outer, in, inner]
+    return cast_to(_reshaped(y, shape[:axis] + [len(weights)] + shape[axis + 1:]), dtype)
+
+
+def _reshaped(x: Value, shape: list[int]) -> Value:
+    return numpy_or([x], lambda v: v.reshape(shape), lambda v: ops.reshape(v, shape))

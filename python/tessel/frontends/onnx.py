@@ -7,7 +7,8 @@ Values computed only from constants (shape arithmetic: ``Shape``,
 ``Gather`` on shapes, ``Concat`` of dims, ...) stay numpy arrays, so the
 inputs that must be known while building (a ``Reshape``'s shape, a
 ``Slice``'s bounds) are. Opsets 7 and newer of the default domain are
-read (a few ops only in their newer definitions, ``_FIRST_DEFINITION``). An op, attribute or dtype that is not supported raises
+read (a few ops only in their newer definitions, ``_FIRST_DEFINITION``).
+An op, attribute or dtype that is not supported raises
 ``tessel.UnsupportedError`` naming the node and listing the supported ops.
 
 A malformed model (an input no node defines, nodes out of order, a node
@@ -31,7 +32,7 @@ import numpy as np
 
 from .. import ops
 from ..backends.signature import TensorSpec
-from ..dtypes import BFLOAT16, is_float
+from ..dtypes import ELEMENT_DTYPES, is_float
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
@@ -183,9 +184,9 @@ def _np_dtype(onnx_type: int) -> np.dtype:
 
 def _supported(dtype: np.dtype) -> np.dtype:
     """``dtype``, once it is one tessel computes in."""
-    if dtype not in (np.float32, np.float16, np.int32, np.int64, np.bool_) and dtype != BFLOAT16:
-        raise UnsupportedError(f"dtype {dtype.name} is not supported; tessel takes float32, float16, "
-                               "bfloat16, int32, int64 and bool")
+    if dtype not in ELEMENT_DTYPES.values():
+        raise UnsupportedError(f"dtype {dtype.name} is not supported; tessel takes "
+                               + ", ".join(d.name for d in ELEMENT_DTYPES.values()))
     return dtype
 
 
@@ -1198,16 +1199,6 @@ def _saturated(value: float, dtype: np.dtype) -> np.ndarray:
     return np.asarray(np.clip(value, np.finfo(dtype).min, np.finfo(dtype).max)).astype(dtype)
 
 
-def _contracted(x: Value, axis: int, weights: np.ndarray) -> Value:
-    """``x`` with dim ``axis`` replaced by ``weights`` ``[out, in]`` times it:
-    one matmul, on a 3-D view of ``x`` unless the axis is the last."""
-    shape = list(x.shape)
-    if axis == len(shape) - 1:
-        return matmul(x, np.ascontiguousarray(weights.T))
-    view = ops.reshape(x, [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])])
-    return ops.reshape(ops.matmul(weights, view), shape[:axis] + [len(weights)] + shape[axis + 1:])
-
-
 def _resampled(n: _Node, x: Value, axis: int, weights: np.ndarray, outside: Optional[np.ndarray]) -> Value:
     """``x`` resized along ``axis`` by ``weights`` ``[out, in]`` (float64): a
     gather where every row copies one element, else a matmul in float32;
@@ -1215,16 +1206,10 @@ def _resampled(n: _Node, x: Value, axis: int, weights: np.ndarray, outside: Opti
     dtype = np.dtype(x.dtype)
     if outside is not None:  # their rows are replaced: any one copy keeps the gather
         weights = np.where(outside[:, None], np.eye(1, weights.shape[1]), weights)
-    index = _interpolate.copied(weights)
-    if index is None and not is_float(dtype):
+    if _interpolate.copied(weights) is None and not is_float(dtype):
         raise n.unsupported(f"{n.attr('mode', 'nearest')} Resize of {dtype.name} data is not supported (only where "
-                            "each output copies one element); tessel interpolates float16 and float32")
-    if index is None:  # float16 data is interpolated in float32, as the reference does in float64
-        y = cast_to(_contracted(cast_to(x, np.dtype(np.float32)), axis, weights.astype(np.float32)), dtype)
-    elif np.array_equal(index, np.arange(x.shape[axis])):
-        y = x
-    else:
-        y = ops.take(x, index, axis)
+                            "each output copies one element); tessel interpolates floats")
+    y = _interpolate.resampled(x, axis, weights)
     if outside is not None and outside.any():
         mask = outside.reshape((-1,) + (1,) * (len(x.shape) - axis - 1))
         y = ops.where(mask, _saturated(n.attr("extrapolation_value", 0.0), dtype), y)
@@ -1310,6 +1295,12 @@ def _resize(n: _Node) -> Value:
     return y
 
 
+def _is_nan(n: _Node) -> Value:
+    # NaN is the one value unequal to itself (graph.compare's ne is unordered on floats, as numpy's is).
+    x = n.inputs[0]
+    return x != x
+
+
 _FLOAT_UNARY: dict[str, tuple[Callable, Callable]] = {
     "Neg": (lambda x: -x, np.negative), "Abs": (abs, np.abs), "Exp": (ops.exp, np.exp), "Log": (ops.log, np.log),
     "Sqrt": (ops.sqrt, np.sqrt), "Relu": (ops.relu, lambda x: np.maximum(x, 0)),
@@ -1347,10 +1338,11 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "Trilu": _trilu, "Swish": _swish, "LpNormalization": _lp_normalization, "SpaceToDepth": _space_to_depth,
     "DepthToSpace": _depth_to_space, "EyeLike": _eye_like, "IsInf": _is_inf, "Pad": _pad, "OneHot": _one_hot,
     "Attention": _attention, "ConvTranspose": _conv_transpose, "LpPool": _lp_pool,
-    "GlobalLpPool": _global_lp_pool, "InstanceNormalization": _instance_norm, "GroupNormalization": _group_norm, "Mod": _mod, "GatherElements": _gather_elements,
+    "GlobalLpPool": _global_lp_pool, "InstanceNormalization": _instance_norm, "GroupNormalization": _group_norm,
+    "Mod": _mod, "GatherElements": _gather_elements,
     "NegativeLogLikelihoodLoss": _nll_loss, "SoftmaxCrossEntropyLoss": _softmax_cross_entropy_loss,
     "ArgMax": _arg_reduce("max"), "ArgMin": _arg_reduce("min"), "Hardmax": _hardmax, "TopK": _top_k, "Einsum": _einsum,
-    "Resize": _resize,
+    "Resize": _resize, "IsNaN": _is_nan,
     **{name: _unary(*fns) for name, fns in _FLOAT_UNARY.items()},
 }
 

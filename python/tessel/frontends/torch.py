@@ -2,8 +2,8 @@
 
 The model is exported with :func:`torch.export.export` and decomposed to
 core ATen (``run_decompositions``), except for the composite ops that the
-graph dialect has as ops of its own (``_KEPT``: linear, matmul, silu,
-rms_norm, scaled_dot_product_attention), which stay whole. The FX graph is
+graph dialect has as ops of its own, or converts whole (``_KEPT``: linear,
+matmul, silu, rms_norm, scaled_dot_product_attention, bicubic upsampling). The FX graph is
 then traced with :func:`tessel.trace`: the example args become the
 function's arguments, parameters and buffers numpy constants (or arguments,
 with ``params_as_args=True``), and each ``call_function`` node a converter
@@ -36,6 +36,7 @@ from ..backends.signature import TensorSpec
 from ..dtypes import BFLOAT16, words
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
+from . import _interpolate
 from ._common import Value, arg_extreme, attention, cast_to, matmul, numpy_or
 
 try:
@@ -50,7 +51,7 @@ __all__ = ["from_torch", "SUPPORTED_OPS"]
 # short composition) here, where its decomposition would be several, with
 # reshapes and transposes that the graph passes then have to fold away.
 _KEPT = ("linear.default", "matmul.default", "silu.default", "rms_norm.default",
-         "scaled_dot_product_attention.default")
+         "scaled_dot_product_attention.default", "upsample_bicubic2d.vec")
 
 # Ops with nothing to compute: run-time checks of metadata that export records.
 _IGNORED = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
@@ -74,9 +75,9 @@ def _dtype_pairs() -> tuple[tuple[Any, np.dtype], ...]:
     return tuple((t, np.dtype(n)) for t, n in pairs)
 
 
-# The element types of graph tensors (f64, i8, ... appear only in folded values).
-_ARGUMENT_DTYPES = () if torch is None else (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64,
-                                              torch.bool)
+# The element types of graph tensors (uint8 appears only in folded values).
+_ARGUMENT_DTYPES = () if torch is None else (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8,
+                                              torch.int16, torch.int32, torch.int64, torch.bool)
 
 
 def _numpy_dtype(dtype: Any) -> np.dtype:
@@ -597,6 +598,39 @@ def _avg_pool(n: _Node, x: Value, kernel_size: Any, stride: Any = (), padding: A
     return ops.avg_pool2d(x, kernel, stride, padding, count_include_pad=count_include_pad)
 
 
+def _upsampled(n: _Node, x: Value, mode: str, coordinates: str) -> Value:
+    """upsample_{nearest,bilinear,bicubic}2d: each spatial axis resized by
+    the ``[out, in]`` weights of ``frontends/_interpolate.py`` (torch's
+    nearest is ONNX's asymmetric floor; bilinear and bicubic are half-pixel
+    (not ONNX's pytorch_half_pixel, which current torch no longer is) or
+    align-corners, cubic with a = -0.75), the sizes from export's record."""
+    for axis in (2, 3):
+        size_in, size_out = x.shape[axis], n.shape[axis]
+        coords = _interpolate.source_coordinates(coordinates, size_in, size_out, size_out / size_in)
+        weights = _interpolate.weights(coords, size_in, size_out / size_in, mode, nearest_mode="floor", cubic_a=-0.75)
+        x = _interpolate.resampled(x, axis, weights)
+    return x
+
+
+def _upsample_nearest(n: _Node, x: Value, output_size: Any = None, scale_factors: Any = None) -> Value:
+    if scale_factors is not None and output_size is None and any(
+            math.floor(x.shape[2 + i] * s) != n.shape[2 + i] or float(s) != n.shape[2 + i] / x.shape[2 + i]
+            for i, s in enumerate(scale_factors)):
+        raise n.unsupported(f"scale factors {list(scale_factors)} that are not the output's size over the input's")
+    return _upsampled(n, x, "nearest", "asymmetric")
+
+
+def _upsample_smooth(mode: str) -> Callable[..., Value]:
+    def convert(n: _Node, x: Value, output_size: Any = None, align_corners: bool = False,
+                scale_factors: Any = None) -> Value:
+        if scale_factors is not None and output_size is None and any(
+                float(s) != n.shape[2 + i] / x.shape[2 + i] for i, s in enumerate(scale_factors)):
+            raise n.unsupported(f"scale factors {list(scale_factors)} that are not the output's size over the "
+                                "input's")
+        return _upsampled(n, x, mode, "align_corners" if align_corners else "half_pixel")
+    return convert
+
+
 def _adaptive_avg_pool(n: _Node, x: Value, output_size: Sequence[int]) -> Value:
     x = as_tensor(x)
     sizes, outputs = x.shape[-2:], _pair(output_size)
@@ -736,7 +770,8 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten.ceil.default": _rounding(ops.ceil), "aten.round.default": _rounding(ops.round),
     "aten.round.decimals": _rounding(ops.round), "aten.trunc.default": _rounding(_trunc),
     "aten.fmod.Tensor": _binary(ops.fmod), "aten.fmod.Scalar": _binary(ops.fmod),
-    "aten.remainder.Tensor": _binary(ops.remainder), "aten.remainder.Scalar": _binary(ops.remainder), "aten.silu.default": _unary(ops.silu), "aten.gelu.default": _gelu,
+    "aten.remainder.Tensor": _binary(ops.remainder), "aten.remainder.Scalar": _binary(ops.remainder),
+    "aten.silu.default": _unary(ops.silu), "aten.gelu.default": _gelu,
     "aten.clamp.default": _clamp, "aten.clamp.Tensor": _clamp, "aten.hardtanh.default": _hardtanh,
     "aten.leaky_relu.default": _leaky_relu, "aten.elu.default": _elu,
     # Comparisons, logic, selection.
@@ -767,6 +802,8 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten.baddbmm.default": _addmm, "aten.convolution.default": _convolution,
     "aten.max_pool2d_with_indices.default": _max_pool, "aten.avg_pool2d.default": _avg_pool,
     "aten._adaptive_avg_pool2d.default": _adaptive_avg_pool,
+    "aten.upsample_nearest2d.vec": _upsample_nearest, "aten.upsample_bilinear2d.vec": _upsample_smooth("linear"),
+    "aten.upsample_bicubic2d.vec": _upsample_smooth("cubic"),
     "aten.scaled_dot_product_attention.default": _sdpa,
     # Data movement, casts and constants.
     **{f"aten.{name}": _reshape_to_result for name in (

@@ -41,9 +41,9 @@ VERSION = 2
 
 BUFFER_KINDS = ("input", "output", "constant", "temporary", "view")
 STEP_OPS = ("alloc", "free", "launch", "copy")
-# The element types a buffer may have: those of tessel's tensors, and int8
-# (booleans are bytes in buffers between kernels).
-DTYPE_NAMES = ("float32", "float16", "bfloat16", "int32", "int64", "bool", "int8")
+# The element types a buffer may have: those of tessel's tensors
+# (dtypes.ELEMENT_DTYPES, bfloat16 named even without ml_dtypes).
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "bool")
 # Bounds of what a manifest may ask for, far above any real artifact's, so
 # that a corrupted one fails here rather than exhausting memory or
 # overflowing the drivers' integer arguments.

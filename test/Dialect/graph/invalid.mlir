@@ -35,7 +35,7 @@ func.func @bool_arithmetic(%a: tensor<4xi1>) {
 // -----
 
 func.func @exp_of_integers(%a: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = graph.exp %a : tensor<4xi32>
   return
 }
@@ -43,7 +43,7 @@ func.func @exp_of_integers(%a: tensor<4xi32>) {
 // -----
 
 func.func @floor_of_integers(%a: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = graph.floor %a : tensor<4xi32>
   return
 }
@@ -51,7 +51,7 @@ func.func @floor_of_integers(%a: tensor<4xi32>) {
 // -----
 
 func.func @rem_of_bools(%a: tensor<4xi1>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
   %0 = graph.rem %a, %a : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
   return
 }
@@ -59,7 +59,7 @@ func.func @rem_of_bools(%a: tensor<4xi1>) {
 // -----
 
 func.func @sin_of_integers(%a: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = graph.sin %a : tensor<4xi32>
   return
 }
@@ -67,7 +67,7 @@ func.func @sin_of_integers(%a: tensor<4xi32>) {
 // -----
 
 func.func @cos_of_integers(%a: tensor<4xi64>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = graph.cos %a : tensor<4xi64>
   return
 }
@@ -75,7 +75,7 @@ func.func @cos_of_integers(%a: tensor<4xi64>) {
 // -----
 
 func.func @erf_of_booleans(%a: tensor<4xi1>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = graph.erf %a : tensor<4xi1>
   return
 }
@@ -83,7 +83,7 @@ func.func @erf_of_booleans(%a: tensor<4xi1>) {
 // -----
 
 func.func @gelu_of_integers(%a: tensor<4xi64>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = graph.gelu %a approximate tanh : tensor<4xi64>
   return
 }
@@ -100,7 +100,7 @@ func.func @unary_type_change(%a: tensor<4xf32>) {
 
 func.func @unsupported_dtype() {
   // expected-error @+1 {{result #0 must be ranked tensor of}}
-  %0 = graph.constant dense<1> : tensor<4xi8>
+  %0 = graph.constant dense<1> : tensor<4xui8>
   return
 }
 
@@ -247,7 +247,7 @@ func.func @constant_not_a_tensor() {
 // -----
 
 func.func @pow_of_integers(%a: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = graph.pow %a, %a : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return
 }
@@ -315,8 +315,8 @@ func.func @select_shapes(%c: tensor<3xi1>, %a: tensor<2x1xf32>, %b: tensor<4xf32
 // -----
 
 func.func @cast_unsupported_type(%x: tensor<4xf32>) {
-  // expected-error @+1 {{attribute 'element_type' failed to satisfy constraint: type attribute of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer}}
-  %0 = graph.cast %x to i8 : tensor<4xf32>
+  // expected-error @+1 {{attribute 'element_type' failed to satisfy constraint: type attribute of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer}}
+  %0 = graph.cast %x to ui8 : tensor<4xf32>
   return
 }
 
@@ -382,7 +382,7 @@ func.func @reduce_keepdims_result(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @reduce_of_booleans(%x: tensor<4xi1>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
   %0 = graph.reduce sum %x axes [0] : tensor<4xi1> -> tensor<i1>
   return
 }
@@ -406,7 +406,7 @@ func.func @log_softmax_axis(%x: tensor<4x8xf16>) {
 // -----
 
 func.func @softmax_of_integers(%x: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = graph.softmax %x axis 0 : tensor<4xi32>
   return
 }
@@ -944,7 +944,7 @@ func.func @fused_without_yield(%x: tensor<4xf32>) {
 // -----
 
 func.func @too_many_bytes(%a: tensor<4611686018427387904x4xf32>) {
-  // expected-error @below {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values of rank at most 64 and less than 2^63 bytes}}
+  // expected-error @below {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values of rank at most 64 and less than 2^63 bytes}}
   %0 = graph.relu %a : tensor<4611686018427387904x4xf32>
   return
 }

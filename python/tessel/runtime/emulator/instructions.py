@@ -128,6 +128,9 @@ def _add_sub_mul(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             raise mods.error("only mul has .wide/.lo/.hi")
         mods.parts.insert(0, ins.opcode.split(".")[1])
         return _integer_mul(d, ins, mods)
+    packed = mods.take("s16x2", "u16x2") if base != "mul" else None
+    if packed:
+        return _packed_halves(d, ins, packed, np.add if base == "add" else np.subtract)
     t = mods.type()
     if t in FLOATS:
         compute = {"add": _add, "sub": _sub, "mul": _mul}[base]
@@ -388,9 +391,27 @@ def _abs_neg(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     return Decoder.normal(ins, lambda w, m: write(w, -np.asarray(ra(w)), m))
 
 
+def _packed_halves(d: Decoder, ins: Instruction, packed: str, fn) -> Op:
+    """An .s16x2/.u16x2 instruction (sm_90): ``fn`` on the two 16-bit
+    integers in each 32-bit register, wrapping to 16 bits."""
+    dst, a, b = d.operands(ins, 3)
+    ra, rb, write = d.reader(ins, a, "b32"), d.reader(ins, b, "b32"), d.writer(ins, dst, "b32")
+    lanes = np.int16 if packed == "s16x2" else np.uint16
+
+    def run(w, m):
+        x, y = (np.ascontiguousarray(r(w), np.uint32).view(np.uint16).view(lanes) for r in (ra, rb))
+        write(w, np.asarray(fn(x, y)).astype(lanes).view(np.uint16).view(np.uint32), m)
+    return Decoder.normal(ins, run)
+
+
 @opcode("min", "max")
 def _min_max(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     base = ins.opcode.split(".")[0]
+    pick = np.minimum if base == "min" else np.maximum
+    packed = mods.take("s16x2", "u16x2")
+    if packed:
+        relu = mods.take("relu")
+        return _packed_halves(d, ins, packed, lambda x, y: np.maximum(pick(x, y), 0) if relu else pick(x, y))
     t = mods.type()
     if t in FLOATS:
         nan = mods.take("NaN")
@@ -404,7 +425,6 @@ def _min_max(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     relu = mods.take("relu")
     dst, a, b = d.operands(ins, 3)
     ra, rb, write = d.reader(ins, a, t), d.reader(ins, b, t), d.writer(ins, dst, t)
-    pick = np.minimum if base == "min" else np.maximum
     if relu:
         return Decoder.normal(ins, lambda w, m: write(w, np.maximum(pick(ra(w), rb(w)), 0).astype(DTYPES[t]), m))
     return Decoder.normal(ins, lambda w, m: write(w, pick(ra(w), rb(w)), m))

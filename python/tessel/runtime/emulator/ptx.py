@@ -636,12 +636,11 @@ class _Body:
             p.next()
             if token.text == "_":
                 return None
-            if token.text.startswith("%"):
-                for scope in reversed(self.scopes):
-                    if token.text in scope:
-                        return scope[token.text]
-                return Symbol(token.text)  # a special register (%tid.x), checked when decoded
-            return Symbol(token.text)
+            # Registers may be named without a % (libdevice's `.reg .b32 tmp;`).
+            for scope in reversed(self.scopes):
+                if token.text in scope:
+                    return scope[token.text]
+            return Symbol(token.text)  # a special register (%tid.x) or a variable, checked when decoded
         raise EmulationError(f"unexpected operand {token.text!r}", line=token.line)
 
     def operand(self, line: int):
