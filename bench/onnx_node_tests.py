@@ -12,7 +12,7 @@ case ends as one of:
 * crashed - any other exception, or the process dies or hangs.
 
 Cases run in worker processes, so a crash costs only its case. Prints the
-counts (goal: wrong 0, crashed 0, passed >= 450) and, with --list, the
+counts (goal: wrong 0, crashed 0, passed >= 1,100) and, with --list, the
 cases of one outcome with their messages.
 """
 

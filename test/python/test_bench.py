@@ -1,15 +1,19 @@
-"""bench/cpu.py --quick and bench/tune.py with a few trials run, check their
-results against numpy and print their tables."""
+"""bench/cpu.py --quick, bench/cnn.py --quick and bench/tune.py with a few
+trials run, check their results against numpy (or torch) and print their
+tables."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "cpu.py"
 TUNE = BENCH.with_name("tune.py")
 COST_MODEL = BENCH.with_name("cost_model.py")
 EMULATOR = BENCH.with_name("emulator.py")
+CNN = BENCH.with_name("cnn.py")
 
 
 def test_quick_benchmark_runs_and_reports(tmp_path):
@@ -22,6 +26,18 @@ def test_quick_benchmark_runs_and_reports(tmp_path):
     results = json.loads(out.read_text())["results"]
     assert len(results) == 11
     assert all(r["error"] is None and r["tessel"]["median_ms"] > 0 for r in results)
+
+
+def test_cnn_benchmark_runs_and_reports(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "cnn.json"
+    proc = subprocess.run([sys.executable, str(CNN), "--quick", "--budget", "0.02", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "vs torch" in proc.stdout and "vs onnxruntime" in proc.stdout
+    results = json.loads(out.read_text())["results"]
+    assert [r["name"] for r in results] == ["resnet18 batch 1", "mobilenet_v2 batch 1"]
+    assert all("error" not in r and r["ms"]["tessel"] > 0 and "onnxruntime" in r["ratios"] for r in results)
 
 
 def test_tuning_benchmark_runs_and_reports(tmp_path):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import string
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
@@ -99,7 +100,8 @@ class _Node:
         value = self.input(i)
         if value is None or isinstance(value, np.ndarray):
             return value
-        raise self.unsupported(f"its {what} (input {i}) must be a constant, not computed at run time")
+        raise self.unsupported(f"its {what} (input {i}) must be a constant, not computed at run time (a graph "
+                               f"input is fixed with from_onnx(..., constants={{{self.proto.input[i]!r}: ...}}))")
 
     def only(self, *names: str) -> None:
         """Rejects attributes outside ``names`` that change the result."""
@@ -320,6 +322,8 @@ def _reduce(kind: str) -> Callable[[_Node], Value]:
             return x
         keep = bool(n.attr("keepdims", 1))
         axis = None if axes is None else tuple(axes)
+        if kind == "prod":
+            return _product(x, sorted(axis) if axis is not None else list(range(x.ndim)), keep)
         if kind == "sum_square":
             return (x * x).sum(axis, keep)
         if kind == "l1":
@@ -788,9 +792,8 @@ def _tile(n: _Node) -> Value:
 
 
 def _dropout(n: _Node) -> Value:
-    if n.input(2) is not None and not isinstance(n.inputs[2], np.ndarray):
-        raise n.unsupported("a run-time training_mode is not supported")
-    if n.input(2) is not None and bool(n.inputs[2]):
+    training = n.constant(2, "training_mode")  # known: dropout or not is the graph's shape
+    if training is not None and bool(training):
         raise n.unsupported("training_mode=true is not supported (inference only)")
     if len(n.proto.output) > 1 and n.proto.output[1]:
         raise n.unsupported("the mask output is not supported")
@@ -1021,21 +1024,31 @@ def _einsum(n: _Node) -> Value:
     equation = n.attr("equation").replace(" ", "")
     inputs, arrow, output = equation.partition("->")
     specs = inputs.split(",")
-    if "." in equation:
-        raise n.unsupported("ellipses (...) in the equation are not supported")
     if len(specs) != len(n.inputs):
         raise CompileError(f"equation {equation!r} names {len(specs)} operands; the node has {len(n.inputs)}")
+    # An ellipsis stands for the leading dims, broadcast across operands
+    # (right-aligned, as numpy): letters of their own, first in an implicit output.
+    spare = [c for c in string.ascii_letters if c not in equation]
+    spans = [len(value.shape) - len(spec) + 3 if "..." in spec else 0 for spec, value in zip(specs, n.inputs)]
+    dots = "".join(spare[:max(spans, default=0)])
+    specs = [spec.replace("...", dots[len(dots) - span:]) for spec, span in zip(specs, spans)]
     if not arrow:  # the implicit output: the letters used once, in order
-        output = "".join(sorted(c for c in set(inputs) - {","} if inputs.count(c) == 1))
+        letters = "".join(specs)
+        output = dots + "".join(sorted(c for c in set(letters) - set(dots) if letters.count(c) == 1))
+    output = output.replace("...", dots)
+    if "." in "".join(specs) + output:
+        raise CompileError(f"equation {equation!r} has a '.' outside an ellipsis")
     sizes: dict[str, int] = {}
-    operands = []
     for spec, value in zip(specs, n.inputs):
         if len(spec) != len(value.shape):
             raise CompileError(f"operand {spec!r} of {equation!r} has rank {len(value.shape)}")
         for letter, size in zip(spec, value.shape):
-            if sizes.setdefault(letter, size) != size:
+            if sizes.setdefault(letter, size) != size and 1 not in (size, sizes[letter]):
                 raise CompileError(f"letter {letter!r} of {equation!r} is both {sizes[letter]} and {size}")
-        operands.append(_einsum_diagonal(spec, as_tensor(value)))
+            sizes[letter] = max(size, sizes[letter]) if size else 0
+    operands = [_einsum_diagonal(spec, ops.broadcast_to(value, [sizes[c] for c in spec]) if
+                                 list(value.shape) != [sizes[c] for c in spec] else as_tensor(value))
+                for spec, value in zip(specs, n.inputs)]
     spec, x = operands[0]
     for i, (other_spec, other) in enumerate(operands[1:], 1):
         later = set(output).union(*(s for s, _ in operands[i + 1:]))
@@ -1086,6 +1099,255 @@ def _einsum_pair(a_spec: str, a: Tensor, b_spec: str, b: Tensor, needed: set[str
     y = flat(a, a_spec, [batch, rows, inner]) @ flat(b, b_spec, [batch, inner, cols])
     spec = "".join(batch + rows + cols)
     return spec, ops.reshape(y, [extent[c] for c in spec])
+
+
+def _scan(x: Value, axis: int, combine: Callable[[Value, Value], Value], identity: Any) -> Value:
+    """The inclusive prefix scan of ``x`` along ``axis`` by ``combine``, in
+    log2(n) steps: at step k each element combines with the one 2^k before
+    it (Hillis-Steele), the first 2^k combining with ``identity``."""
+    size, shift = x.shape[axis], 1
+    while shift < size:
+        index = [slice(None)] * len(x.shape)
+        index[axis] = slice(0, size - shift)
+        shape = list(x.shape)
+        shape[axis] = shift
+        before = _broadcast(np.asarray(identity, np.dtype(x.dtype)), shape)
+        x = combine(x, _concatenated([before, _indexed(x, tuple(index))], axis))
+        shift *= 2
+    return x
+
+
+def _cumulative(kind: str) -> Callable[[_Node], Value]:
+    """CumSum and CumProd (axis a constant), exclusive and reversed ones too."""
+    def convert(n: _Node) -> Value:
+        n.only("exclusive", "reverse")
+        x = n.inputs[0]
+        rank = len(x.shape)
+        axis = int(n.constant(1, "axis").reshape(-1)[0])
+        if not -rank <= axis < rank:
+            raise CompileError(f"axis {axis} is not an axis of its rank-{rank} input")
+        axis %= rank
+        combine, identity = (lambda a, b: a + b, 0) if kind == "sum" else (lambda a, b: a * b, 1)
+        if n.attr("reverse", 0):
+            x = _flipped(x, [axis])
+        if n.attr("exclusive", 0):  # shifted by one: the identity first, the last element dropped
+            index = [slice(None)] * rank
+            index[axis] = slice(0, x.shape[axis] - 1)
+            shape = list(x.shape)
+            shape[axis] = 1
+            x = _concatenated([_broadcast(np.asarray(identity, np.dtype(x.dtype)), shape),
+                               _indexed(x, tuple(index))], axis)
+        y = _scan(x, axis, combine, identity)
+        return _flipped(y, [axis]) if n.attr("reverse", 0) else y
+    return convert
+
+
+def _product(x: Value, axes: Sequence[int], keep: bool) -> Value:
+    """The product over ``axes``, pairwise along each (log2(n)
+    multiplications of halves, an odd last element carried)."""
+    for axis in axes:
+        if x.shape[axis] == 0:  # the empty product
+            x = _broadcast(np.ones((), np.dtype(x.dtype)), [1 if i == axis else d for i, d in enumerate(x.shape)])
+        while x.shape[axis] > 1:
+            size, half = x.shape[axis], x.shape[axis] // 2
+            index = [slice(None)] * len(x.shape)
+            parts = []
+            for at in ((0, half), (half, 2 * half), (2 * half, size)):
+                index[axis] = slice(*at)
+                parts.append(_indexed(x, tuple(index)))
+            x = parts[0] * parts[1]
+            if size % 2:
+                x = _concatenated([x, parts[2]], axis)
+    return x if keep else _reshaped(x, [d for i, d in enumerate(x.shape) if i not in axes])
+
+
+def _rotary_embedding(n: _Node) -> Value:
+    """RotaryEmbedding: x [batch, heads, seq, head] (or [batch, seq, hidden]
+    with num_heads), its first rotary_embedding_dim channels rotated by the
+    cos/sin caches (at position_ids), as halves or interleaved pairs."""
+    n.only("interleaved", "num_heads", "rotary_embedding_dim")
+    x, cos, sin, positions = as_tensor(n.inputs[0]), n.inputs[1], n.inputs[2], n.input(3)
+    shape = list(x.shape)
+    if x.ndim == 4:
+        x = ops.transpose(x, [0, 2, 1, 3])  # [batch, seq, heads, head]
+    elif x.ndim == 3:
+        heads = n.attr("num_heads", 0)
+        if not heads or shape[2] % heads:
+            raise CompileError(f"num_heads {heads} does not divide the hidden size {shape[2]} of its 3-D input")
+        x = ops.reshape(x, [shape[0], shape[1], heads, shape[2] // heads])
+    else:
+        raise CompileError(f"its input has rank {x.ndim}; RotaryEmbedding takes 3-D or 4-D input")
+    head = x.shape[3]
+    rotated = n.attr("rotary_embedding_dim", 0) or head
+    if rotated % 2 or rotated > head:
+        raise CompileError(f"rotary_embedding_dim {rotated} is not an even size of at most the head size {head}")
+    if positions is not None:
+        cos, sin = (numpy_or([c, positions], lambda v, p: np.take(v, p, 0), lambda v, p: ops.take(v, p, 0))
+                    for c in (cos, sin))
+    if tuple(cos.shape)[-1] != rotated // 2:
+        raise CompileError(f"its caches' last dim is {cos.shape[-1]}; rotary_embedding_dim / 2 is {rotated // 2}")
+    cos, sin = (_reshaped(c, [c.shape[0], c.shape[1], 1, rotated // 2]) for c in (cos, sin))
+    part = x[:, :, :, :rotated] if rotated < head else x
+    b, s, h = part.shape[:3]
+    if n.attr("interleaved", 0):
+        pairs = ops.reshape(part, [b, s, h, rotated // 2, 2])
+        x1, x2 = (ops.reshape(pairs[:, :, :, :, i:i + 1], [b, s, h, rotated // 2]) for i in (0, 1))
+    else:
+        x1, x2 = part[:, :, :, :rotated // 2], part[:, :, :, rotated // 2:]
+    real, imag = x1 * cos - x2 * sin, x1 * sin + x2 * cos
+    if n.attr("interleaved", 0):
+        joined = ops.reshape(ops.concatenate([ops.unsqueeze(real, 4), ops.unsqueeze(imag, 4)], 4), [b, s, h, rotated])
+    else:
+        joined = ops.concatenate([real, imag], 3)
+    if rotated < head:
+        joined = ops.concatenate([joined, x[:, :, :, rotated:]], 3)
+    return ops.transpose(joined, [0, 2, 1, 3]) if len(shape) == 4 else ops.reshape(joined, shape)
+
+
+def _center_crop_pad(n: _Node) -> Value:
+    """CenterCropPad: each named axis cropped (the window's start rounded
+    down) or zero-padded (the odd pad after) to its size."""
+    x = n.inputs[0]
+    rank = len(x.shape)
+    sizes = [int(s) for s in n.constant(1, "shape").reshape(-1)]
+    axes = [int(a) % rank for a in n.attr("axes", range(rank))]
+    if len(sizes) != len(axes):
+        raise CompileError(f"its shape has {len(sizes)} values; it crops or pads {len(axes)} axes")
+    for axis, size in zip(axes, sizes):
+        have = x.shape[axis]
+        if size < have:
+            index = [slice(None)] * rank
+            start = (have - size) // 2
+            index[axis] = slice(start, start + size)
+            x = _indexed(x, tuple(index))
+        elif size > have:
+            before = (size - have) // 2
+            parts = []
+            for width in (before, size - have - before):
+                shape = list(x.shape)
+                shape[axis] = width
+                parts.append(_broadcast(np.zeros((), np.dtype(x.dtype)), shape) if width else None)
+            x = _concatenated([p for p in (parts[0], x, parts[1]) if p is not None], axis)
+    return x
+
+
+def _compress(n: _Node) -> Value:
+    """Compress with a constant condition: a gather of the kept indices."""
+    x, condition = n.inputs[0], n.constant(1, "condition").reshape(-1).astype(bool)
+    axis = n.attr("axis")
+    if axis is None:
+        x, axis = _reshaped(x, [math.prod(x.shape)]), 0
+    axis %= len(x.shape)
+    kept = np.nonzero(condition[:x.shape[axis]])[0].astype(np.int64)
+    return numpy_or([x], lambda v: np.take(v, kept, axis), lambda v: ops.take(v, kept, axis))
+
+
+# GridSample's mode names: opset 16's, and the ones of opset 20 on.
+_GRID_SAMPLE_MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear", "cubic": "cubic",
+                      "bicubic": "cubic"}
+
+
+def _outside(x: Tensor, low: float, high: float) -> Tensor:
+    """Where float32 ``x`` is below ``low`` or above ``high`` (not NaN)."""
+    return ops.where(x < np.float32(low), np.array(True), x > np.float32(high))
+
+
+def _reflected(x: Tensor, low: float, high: float) -> Tensor:
+    """Float32 ``x`` outside [low, high] reflected at the bounds until inside, as the onnx reference's
+    ``_gs_reflect``."""
+    span = high - low
+    if span == 0:  # one pixel, corners aligned: the reference divides by zero; torch takes the pixel
+        return ops.where(_outside(x, low, high), np.float32(low), x)
+    period = np.float32(2 * span)
+    # The exact fmod by the period first keeps a far coordinate's fraction, which x - low would round off.
+    t = ops.remainder(ops.fmod(x, period) - np.float32(low), period)
+    mirrored = ops.where(t > np.float32(span), period - t, t) + np.float32(low)
+    return ops.where(_outside(x, low, high), mirrored, x)
+
+
+def _grid_taps(pixel: Tensor, size: int, mode: str, padding: str,
+               align: bool) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+    """One spatial dim of a GridSample, from the float32 pixel coordinates [N, P]: the index of each tap
+    [N, P, taps] (int64, within ``size``), whether it lies inside the image (zeros padding only) and the
+    float32 weights [N, P, taps] (not for nearest), in the onnx reference's order of operations."""
+    low, high = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+    x = ops.round(pixel) if mode == "nearest" else pixel  # halves to even, as torch and the reference
+    # Only a coordinate outside [low, high] moves: a border-padded cubic one at -0.4 keeps its taps -2 to 1.
+    if padding == "border":
+        x = ops.where(_outside(x, low, high), ops.minimum(ops.maximum(x, np.float32(0)), np.float32(size - 1)), x)
+    elif padding == "reflection":
+        x = _reflected(x, low, high)
+    base = ops.floor(x)
+    offsets = {"nearest": [0.0], "linear": [0.0, 1.0], "cubic": [-1.0, 0.0, 1.0, 2.0]}[mode]
+    taps = ops.unsqueeze(base, 2) + np.array(offsets, np.float32)
+    if padding == "reflection":
+        taps = _reflected(taps, low, high)
+    # The where maps NaN to index 0; far taps clamp into range (weighted 0 with zeros padding).
+    index = ops.cast(ops.minimum(ops.where(taps >= np.float32(0), taps, np.float32(0)), np.float32(size - 1)),
+                     np.int64)
+    inside = ops.where(taps >= np.float32(0), taps <= np.float32(size - 1), np.array(False)) \
+        if padding == "zeros" else None
+    if mode == "nearest":
+        return index, inside, None
+    t = x - base
+    if mode == "linear":
+        weights = [1.0 - t, t]
+    else:  # Keys' cubic convolution with alpha -0.75, term by term as the reference
+        a, near, far = -0.75, 1.0 - t, 2.0 - t
+        weights = [((a * (t + 1.0) - 5 * a) * (t + 1.0) + 8 * a) * (t + 1.0) - 4 * a,
+                   ((a + 2) * t - (a + 3)) * t * t + 1.0,
+                   ((a + 2) * near - (a + 3)) * near * near + 1.0,
+                   ((a * far - 5 * a) * far + 8 * a) * far - 4 * a]
+    return index, inside, ops.concatenate([ops.unsqueeze(w, 2) for w in weights], 2)
+
+
+def _grid_sample(n: _Node) -> Value:
+    """GridSample of any spatial rank r: X [N, C, d1..dr] sampled at the normalized grid [N, o1..or, r]
+    (its last entry indexes d1). Each output point gathers its nearest, 2^r linear or 4^r cubic taps as rows
+    of X laid out [N * d1..dr, C] in one graph.gather, then weighs them one dim at a time, the last first
+    as the reference."""
+    n.only("align_corners", "mode", "padding_mode")
+    x, grid = as_tensor(n.inputs[0]), as_tensor(n.inputs[1])
+    mode, padding = _GRID_SAMPLE_MODES.get(n.attr("mode", "linear")), n.attr("padding_mode", "zeros")
+    align = bool(n.attr("align_corners", 0))
+    if mode is None or padding not in ("zeros", "border", "reflection"):
+        raise CompileError(f"mode {n.attr('mode')!r} or padding_mode {padding!r} is not one of "
+                           f"{', '.join(_GRID_SAMPLE_MODES)} and zeros, border, reflection")
+    batch, channels, dims, rank = x.shape[0], x.shape[1], list(x.shape[2:]), x.ndim - 2
+    if rank < 1 or grid.ndim != x.ndim or grid.shape[0] != batch or grid.shape[-1] != rank:
+        raise CompileError(f"grid {list(grid.shape)} does not sample X {list(x.shape)}: it takes [N, ..., r] "
+                           "for X's N and r spatial dims")
+    if 0 in x.shape or 0 in grid.shape:
+        raise n.unsupported("an empty X or grid is not supported")
+    if mode != "nearest" and not is_float(x.dtype):
+        raise n.unsupported(f"{mode} sampling of {np.dtype(x.dtype).name} X is not supported (nearest is)")
+    out, points = list(grid.shape[1:-1]), math.prod(grid.shape[1:-1])
+    grid = grid.reshape([batch, points, rank])
+    rows = np.arange(batch, dtype=np.int64).reshape([batch] + [1] * (rank + 1)) * np.int64(math.prod(dims))
+    inside, weights = None, []
+    for i, size in enumerate(dims):
+        g = grid[:, :, rank - 1 - i]
+        # Denormalized in the grid's dtype, then float32: the reference's coordinates.
+        pixel = (g + 1.0) / 2.0 * float(size - 1) if align else ((g + 1.0) * float(size) - 1.0) / 2.0
+        index, valid, w = _grid_taps(ops.cast(pixel, np.float32), size, mode, padding, align)
+        shape = [batch, points] + [1] * rank
+        shape[2 + i] = index.shape[2]  # dim i's taps along axis 2 + i
+        rows = rows + ops.reshape(index, shape) * np.int64(math.prod(dims[i + 1:]))
+        if valid is not None:
+            valid = ops.reshape(valid, shape)
+            inside = valid if inside is None else ops.where(inside, valid, np.array(False))
+        weights.append(None if w is None else ops.cast(w, x.dtype))
+    table = ops.reshape(ops.transpose(x, [0, *range(2, x.ndim), 1]), [-1, channels])
+    values = ops.take(table, rows, 0)  # [N, P, taps of d1, ..., taps of dr, C]
+    if inside is not None:
+        values = ops.where(ops.unsqueeze(inside, rank + 2), values, np.zeros((), np.dtype(x.dtype)))
+    for i in reversed(range(rank)):
+        if weights[i] is None:
+            values = ops.squeeze(values, 2 + i)
+        else:
+            w = ops.reshape(weights[i], [batch, points] + [1] * i + [weights[i].shape[2], 1])
+            values = (values * w).sum(2 + i)
+    return ops.reshape(ops.transpose(values, [0, 2, 1]), [batch, channels, *out])
 
 
 def _hardmax(n: _Node) -> Value:
@@ -1325,6 +1587,8 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "ReduceSum": _reduce("sum"), "ReduceMean": _reduce("mean"), "ReduceMax": _reduce("max"),
     "ReduceMin": _reduce("min"), "ReduceSumSquare": _reduce("sum_square"), "ReduceL1": _reduce("l1"),
     "ReduceL2": _reduce("l2"), "ReduceLogSum": _reduce("log_sum"), "ReduceLogSumExp": _reduce("log_sum_exp"),
+    "ReduceProd": _reduce("prod"), "CumSum": _cumulative("sum"), "CumProd": _cumulative("prod"),
+    "RotaryEmbedding": _rotary_embedding, "CenterCropPad": _center_crop_pad, "Compress": _compress,
     "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "LayerNormalization": _layer_norm,
     "RMSNormalization": _rms_norm,
     "BatchNormalization": _batch_norm, "Reshape": _reshape, "Transpose": _transpose, "Flatten": _flatten,
@@ -1343,6 +1607,7 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "NegativeLogLikelihoodLoss": _nll_loss, "SoftmaxCrossEntropyLoss": _softmax_cross_entropy_loss,
     "ArgMax": _arg_reduce("max"), "ArgMin": _arg_reduce("min"), "Hardmax": _hardmax, "TopK": _top_k, "Einsum": _einsum,
     "Resize": _resize, "IsNaN": _is_nan,
+    "GridSample": _grid_sample,
     **{name: _unary(*fns) for name, fns in _FLOAT_UNARY.items()},
 }
 
