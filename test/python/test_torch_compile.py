@@ -112,6 +112,20 @@ def test_dynamic_shapes_fall_back_to_eager_and_static_ones_recompile():
             torch.testing.assert_close(static(x), model(x), rtol=1e-5, atol=1e-6)
 
 
+def test_a_tuning_database_is_read_by_each_partition(tmp_path, capfd):
+    from tessel.tuning import TuningDatabase
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU()).eval()
+    x = torch.randn(3, 8)
+    with pytest.raises(Exception, match="TuningDatabaseError: no tuning database at"):  # Dynamo wraps it
+        with torch.no_grad():
+            _compiled(model, tuning_db=tmp_path / "missing.db")(x)
+    TuningDatabase(tmp_path / "empty.db").close()  # no records: every kernel keeps its default schedule
+    with torch.no_grad():
+        torch.testing.assert_close(_compiled(model, tuning_db=tmp_path / "empty.db", report=True)(x), model(x))
+    assert "eager" not in capfd.readouterr().err
+
+
 def test_an_unknown_option_is_refused():
     compiled = _compiled(torch.nn.ReLU(), tile=3)
     with pytest.raises(Exception, match="unknown tessel backend options \\['tile'\\]"):

@@ -20,8 +20,10 @@ warning, as does one whose shapes Dynamo made symbolic (a second shape:
 Options (``torch.compile(model, backend="tessel", options={...})``):
 ``target`` (``"cpu"``, the default, or ``"auto"``, which is the CPU until the
 CUDA runtime takes torch tensors here), ``cache`` (the compile cache, as
-``tessel.compile`` takes it) and ``report`` (print what ran where: ops
-compiled / total, and why each op stayed in eager).
+``tessel.compile`` takes it), ``tuning_db`` (a tuning database, as
+``tessel.compile`` takes it: each partition's kernels run the best
+schedules measured for them on this CPU) and ``report`` (print what ran
+where: ops compiled / total, and why each op stayed in eager).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from .torch import _ARGUMENT_DTYPES, _IGNORED, CONVERTERS, _export, _op_name, fr
 
 __all__ = ["Report", "backend"]
 
-_OPTIONS = ("target", "cache", "report")
+_OPTIONS = ("target", "cache", "tuning_db", "report")
 
 
 @dataclass
@@ -154,6 +156,10 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
     target = options.get("target", "cpu")
     if target not in ("cpu", "auto"):
         raise UnsupportedError(f"tessel's torch.compile backend runs target 'cpu' (or 'auto'), not {target!r}")
+    if options.get("tuning_db") is not None:  # a wrong path is the caller's error, not a reason for eager
+        from ..tuning import TuningDatabase
+
+        TuningDatabase(options["tuning_db"], readonly=True).close()
     why = _eager_reason(gm, example_inputs)
     if why:
         warnings.warn(f"tessel: this graph runs in eager PyTorch: {why}", stacklevel=2)
@@ -179,7 +185,8 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
         output = next(n for n in part.graph.nodes if n.op == "output")
         try:
             graph_module = from_torch(part, tuple(_example(a) for a in call.args), name=call.target)
-            executable = tessel_compile(graph_module, target="cpu", cache=options.get("cache", True))
+            executable = tessel_compile(graph_module, target="cpu", cache=options.get("cache", True),
+                                        tuning_db=options.get("tuning_db"))
         except TesselError as e:
             report.failed_partitions.append(f"{ops} ops: {str(e).splitlines()[0]}")
             for n in part.graph.nodes:
