@@ -147,7 +147,8 @@ NODE_TESTS = ["test_add_bcast", "test_matmul_4d", "test_gemm_all_attributes", "t
               "test_cast_DOUBLE_to_FLOAT16", "test_mod_mixed_sign_int8", "test_div_int16", "test_max_float64",
               "test_einsum_batch_diagonal", "test_cumsum_1d_reverse_exclusive", "test_cumprod_2d_axis_1",
               "test_reduce_prod_do_not_keepdims_random", "test_rotary_embedding_with_interleaved_rotary_dim",
-              "test_rotary_embedding_3d_input", "test_center_crop_pad_crop_and_pad", "test_compress_1", "test_isnan"]
+              "test_rotary_embedding_3d_input", "test_center_crop_pad_crop_and_pad", "test_compress_1", "test_isnan",
+              "test_scatter_elements_with_duplicate_indices", "test_scatternd_multiply"]
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +187,20 @@ def test_einsum_is_sums_transposes_and_batched_matmuls(equation, shapes):
                    [_f32(name, shape) for name, shape in zip(names, shapes)],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     _check(model, *[RNG.standard_normal(shape).astype(np.float32) for shape in shapes])
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_gridsample_matches_the_reference(mode, padding_mode, align_corners):
+    # Grid points inside, far outside, and on pixel centres and halves (x = k / 2 denormalized).
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    grid = RNG.uniform(-3, 3, (2, 6, 4, 2))
+    halves = RNG.integers(-12, 12, (2, 6, 4, 2)) / 2
+    sizes = np.array([5, 4])  # grid[..., 0] indexes the width
+    grid[:, 3:] = (2 * halves / (sizes - 1) - 1 if align_corners else (2 * halves + 1) / sizes - 1)[:, 3:]
+    grid[0, 0, 0] = [40.0, -1e4]
+    model = _model([helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=padding_mode,
+                                     align_corners=align_corners)],
+                   [_f32("x", [2, 3, 4, 5]), _f32("grid", [2, 6, 4, 2])], [_f32("y", [2, 3, 6, 4])], opset=22)
+    _check(model, x, grid.astype(np.float32))

@@ -1329,14 +1329,14 @@ def _grid_sample(n: _Node) -> Value:
         g = grid[:, :, rank - 1 - i]
         # Denormalized in the grid's dtype, then float32: the reference's coordinates.
         pixel = (g + 1.0) / 2.0 * float(size - 1) if align else ((g + 1.0) * float(size) - 1.0) / 2.0
-        index, valid, w = _grid_taps(ops.cast(pixel, np.float32), size, mode, padding, align)
+        index, valid, w = _grid_taps(cast_to(pixel, np.dtype(np.float32)), size, mode, padding, align)
         shape = [batch, points] + [1] * rank
         shape[2 + i] = index.shape[2]  # dim i's taps along axis 2 + i
         rows = rows + ops.reshape(index, shape) * np.int64(math.prod(dims[i + 1:]))
         if valid is not None:
             valid = ops.reshape(valid, shape)
             inside = valid if inside is None else ops.where(inside, valid, np.array(False))
-        weights.append(None if w is None else ops.cast(w, x.dtype))
+        weights.append(None if w is None else cast_to(w, x.dtype))
     table = ops.reshape(ops.transpose(x, [0, *range(2, x.ndim), 1]), [-1, channels])
     values = ops.take(table, rows, 0)  # [N, P, taps of d1, ..., taps of dr, C]
     if inside is not None:
@@ -1348,6 +1348,53 @@ def _grid_sample(n: _Node) -> Value:
             w = ops.reshape(weights[i], [batch, points] + [1] * i + [weights[i].shape[2], 1])
             values = (values * w).sum(2 + i)
     return ops.reshape(ops.transpose(values, [0, 2, 1]), [batch, channels, *out])
+
+
+def _scattered(n: _Node, data: Value, targets: np.ndarray, updates: Value) -> Value:
+    """``data`` with ``updates`` written (or combined by the node's
+    reduction) at the flat positions ``targets`` (one per update element,
+    known while importing), in the updates' order: a gather of the updates
+    and a select per round, one round per repeat of a position."""
+    reduction = n.attr("reduction", "none")
+    combine = {"none": lambda old, new: new, "add": lambda old, new: old + new,
+               "mul": lambda old, new: old * new, "max": _maximum, "min": _minimum}.get(reduction)
+    if combine is None:
+        raise CompileError(f"reduction {reduction!r} is not one of none, add, mul, max, min")
+    size, targets = math.prod(data.shape), targets.reshape(-1)
+    # The r-th update (in order) to each position is in round r.
+    order = np.argsort(targets, kind="stable")
+    repeat = np.empty_like(order)
+    repeat[order] = np.arange(targets.size) - np.searchsorted(targets[order], targets[order])
+    flat, values = _reshaped(data, [size]), _reshaped(updates, [targets.size])
+    for r in range(int(repeat.max()) + 1 if targets.size else 0):
+        source, written = np.zeros(size, np.int64), np.zeros(size, bool)
+        source[targets[repeat == r]] = np.nonzero(repeat == r)[0]
+        written[targets[repeat == r]] = True
+        picked = numpy_or([values], lambda v, s=source: np.take(v, s), lambda v, s=source: ops.take(v, s, 0))
+        flat = _where(written, combine(flat, picked), flat)
+    return _reshaped(flat, list(data.shape))
+
+
+def _scatter_elements(n: _Node) -> Value:
+    """ScatterElements with constant indices."""
+    data, indices, updates = n.inputs[0], n.constant(1, "indices"), n.inputs[2]
+    axis = n.attr("axis", 0) % len(data.shape)
+    coords = list(np.indices(indices.shape, dtype=np.int64))
+    coords[axis] = np.where(indices < 0, indices + data.shape[axis], indices).astype(np.int64)
+    return _scattered(n, data, np.ravel_multi_index(coords, data.shape), updates)
+
+
+def _scatter_nd(n: _Node) -> Value:
+    """ScatterND with constant indices: each k-tuple names a block of the
+    data's trailing dims, written by one slice of the updates."""
+    data, indices, updates = n.inputs[0], n.constant(1, "indices"), n.inputs[2]
+    k = indices.shape[-1]
+    lead = np.asarray(data.shape[:k], np.int64)
+    tuples = indices.reshape(-1, k).astype(np.int64)
+    tuples = np.where(tuples < 0, tuples + lead, tuples)
+    block = math.prod(data.shape[k:])
+    starts = np.ravel_multi_index(tuple(tuples.T), data.shape[:k]) * block if k else np.zeros(len(tuples), np.int64)
+    return _scattered(n, data, starts[:, None] + np.arange(block, dtype=np.int64), updates)
 
 
 def _hardmax(n: _Node) -> Value:
@@ -1603,7 +1650,9 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "DepthToSpace": _depth_to_space, "EyeLike": _eye_like, "IsInf": _is_inf, "Pad": _pad, "OneHot": _one_hot,
     "Attention": _attention, "ConvTranspose": _conv_transpose, "LpPool": _lp_pool,
     "GlobalLpPool": _global_lp_pool, "InstanceNormalization": _instance_norm, "GroupNormalization": _group_norm,
-    "Mod": _mod, "GatherElements": _gather_elements,
+    "Mod": _mod, "GatherElements": _gather_elements, "ScatterElements": _scatter_elements,
+    "Scatter": _scatter_elements,
+    "ScatterND": _scatter_nd,
     "NegativeLogLikelihoodLoss": _nll_loss, "SoftmaxCrossEntropyLoss": _softmax_cross_entropy_loss,
     "ArgMax": _arg_reduce("max"), "ArgMin": _arg_reduce("min"), "Hardmax": _hardmax, "TopK": _top_k, "Einsum": _einsum,
     "Resize": _resize, "IsNaN": _is_nan,
