@@ -644,12 +644,14 @@ def test_float64_int8_and_int16_compute_on_the_cpu_and_the_gpu():
     spec = tessel.TensorSpec(x.shape, np.float64)
 
     def fn(t):
-        return ops.tanh(t) + ops.log(abs(t) + 1) + ops.sqrt(abs(t)) + ops.exp(t * 0.1), ops.softmax(t @ t, axis=-1)
+        # sin/cos (libdevice's slow reduction at 1e6) and pow are device-function calls on the GPU.
+        return (ops.tanh(t) + ops.log(abs(t) + 1) + ops.sqrt(abs(t)) + ops.exp(t * 0.1), ops.softmax(t @ t, axis=-1),
+                ops.sin(t * 1e6) + ops.cos(t * 3e4) + ops.pow(abs(t) + 1, 1.5))
 
     scores = x @ x
     probs = np.exp(scores - scores.max(-1, keepdims=True))
     expected = (np.tanh(x) + np.log(abs(x) + 1) + np.sqrt(abs(x)) + np.exp(x * 0.1),
-                probs / probs.sum(-1, keepdims=True))
+                probs / probs.sum(-1, keepdims=True), np.sin(x * 1e6) + np.cos(x * 3e4) + (abs(x) + 1) ** 1.5)
     wide = np.array([1 + 2 ** -11, 1 + 2 ** -11 + 2 ** -40, 65519.99, 65520.0, -3.14159265358979, 1e-8], np.float64)
     narrow = tessel.trace(lambda t: (t.astype(np.float16), t.astype(BFLOAT16)),
                           tessel.TensorSpec(wide.shape, np.float64))

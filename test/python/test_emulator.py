@@ -948,3 +948,108 @@ def test_carry_chains_do_extended_precision_arithmetic():
         assert row[4] | row[5] << 32 == (lo_x * lo_y + x) % 2**64
         assert (row[6], row[7]) == ((hi_x + hi_y) & mask, (hi_x + hi_y) >> 32)
         assert row[8] == (1 if i % 2 else row[7])  # odd lanes set the carry; even ones keep the last
+
+
+CALLS = """
+.func (.param .align 8 .b8 result[16]) divmod(.param .b32 a, .param .b32 b)
+{
+  .reg .b32 %r<5>; .reg .pred %p<2>; .reg .b64 %rd<3>;
+  .local .align 4 .b8 __local_depot0[8];
+  mov.u64 %rd1, __local_depot0;
+  ld.param.b32 %r1, [a];
+  ld.param.b32 %r2, [b];
+  setp.eq.s32 %p1, %r2, 0;
+  @%p1 bra ZERO;
+  div.s32 %r3, %r1, %r2;
+  st.local.b32 [%rd1+4], %r3;
+  { // a nested call
+  .reg .b32 tmp;
+  .param .b32 x;
+  .param .b32 y;
+  st.param.b32 [x], %r3;
+  call.uni (y), twice, (x);
+  ld.param.b32 tmp, [y];
+  st.local.b32 [%rd1], tmp;
+  }
+  ld.local.b32 %r4, [%rd1];
+  st.param.b32 [result], %r4;
+  rem.s32 %r4, %r1, %r2;
+  st.param.b32 [result+8], %r4;
+  ret;
+ZERO:
+  st.param.b32 [result], -1;
+  st.param.b32 [result+8], -1;
+  ret;
+}
+.func (.param .b32 out) twice(.param .b32 in)
+{
+  .reg .b32 %r<2>;
+  ld.param.b32 %r1, [in];
+  shl.b32 %r1, %r1, 1;
+  st.param.b32 [out], %r1;
+  ret;
+}
+.visible .entry calls(.param .u64 out)
+{
+  .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 3;
+  { // callseq 0
+  .param .b32 p0;
+  .param .b32 p1;
+  .param .align 8 .b8 r[16];
+  st.param.b32 [p0], %r1;
+  st.param.b32 [p1], %r2;
+  call.uni (r), divmod, (p0, p1);
+  ld.param.b32 %r3, [r];
+  ld.param.b32 %r4, [r+8];
+  }
+  mul.wide.u32 %rd2, %r1, 8;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v2.b32 [%rd3], {%r3, %r4};
+  ret;
+}
+"""
+
+
+def test_device_function_calls_pass_parameters_and_results_through_nested_calls():
+    # libdevice's f64 sin, cos and pow call noinline functions (the slow
+    # range reduction); the emulator inlines each call. Lanes take different
+    # paths inside the callee (a divisor of 0 returns early).
+    gpu = emulator.Device("sm_80")
+    out = gpu.alloc(8 * 64)
+    gpu.load_ptx(HEADER + CALLS).launch("calls", (1, 1, 1), (64, 1, 1), [out])
+    got = gpu.download(out, np.int32, (64, 2))
+    t, d = np.arange(64), np.arange(64) % 4
+    with np.errstate(divide="ignore"):
+        divisor = np.maximum(d, 1)
+        want = np.stack([np.where(d == 0, -1, 2 * (t // divisor)), np.where(d == 0, -1, t % divisor)], 1)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("shl.b32 %r1, %r1, 1;", "shl.b32 %r1, %r1, 1;\n  { .param .b32 q; .param .b32 s; st.param.b32 [q], %r1;\n"
+      "  call.uni (s), twice, (q); }"), "call to twice is recursive"),
+    (("call.uni (r), divmod, (p0, p1);", "call.uni (r), nowhere, (p0, p1);"),
+     "call to nowhere, which the module declares without a body"),
+    (("call.uni (r), divmod, (p0, p1);", "call.uni (r), divmod, (p0);"), "passes 1 arguments and 1 results"),
+])
+def test_calls_the_emulator_cannot_inline_are_errors_naming_them(edit, message):
+    with pytest.raises(emulator.EmulationError, match=message):
+        gpu = emulator.Device("sm_80")
+        gpu.load_ptx(HEADER + CALLS.replace(*edit)).launch("calls", (1, 1, 1), (32, 1, 1), [gpu.alloc(8 * 32)])
+
+
+def test_f64_fma_rounds_once():
+    from tessel.runtime.emulator.numerics import fma_f64
+
+    # Products that cancel against the addend, where rounding the product first (even to
+    # long double's 64 bits) loses the result: Cody-Waite range reductions live there.
+    a = RNG.standard_normal(2000) * 10.0 ** RNG.integers(-20, 20, 2000)
+    b = RNG.standard_normal(2000) * 10.0 ** RNG.integers(-20, 20, 2000)
+    c = np.concatenate([-(a * b)[:1000] * (1 + RNG.standard_normal(1000) * 1e-12), RNG.standard_normal(1000)])
+    got = fma_f64(a, b, c)
+    for x, y, z, result in zip(a, b, c, got):
+        assert result == float(Fraction(x) * Fraction(y) + Fraction(z)), (x, y, z)
+    assert np.isnan(fma_f64(np.array([np.inf]), np.array([0.0]), np.array([1.0])))[0]

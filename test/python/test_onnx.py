@@ -148,7 +148,8 @@ NODE_TESTS = ["test_add_bcast", "test_matmul_4d", "test_gemm_all_attributes", "t
               "test_einsum_batch_diagonal", "test_cumsum_1d_reverse_exclusive", "test_cumprod_2d_axis_1",
               "test_reduce_prod_do_not_keepdims_random", "test_rotary_embedding_with_interleaved_rotary_dim",
               "test_rotary_embedding_3d_input", "test_center_crop_pad_crop_and_pad", "test_compress_1", "test_isnan",
-              "test_scatter_elements_with_duplicate_indices", "test_scatternd_multiply"]
+              "test_scatter_elements_with_duplicate_indices", "test_scatternd_multiply",
+              "test_gridsample_bicubic_align_corners_0_additional_1", "test_gridsample_volumetric_bilinear_align_corners_1"]
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from .machine import EXIT, NORMAL, SPECIAL_REGISTERS, WIDE_SPECIAL_REGISTERS, Kernel, Op, Wave
+from .inline import inlined
 from .numerics import DTYPES, STORAGE
 from .ptx import (TYPES, Address, EmulationError, Function, Immediate, Instruction, Module, PredicatePair,
                   Register, Symbol, Vector)
@@ -321,6 +322,7 @@ def decode_kernel(module: Module, function: Function, globals_: dict[str, int], 
     """Decodes every instruction of an entry; EmulationError on the first it cannot run."""
     from . import instructions, warp  # noqa: F401 - they register their opcodes
 
+    function = inlined(module, function)
     decoder = Decoder(module, function, globals_, target)
     ops = []
     for ins in function.body:

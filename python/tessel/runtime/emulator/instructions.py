@@ -12,7 +12,7 @@ import numpy as np
 from .decode import Decoder, Mods, opcode
 from .machine import BARRIER, BRANCH, EXIT, Op, Wave
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault
-from .numerics import DTYPES, bits_to_float, flush_f32, half, pack, round_bits, two_sum
+from .numerics import DTYPES, bits_to_float, flush_f32, fma_f64, half, pack, round_bits, two_sum
 from .ptx import TYPES, Immediate, Instruction, PredicatePair, Register, Symbol, Vector
 
 FLOATS = {"f16", "bf16", "f32", "f64", "f16x2", "bf16x2"}
@@ -109,8 +109,8 @@ def _mul(values, mode):
 
 def _fma(values, mode):
     a, b, c = values
-    if a.dtype == np.float64:
-        return (a.astype(np.longdouble) * b + c).astype(np.float64), None
+    if a.dtype == np.float64:  # rounded once (long double's 64 bits would round the product first)
+        return fma_f64(a, b, c), None
     p = a.astype(np.float64) * b.astype(np.float64)
     return two_sum(p, c)
 

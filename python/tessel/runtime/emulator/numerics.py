@@ -141,3 +141,40 @@ def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bp = s - b
     error = (a - bp) + (b - (s - bp))
     return s, np.where(np.isfinite(error), error, 0.0)
+
+
+def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a * b`` in f64 and its exact error (Dekker's product: Veltkamp's
+    split of each factor into two 26-bit halves)."""
+    def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = x * 134217729.0  # 2^27 + 1
+        high = t - (t - x)
+        return high, x - high
+    p = a * b
+    (ah, al), (bh, bl) = split(a), split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` rounded once to f64, as fma.rn.f64: the exact product
+    and sum as unevaluated f64 pairs, their tail rounded to odd, then one
+    rounding to nearest (Boldo and Melquiond, "Emulation of FMA and
+    correctly rounded sums", IEEE TC 2008). Where a term is not finite, or
+    so large or small that the splitting would overflow or lose bits, the
+    plain f64 ``a * b + c`` (infinities and NaN come out as the GPU's)."""
+    a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
+    with np.errstate(all="ignore"):
+        high, low = _two_prod(a, b)
+        sum_high, sum_low = two_sum(c, low)
+        top, rest = two_sum(high, sum_high)
+        tail, error = two_sum(rest, sum_low)
+        # Round the tail to odd: an inexact one takes the neighbour with an odd last bit.
+        even = (tail.view(np.uint64) & np.uint64(1)) == 0
+        toward = np.nextafter(tail, np.where(error > 0, np.inf, -np.inf))
+        tail = np.where((error != 0) & even, toward, tail)
+        exact = top + tail
+        plain = a * b + c
+        scale = np.maximum(np.abs(a), np.abs(b))
+        safe = np.isfinite(exact) & np.isfinite(plain) & (scale < 2.0 ** 995) & \
+            ((np.abs(high) > 2.0 ** -969) | (high == 0))
+    return np.where(safe, exact, plain)

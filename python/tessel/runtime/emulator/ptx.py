@@ -505,7 +505,9 @@ class _Body:
 
     def __init__(self, parser: _Parser, name: str) -> None:
         self.p, self.name = parser, name
-        self.scopes: list[dict[str, Register]] = []
+        # Names in scope: registers, and call parameters (their variable's name).
+        self.scopes: list[dict[str, Register | str]] = []
+        self.declared = 0
 
     def declare(self, function: Function, name: str, type_: str) -> None:
         slot = len(function.registers)
@@ -514,7 +516,7 @@ class _Body:
 
     def register(self, name: str, line: int) -> Register:
         for scope in reversed(self.scopes):
-            if name in scope:
+            if isinstance(scope.get(name), Register):
                 return scope[name]
         raise EmulationError(f"register {name} is not declared", line=line)
 
@@ -578,8 +580,15 @@ class _Body:
             p.next()
             return
         if token.text == ".param":
-            raise EmulationError(".param declarations inside a function (device-function calls) are not "
-                                 "supported by the emulator", line=token.line)
+            # A call's argument or result (section 7.2): per-thread storage
+            # for the call, a .local variable under a name of its own scope.
+            variable = p.variable(set())
+            self.declared += 1
+            name, variable.space = variable.name, "local"
+            variable.name = f"{name}%{self.declared}"
+            function.variables.append(variable)
+            self.scopes[-1][name] = variable.name
+            return
         if token.kind == "id" and p.tokens[p.pos + 1].text == ":" and p.tokens[p.pos + 2].text != ":":
             p.pos += 2
             if token.text in function.labels:
@@ -639,12 +648,19 @@ class _Body:
             # Registers may be named without a % (libdevice's `.reg .b32 tmp;`).
             for scope in reversed(self.scopes):
                 if token.text in scope:
-                    return scope[token.text]
+                    found = scope[token.text]
+                    return Symbol(found) if isinstance(found, str) else found
             return Symbol(token.text)  # a special register (%tid.x) or a variable, checked when decoded
         raise EmulationError(f"unexpected operand {token.text!r}", line=token.line)
 
     def operand(self, line: int):
         p = self.p
+        if p.accept("("):  # a call's results or arguments
+            elements = []
+            while not p.accept(")"):
+                elements.append(self.scalar(line))
+                p.accept(",")
+            return Vector(tuple(elements))
         if p.accept("{"):
             elements = []
             while True:
