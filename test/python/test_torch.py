@@ -202,6 +202,8 @@ OP_CASES = {
     "integer_arithmetic": (lambda i, j: (i * 2, i + j, i - 1, i / j, i + 1.5, torch.div(i, j, rounding_mode="trunc"),
                                          torch.div(i, j, rounding_mode="floor"), i // -3, i.abs() ** 2,
                                          i.float().abs().sqrt()), (I, J)),
+    "gather": (lambda x, j: (torch.gather(x, 1, j - 1), x.gather(0, (j - 1)[:2] % 3), x.gather(-1, (j - 1)[:, :2])),
+               (X, J)),
     "rounding_remainders_argmax": (lambda x, y, i, j: (
         torch.floor(x * 3), torch.ceil(x * 3), torch.round(x * 3), torch.round(x, decimals=1), torch.trunc(x * 3),
         torch.fmod(x, y), torch.remainder(x, y), x % 0.3, torch.div(x, y, rounding_mode="floor"), x // 0.3,

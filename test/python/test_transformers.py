@@ -37,7 +37,6 @@ def _vit():
 
 MODELS = {"gpt2": _gpt2, "llama": _llama, "bert": _bert, "vit": _vit}
 # The ops each model's torch.compile graph leaves to eager PyTorch.
-EAGER = {"bert": {"aten.gather.default"}}
 
 
 def _model(name):
@@ -79,7 +78,7 @@ def test_torch_compile_runs_the_model_on_tessel(name, capfd):
     report = capfd.readouterr().err
     # All but BERT's gather of its token-type ids (a torch.gather, which tessel lacks) run on tessel.
     eager = {line.split()[1] for line in report.splitlines() if line.strip().startswith("eager:")}
-    assert "ops compiled" in report and eager == EAGER.get(name, set()), report
+    assert "ops compiled" in report and not eager, report  # every op runs on tessel
     want = _eager(model, x)
     got = [t for t in got.to_tuple() if isinstance(t, torch.Tensor)][:len(want)]
     for g, w in zip(got, want):

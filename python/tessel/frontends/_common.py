@@ -15,7 +15,7 @@ import numpy as np
 from .. import ops
 from ..tracing import Tensor, as_tensor
 
-__all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention", "attention_stages", "arg_extreme"]
+__all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention", "attention_stages", "arg_extreme", "gathered_along"]
 
 Value = Union[Tensor, np.ndarray]
 
@@ -116,3 +116,26 @@ def arg_extreme(x: Tensor, axis: int, kind: str, keep: bool, last: bool = False)
     if last:
         return ops.where(hit, index, np.int64(-1)).max(axis, keep)
     return ops.where(hit, index, np.int64(x.shape[axis])).min(axis, keep)
+
+
+def gathered_along(x: Value, indices: Value, axis: int) -> Value:
+    """``numpy.take_along_axis`` (ONNX GatherElements) where ``indices``
+    may be smaller than ``x`` off the axis; negative indices count from the
+    end. On tensors one graph.gather of the flattened ``x`` at the linear
+    index of each element: no one-hot of the axis."""
+    rank = len(x.shape)
+    axis %= rank
+    size = np.asarray(x.shape[axis], np.dtype(indices.dtype))
+    indices = numpy_or([indices], lambda i: np.where(i < 0, i + size, i), lambda i: ops.where(i < 0, i + size, i))
+    if isinstance(x, np.ndarray) and isinstance(indices, np.ndarray):
+        region = tuple(slice(0, d) for d in indices.shape)
+        region = region[:axis] + (slice(None),) + region[axis + 1:]
+        return np.take_along_axis(x[region], indices, axis)
+    strides = np.cumprod((list(x.shape[1:]) + [1])[::-1])[::-1].astype(np.int64)
+    linear = cast_to(indices, np.dtype(np.int64)) * strides[axis]
+    for d, extent in enumerate(indices.shape):
+        if d != axis:
+            shape = [1] * rank
+            shape[d] = extent
+            linear = linear + (np.arange(extent, dtype=np.int64) * strides[d]).reshape(shape)
+    return ops.take(ops.reshape(x, [-1]), linear, 0)

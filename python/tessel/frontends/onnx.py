@@ -37,7 +37,7 @@ from ..dtypes import ELEMENT_DTYPES, is_float
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
-from ._common import Value, arg_extreme, attention_stages, cast_to, matmul, numpy_or
+from ._common import Value, arg_extreme, attention_stages, cast_to, gathered_along, matmul, numpy_or
 
 __all__ = ["from_onnx", "SUPPORTED_OPS", "MAX_CONSTANT_BYTES"]
 
@@ -906,31 +906,8 @@ def _mod(n: _Node) -> Value:
     return numpy_or([a, b], np.mod, ops.remainder)
 
 
-def _gathered_along(x: Value, indices: Value, axis: int) -> Value:
-    """``numpy.take_along_axis`` (ONNX GatherElements) where ``indices``
-    may be smaller than ``x`` off the axis; negative indices count from the
-    end. On tensors one graph.gather of the flattened ``x`` at the linear
-    index of each element: no one-hot of the axis."""
-    rank = len(x.shape)
-    axis %= rank
-    size = np.asarray(x.shape[axis], np.dtype(indices.dtype))
-    indices = _where(indices < 0, indices + size, indices)
-    if isinstance(x, np.ndarray) and isinstance(indices, np.ndarray):
-        region = tuple(slice(0, d) for d in indices.shape)
-        region = region[:axis] + (slice(None),) + region[axis + 1:]
-        return np.take_along_axis(x[region], indices, axis)
-    strides = np.cumprod((list(x.shape[1:]) + [1])[::-1])[::-1].astype(np.int64)
-    linear = cast_to(indices, np.dtype(np.int64)) * strides[axis]
-    for d, extent in enumerate(indices.shape):
-        if d != axis:
-            shape = [1] * rank
-            shape[d] = extent
-            linear = linear + (np.arange(extent, dtype=np.int64) * strides[d]).reshape(shape)
-    return ops.take(ops.reshape(x, [-1]), linear, 0)
-
-
 def _gather_elements(n: _Node) -> Value:
-    return _gathered_along(n.inputs[0], n.inputs[1], n.attr("axis", 0))
+    return gathered_along(n.inputs[0], n.inputs[1], n.attr("axis", 0))
 
 
 def _negative_log_likelihood(n: _Node, log_prob: Value, target: Value, weight: Optional[Value]) -> Value:
@@ -944,7 +921,7 @@ def _negative_log_likelihood(n: _Node, log_prob: Value, target: Value, weight: O
     kept = None if ignore is None else target != np.asarray(ignore, np.dtype(target.dtype))
     # An ignored target may be any value: read class 0 there, weighted 0.
     safe = target if kept is None else _where(kept, target, _zeros_like(target))
-    picked = _reshaped(_gathered_along(log_prob, _reshaped(safe, [safe.shape[0], 1, *safe.shape[1:]]), 1),
+    picked = _reshaped(gathered_along(log_prob, _reshaped(safe, [safe.shape[0], 1, *safe.shape[1:]]), 1),
                        list(safe.shape))
     dtype = np.dtype(log_prob.dtype)
     weights = np.ones(safe.shape, dtype) if weight is None else \

@@ -37,7 +37,7 @@ from ..dtypes import BFLOAT16, words
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
-from ._common import Value, arg_extreme, attention, cast_to, matmul, numpy_or
+from ._common import Value, arg_extreme, attention, cast_to, gathered_along, matmul, numpy_or
 
 try:
     import torch
@@ -813,6 +813,7 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten.t.default": _transpose, "aten.cat.default": _cat, "aten.split.Tensor": _split,
     "aten.split_with_sizes.default": _split, "aten.unbind.int": _unbind, "aten.slice.Tensor": _slice,
     "aten.select.int": _select, "aten.repeat.default": _repeat, "aten.constant_pad_nd.default": _constant_pad,
+    "aten.gather.default": lambda n, x, dim, index, sparse_grad=False: gathered_along(x, index, dim),
     "aten.embedding.default": _embedding, "aten.index_select.default": _index_select, "aten.index.Tensor": _index_tensor,
     "aten.clone.default": _same, "aten.alias.default": _same, "aten.detach.default": _same,
     "aten.lift_fresh_copy.default": _same, "aten._to_copy.default": _to_copy,
