@@ -550,6 +550,43 @@ def _sdpa(n: _Node, q: Value, k: Value, v: Value, attn_mask: Optional[Value] = N
     return attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)
 
 
+def _transformer_encoder_layer(n: _Node, src: Value, embed_dim: int, num_heads: int, qkv_weight: Value,
+                               qkv_bias: Value, proj_weight: Value, proj_bias: Value, use_gelu: bool,
+                               norm_first: bool, eps: float, norm_weight_1: Value, norm_bias_1: Value,
+                               norm_weight_2: Value, norm_bias_2: Value, ffn_weight_1: Value, ffn_bias_1: Value,
+                               ffn_weight_2: Value, ffn_bias_2: Value, mask: Optional[Value] = None,
+                               mask_type: Optional[int] = None) -> Value:
+    """nn.TransformerEncoderLayer's inference fast path (batch first) as the
+    layer it stands for: self-attention and the feed-forward block, each
+    with its residual, layer norms before (norm_first) or after."""
+    if mask is not None:
+        raise n.unsupported("a mask on the fused encoder layer is not supported (pass none, or call the layer "
+                            "with grad enabled for the unfused path)")
+    x = as_tensor(src)
+    batch, length = x.shape[0], x.shape[1]
+    head = embed_dim // num_heads
+
+    def attend(y: Tensor) -> Tensor:
+        q, k, v = (ops.transpose(ops.reshape(t, [batch, length, num_heads, head]), [0, 2, 1, 3])
+                   for t in (y[:, :, i * embed_dim:(i + 1) * embed_dim]
+                             for y in [ops.linear(y, qkv_weight, qkv_bias)] for i in range(3)))
+        heads = ops.reshape(ops.transpose(attention(q, k, v), [0, 2, 1, 3]), [batch, length, embed_dim])
+        return ops.linear(heads, proj_weight, proj_bias)
+
+    def feed_forward(y: Tensor) -> Tensor:
+        hidden = ops.linear(y, ffn_weight_1, ffn_bias_1)
+        return ops.linear(ops.gelu(hidden) if use_gelu else ops.relu(hidden), ffn_weight_2, ffn_bias_2)
+
+    def norm(y: Tensor, weight: Value, bias: Value) -> Tensor:
+        return ops.layer_norm(y, weight, bias, eps=eps)
+
+    if norm_first:
+        x = x + attend(norm(x, norm_weight_1, norm_bias_1))
+        return x + feed_forward(norm(x, norm_weight_2, norm_bias_2))
+    x = norm(x + attend(x), norm_weight_1, norm_bias_1)
+    return norm(x + feed_forward(x), norm_weight_2, norm_bias_2)
+
+
 def _convolution(n: _Node, x: Value, weight: Value, bias: Optional[Value], stride: Sequence[int],
                  padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
                  groups: int) -> Value:
@@ -805,6 +842,7 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten.upsample_nearest2d.vec": _upsample_nearest, "aten.upsample_bilinear2d.vec": _upsample_smooth("linear"),
     "aten.upsample_bicubic2d.vec": _upsample_smooth("cubic"),
     "aten.scaled_dot_product_attention.default": _sdpa,
+    "aten._transformer_encoder_layer_fwd.default": _transformer_encoder_layer,
     # Data movement, casts and constants.
     **{f"aten.{name}": _reshape_to_result for name in (
         "view.default", "_unsafe_view.default", "reshape.default", "flatten.using_ints", "unsqueeze.default",
