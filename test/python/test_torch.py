@@ -204,6 +204,10 @@ OP_CASES = {
                                          i.float().abs().sqrt()), (I, J)),
     "gather": (lambda x, j: (torch.gather(x, 1, j - 1), x.gather(0, (j - 1)[:2] % 3), x.gather(-1, (j - 1)[:, :2])),
                (X, J)),
+    "transposed_convolution": (lambda x: (
+        F.conv_transpose2d(x, WEIGHTS.transpose(0, 1)[:3], stride=2, padding=1, output_padding=1),
+        F.conv_transpose2d(x, WEIGHTS[:3, :2], None, 1, 2, 0, 3, 2),  # 3 groups, dilation 2
+        F.conv_transpose1d(x[:, :, 0], WEIGHTS[:3, :, 0] * 0.5, torch.ones(3), stride=3, padding=2)), (IMAGE,)),
     "rounding_remainders_argmax": (lambda x, y, i, j: (
         torch.floor(x * 3), torch.ceil(x * 3), torch.round(x * 3), torch.round(x, decimals=1), torch.trunc(x * 3),
         torch.fmod(x, y), torch.remainder(x, y), x % 0.3, torch.div(x, y, rounding_mode="floor"), x // 0.3,

@@ -8,14 +8,15 @@ helpers take either.
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from .. import ops
 from ..tracing import Tensor, as_tensor
 
-__all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention", "attention_stages", "arg_extreme", "gathered_along"]
+__all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention", "attention_stages", "arg_extreme", "gathered_along",
+           "reshaped", "indexed", "concatenated", "flipped", "conv_transpose"]
 
 Value = Union[Tensor, np.ndarray]
 
@@ -139,3 +140,59 @@ def gathered_along(x: Value, indices: Value, axis: int) -> Value:
             shape[d] = extent
             linear = linear + (np.arange(extent, dtype=np.int64) * strides[d]).reshape(shape)
     return ops.take(ops.reshape(x, [-1]), linear, 0)
+
+
+def reshaped(x: Value, shape: Sequence[int]) -> Value:
+    return numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+
+
+def indexed(x: Value, index: Any) -> Value:
+    """``x[index]``: numpy indexing, or graph.slice/gather on a Tensor."""
+    return numpy_or([x], lambda v: v[index], lambda v: as_tensor(v)[index])
+
+
+def concatenated(values: Sequence[Value], axis: int) -> Value:
+    return numpy_or(values, lambda *v: np.concatenate(v, axis), lambda *v: ops.concatenate(list(v), axis))
+
+
+def flipped(w: Value, axes: Sequence[int]) -> Value:
+    """``w`` reversed along ``axes``."""
+    for axis in axes:
+        index = np.arange(w.shape[axis] - 1, -1, -1, dtype=np.int64)
+        w = numpy_or([w], lambda v, a=axis, i=index: np.take(v, i, a), lambda v, a=axis, i=index: ops.take(v, i, a))
+    return w
+
+
+def conv_transpose(x: Value, w: Value, bias: Optional[Value], strides: Sequence[int], dilations: Sequence[int],
+                   before: Sequence[int], after: Sequence[int], extra: Sequence[int], groups: int) -> Value:
+    """A 2-D transposed convolution (ONNX ConvTranspose, torch's
+    conv_transpose2d) of x [N, C_in, H, W] by w [C_in, C_out / groups, kh,
+    kw], cropped by ``before``/``after`` and grown by ``extra``
+    (output_padding) at the end of each spatial dim, as the convolution it
+    is the gradient of: the input with stride - 1 zeros between elements,
+    padded by the dilated kernel's reach less one less the crop, convolved
+    at stride 1 with the flipped kernel, in and out channels swapped within
+    each group."""
+    batch, channels, sizes, kernel = x.shape[0], x.shape[1], list(x.shape[2:]), list(w.shape[2:])
+    if any(s > 1 for s in strides):  # [N, C, H, 1, W, 1] next to zeros: [N, C, H, s, W, s], the last zeros cut
+        spread = reshaped(x, [batch, channels, sizes[0], 1, sizes[1], 1])
+        for axis, s in ((3, strides[0]), (5, strides[1])):
+            if s > 1:
+                shape = list(spread.shape)
+                shape[axis] = s - 1
+                spread = concatenated([spread, ops.broadcast_to(np.zeros((), np.dtype(x.dtype)), shape)], axis)
+        x = reshaped(spread, [batch, channels, sizes[0] * strides[0], sizes[1] * strides[1]])
+        x = indexed(x, (slice(None), slice(None), slice(0, (sizes[0] - 1) * strides[0] + 1),
+                        slice(0, (sizes[1] - 1) * strides[1] + 1)))
+    reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    low = [r - 1 - b for r, b in zip(reach, before)]
+    high = [r - 1 - a + e for r, a, e in zip(reach, after, extra)]
+    if any(v < 0 for v in low + high):  # a negative pad crops
+        x = indexed(x, (slice(None), slice(None)) + tuple(slice(max(0, -lo), x.shape[2 + i] - max(0, -hi))
+                                                          for i, (lo, hi) in enumerate(zip(low, high))))
+    c_in, per_group = w.shape[0], w.shape[1]
+    w = reshaped(w, [groups, c_in // groups, per_group, *kernel])
+    w = numpy_or([w], lambda v: np.transpose(v, (0, 2, 1, 3, 4)), lambda v: ops.transpose(v, [0, 2, 1, 3, 4]))
+    w = flipped(reshaped(w, [groups * per_group, c_in // groups, *kernel]), (2, 3))
+    return ops.conv2d(x, w, bias, stride=(1, 1), padding=[max(0, low[0]), max(0, low[1]), max(0, high[0]),
+                                                          max(0, high[1])], dilation=tuple(dilations), groups=groups)

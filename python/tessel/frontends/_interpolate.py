@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from .. import ops
-from ._common import Value, cast_to, matmul, numpy_or
+from ._common import Value, cast_to, matmul, numpy_or, reshaped
 
 __all__ = ["MODES", "COORDINATE_MODES", "NEAREST_MODES", "source_coordinates", "tap_count", "weights", "copied",
            "resampled"]
@@ -162,10 +162,6 @@ def resampled(x: Value, axis: int, weights: np.ndarray) -> Value:
     wide, shape = cast_to(x, work), list(x.shape)
     if axis == len(shape) - 1:
         return cast_to(matmul(wide, np.ascontiguousarray(weights.T, work)), dtype)
-    view = _reshaped(wide, [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])])
+    view = reshaped(wide, [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])])
     y = matmul(weights.astype(work), view)  # [out, in] @ [outer, in, inner]
-    return cast_to(_reshaped(y, shape[:axis] + [len(weights)] + shape[axis + 1:]), dtype)
-
-
-def _reshaped(x: Value, shape: list[int]) -> Value:
-    return numpy_or([x], lambda v: v.reshape(shape), lambda v: ops.reshape(v, shape))
+    return cast_to(reshaped(y, shape[:axis] + [len(weights)] + shape[axis + 1:]), dtype)

@@ -37,7 +37,8 @@ from ..dtypes import ELEMENT_DTYPES, is_float
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
-from ._common import Value, arg_extreme, attention_stages, cast_to, gathered_along, matmul, numpy_or
+from ._common import (Value, arg_extreme, attention_stages, cast_to, concatenated, conv_transpose, flipped,
+                      gathered_along, indexed, matmul, numpy_or, reshaped)
 
 __all__ = ["from_onnx", "SUPPORTED_OPS", "MAX_CONSTANT_BYTES"]
 
@@ -156,22 +157,9 @@ def _array(tensor: Any) -> np.ndarray:
     return numpy_helper.to_array(tensor)
 
 
-def _reshaped(x: Value, shape: Sequence[int]) -> Value:
-    return numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
-
-
-def _indexed(x: Value, index: Any) -> Value:
-    """``x[index]``: numpy indexing, or graph.slice/gather on a Tensor."""
-    return numpy_or([x], lambda v: v[index], lambda v: as_tensor(v)[index])
-
-
 def _broadcast(x: Value, shape: Sequence[int]) -> Value:
     return numpy_or([x], lambda v: np.broadcast_to(v, _sized(shape, v.dtype)).copy(),
                     lambda v: ops.broadcast_to(v, shape))
-
-
-def _concatenated(values: Sequence[Value], axis: int) -> Value:
-    return numpy_or(values, lambda *v: np.concatenate(v, axis), lambda *v: ops.concatenate(list(v), axis))
 
 
 def _np_dtype(onnx_type: int) -> np.dtype:
@@ -386,7 +374,7 @@ def _reshape(n: _Node) -> Value:
     shape = [int(s) for s in n.constant(1, "shape")]
     if not n.attr("allowzero", 0):
         shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
-    return _reshaped(x, shape)
+    return reshaped(x, shape)
 
 
 def _transpose(n: _Node) -> Value:
@@ -399,14 +387,14 @@ def _flatten(n: _Node) -> Value:
     axis = n.attr("axis", 1)
     axis = axis + len(x.shape) if axis < 0 else axis
     shape = [int(np.prod(x.shape[:axis], dtype=np.int64)), int(np.prod(x.shape[axis:], dtype=np.int64))]
-    return _reshaped(x, shape)
+    return reshaped(x, shape)
 
 
 def _squeeze(n: _Node) -> Value:
     x = n.inputs[0]
     axes = _axes(n, len(x.shape))
     shape = [s for d, s in enumerate(x.shape) if (s != 1 if axes is None else d not in axes)]
-    return _reshaped(x, shape)
+    return reshaped(x, shape)
 
 
 def _unsqueeze(n: _Node) -> Value:
@@ -416,13 +404,13 @@ def _unsqueeze(n: _Node) -> Value:
     shape = list(x.shape)
     for a in axes:
         shape.insert(a, 1)
-    return _reshaped(x, shape)
+    return reshaped(x, shape)
 
 
 def _concat(n: _Node) -> Value:
     axis = n.attr("axis")
     values = [v for v in n.inputs if v is not None]
-    return _concatenated(values, axis)
+    return concatenated(values, axis)
 
 
 def _slice(n: _Node) -> Value:
@@ -440,7 +428,7 @@ def _slice(n: _Node) -> Value:
         size = x.shape[axis]
         start, end = (int(max(-2**62, min(2**62, v))) for v in (starts[i], ends[i]))
         index[axis] = slice(*slice(start, end, step).indices(size))
-    return _indexed(x, tuple(index))
+    return indexed(x, tuple(index))
 
 
 def _gather(n: _Node) -> Value:
@@ -530,11 +518,11 @@ def _window(n: _Node, x: Value, kernel: Sequence[int]) -> tuple[list[int], list[
 
 def _to_2d(x: Value) -> Value:
     """A 1-D window op's [N, C, L] operand as [N, C, 1, L]."""
-    return _reshaped(x, [x.shape[0], x.shape[1], 1, x.shape[2]]) if len(x.shape) == 3 else x
+    return reshaped(x, [x.shape[0], x.shape[1], 1, x.shape[2]]) if len(x.shape) == 3 else x
 
 
 def _from_2d(y: Value, rank: int) -> Value:
-    return _reshaped(y, [y.shape[0], y.shape[1], y.shape[3]]) if rank == 3 else y
+    return reshaped(y, [y.shape[0], y.shape[1], y.shape[3]]) if rank == 3 else y
 
 
 def _conv(n: _Node) -> Value:
@@ -546,19 +534,9 @@ def _conv(n: _Node) -> Value:
     return _from_2d(y, len(x.shape))
 
 
-def _flipped(w: Value, axes: Sequence[int]) -> Value:
-    """``w`` reversed along ``axes``."""
-    for axis in axes:
-        index = np.arange(w.shape[axis] - 1, -1, -1, dtype=np.int64)
-        w = numpy_or([w], lambda v, a=axis, i=index: np.take(v, i, a), lambda v, a=axis, i=index: ops.take(v, i, a))
-    return w
-
-
 def _conv_transpose(n: _Node) -> Value:
-    """ConvTranspose as the convolution it is the gradient of: the input
-    with stride - 1 zeros between elements, padded by the dilated kernel's
-    extent less the pads, convolved with the flipped kernel (in and out
-    channels swapped within each group) at stride 1."""
+    """ConvTranspose: its pads (given, or those output_shape or auto_pad
+    imply) and the shared conv_transpose."""
     n.only("auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides")
     x, w = n.inputs[0], n.inputs[1]
     rank, groups = len(x.shape), n.attr("group", 1)
@@ -568,7 +546,7 @@ def _conv_transpose(n: _Node) -> Value:
     sizes, kernel = list(x.shape[2:]), list(w.shape[2:])
     strides, dilations = list(n.attr("strides", [1] * spatial)), list(n.attr("dilations", [1] * spatial))
     extra = list(n.attr("output_padding", [0] * spatial))
-    reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]  # for output_shape's pads
     auto = n.attr("auto_pad", "NOTSET")
     if n.attr("output_shape") is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
         shape = list(n.attr("output_shape") or [size * s for size, s in zip(sizes, strides)])[-spatial:]
@@ -580,40 +558,11 @@ def _conv_transpose(n: _Node) -> Value:
         before, after = pads[:spatial], pads[spatial:]
     else:
         raise n.unsupported(f"auto_pad={auto} is not supported")
-    x = _to_2d(x)
-    if spatial == 1:
-        sizes, kernel, strides, dilations, reach = ([1] + v for v in (sizes, kernel, strides, dilations, reach))
-        extra, before, after = [0] + extra, [0] + before, [0] + after
-    # Zeros between the elements: [N, C, H, 1, W, 1] broadcast next to
-    # zeros to [N, C, H, s, W, s], flattened, the trailing zeros cut.
-    batch, channels = x.shape[0], x.shape[1]
-    if any(s > 1 for s in strides):
-        spread = _reshaped(x, [batch, channels, sizes[0], 1, sizes[1], 1])
-        zeros = np.zeros((), np.dtype(x.dtype))
-        for axis, s in ((3, strides[0]), (5, strides[1])):
-            if s > 1:
-                shape = list(spread.shape)
-                shape[axis] = s - 1
-                spread = _concatenated([spread, _broadcast(zeros, shape)], axis)
-        x = _reshaped(spread, [batch, channels, sizes[0] * strides[0], sizes[1] * strides[1]])
-        x = _indexed(x, (slice(None), slice(None), slice(0, (sizes[0] - 1) * strides[0] + 1),
-                         slice(0, (sizes[1] - 1) * strides[1] + 1)))
-    # Each side's pad is the kernel's reach less one, less the ONNX pad
-    # (output_padding adds at the end); a negative one crops.
-    low = [r - 1 - b for r, b in zip(reach, before)]
-    high = [r - 1 - a + e for r, a, e in zip(reach, after, extra)]
-    crop = tuple(slice(max(0, -lo), x.shape[2 + i] - max(0, -hi)) for i, (lo, hi) in enumerate(zip(low, high)))
-    if any(v < 0 for v in low + high):
-        x = _indexed(x, (slice(None), slice(None)) + crop)
-    pads = [max(0, low[0]), max(0, low[1]), max(0, high[0]), max(0, high[1])]
-    # [C_in, C_out/g, kh, kw] -> [C_out, C_in/g, kh, kw], flipped spatially.
-    w = _to_2d(w)
-    c_in, per_group = w.shape[0], w.shape[1]
-    w = _reshaped(w, [groups, c_in // groups, per_group, *w.shape[2:]])
-    w = numpy_or([w], lambda v: np.transpose(v, (0, 2, 1, 3, 4)), lambda v: ops.transpose(v, [0, 2, 1, 3, 4]))
-    w = _flipped(_reshaped(w, [groups * per_group, c_in // groups, *kernel]), (2, 3))
-    y = ops.conv2d(x, w, n.input(2), stride=(1, 1), padding=pads, dilation=tuple(dilations), groups=groups)
-    return _from_2d(y, rank)
+    if spatial == 1:  # over a height of one
+        strides, dilations, extra, before, after = [1] + strides, [1] + dilations, [0] + extra, [0] + before, \
+            [0] + after
+    return _from_2d(conv_transpose(_to_2d(x), _to_2d(w), n.input(2), strides, dilations, before, after, extra,
+                                   groups), rank)
 
 
 def _pool(kind: str) -> Callable[[_Node], Value]:
@@ -658,8 +607,8 @@ def _global_lp_pool(n: _Node) -> Value:
 def _instance_norm(n: _Node) -> Value:
     x = as_tensor(n.inputs[0])
     channel = [x.shape[1]] + [1] * (x.ndim - 2)
-    return _normalized(x, tuple(range(2, x.ndim)), n.attr("epsilon", 1e-5)) * _reshaped(n.inputs[1], channel) + \
-        _reshaped(n.inputs[2], channel)
+    return _normalized(x, tuple(range(2, x.ndim)), n.attr("epsilon", 1e-5)) * reshaped(n.inputs[1], channel) + \
+        reshaped(n.inputs[2], channel)
 
 
 def _group_norm(n: _Node) -> Value:
@@ -674,10 +623,10 @@ def _group_norm(n: _Node) -> Value:
     y = ops.reshape(_normalized(grouped, (2,), n.attr("epsilon", 1e-5)), list(x.shape))
     scale, bias = n.inputs[1], n.inputs[2]
     if scale.shape[0] != channels:  # per group: each group's value for its channels
-        scale, bias = (_reshaped(_broadcast(_reshaped(v, [groups, 1]), [groups, channels // groups]), [channels])
+        scale, bias = (reshaped(_broadcast(reshaped(v, [groups, 1]), [groups, channels // groups]), [channels])
                        for v in (scale, bias))
     channel = [channels] + [1] * (x.ndim - 2)
-    return y * _reshaped(scale, channel) + _reshaped(bias, channel)
+    return y * reshaped(scale, channel) + reshaped(bias, channel)
 
 
 def _normalized(x: Tensor, axes: tuple[int, ...], eps: float) -> Tensor:
@@ -774,7 +723,7 @@ def _split(n: _Node) -> tuple[Value, ...]:
     for size in sizes:
         index = [slice(None)] * len(x.shape)
         index[axis] = slice(at, at + int(size))
-        results.append(_indexed(x, tuple(index)))
+        results.append(indexed(x, tuple(index)))
         at += int(size)
     return tuple(results)
 
@@ -788,7 +737,7 @@ def _tile(n: _Node) -> Value:
     # however many copies, not a concatenation of that many operands.
     spread = [d for s in shape for d in (1, s)]
     copies = [d for r, s in zip(repeats, shape) for d in (r, s)]
-    return _reshaped(_broadcast(_reshaped(x, spread), copies), [r * s for r, s in zip(repeats, shape)])
+    return reshaped(_broadcast(reshaped(x, spread), copies), [r * s for r, s in zip(repeats, shape)])
 
 
 def _dropout(n: _Node) -> Value:
@@ -889,11 +838,11 @@ def _pad(n: _Node) -> Value:
             else:
                 index = [slice(None)] * rank
                 index[axis] = slice(0, 1) if edge == 0 else slice(result.shape[axis] - 1, result.shape[axis])
-                piece = _indexed(result, tuple(index))
+                piece = indexed(result, tuple(index))
                 parts.append(_broadcast(piece, shape))
         pieces = [p for p in (parts[0], result, parts[1]) if p is not None]
         if len(pieces) > 1:
-            result = _concatenated(pieces, axis)
+            result = concatenated(pieces, axis)
     return result
 
 
@@ -921,7 +870,7 @@ def _negative_log_likelihood(n: _Node, log_prob: Value, target: Value, weight: O
     kept = None if ignore is None else target != np.asarray(ignore, np.dtype(target.dtype))
     # An ignored target may be any value: read class 0 there, weighted 0.
     safe = target if kept is None else _where(kept, target, _zeros_like(target))
-    picked = _reshaped(gathered_along(log_prob, _reshaped(safe, [safe.shape[0], 1, *safe.shape[1:]]), 1),
+    picked = reshaped(gathered_along(log_prob, reshaped(safe, [safe.shape[0], 1, *safe.shape[1:]]), 1),
                        list(safe.shape))
     dtype = np.dtype(log_prob.dtype)
     weights = np.ones(safe.shape, dtype) if weight is None else \
@@ -1089,7 +1038,7 @@ def _scan(x: Value, axis: int, combine: Callable[[Value, Value], Value], identit
         shape = list(x.shape)
         shape[axis] = shift
         before = _broadcast(np.asarray(identity, np.dtype(x.dtype)), shape)
-        x = combine(x, _concatenated([before, _indexed(x, tuple(index))], axis))
+        x = combine(x, concatenated([before, indexed(x, tuple(index))], axis))
         shift *= 2
     return x
 
@@ -1106,16 +1055,16 @@ def _cumulative(kind: str) -> Callable[[_Node], Value]:
         axis %= rank
         combine, identity = (lambda a, b: a + b, 0) if kind == "sum" else (lambda a, b: a * b, 1)
         if n.attr("reverse", 0):
-            x = _flipped(x, [axis])
+            x = flipped(x, [axis])
         if n.attr("exclusive", 0):  # shifted by one: the identity first, the last element dropped
             index = [slice(None)] * rank
             index[axis] = slice(0, x.shape[axis] - 1)
             shape = list(x.shape)
             shape[axis] = 1
-            x = _concatenated([_broadcast(np.asarray(identity, np.dtype(x.dtype)), shape),
-                               _indexed(x, tuple(index))], axis)
+            x = concatenated([_broadcast(np.asarray(identity, np.dtype(x.dtype)), shape),
+                               indexed(x, tuple(index))], axis)
         y = _scan(x, axis, combine, identity)
-        return _flipped(y, [axis]) if n.attr("reverse", 0) else y
+        return flipped(y, [axis]) if n.attr("reverse", 0) else y
     return convert
 
 
@@ -1131,11 +1080,11 @@ def _product(x: Value, axes: Sequence[int], keep: bool) -> Value:
             parts = []
             for at in ((0, half), (half, 2 * half), (2 * half, size)):
                 index[axis] = slice(*at)
-                parts.append(_indexed(x, tuple(index)))
+                parts.append(indexed(x, tuple(index)))
             x = parts[0] * parts[1]
             if size % 2:
-                x = _concatenated([x, parts[2]], axis)
-    return x if keep else _reshaped(x, [d for i, d in enumerate(x.shape) if i not in axes])
+                x = concatenated([x, parts[2]], axis)
+    return x if keep else reshaped(x, [d for i, d in enumerate(x.shape) if i not in axes])
 
 
 def _rotary_embedding(n: _Node) -> Value:
@@ -1163,7 +1112,7 @@ def _rotary_embedding(n: _Node) -> Value:
                     for c in (cos, sin))
     if tuple(cos.shape)[-1] != rotated // 2:
         raise CompileError(f"its caches' last dim is {cos.shape[-1]}; rotary_embedding_dim / 2 is {rotated // 2}")
-    cos, sin = (_reshaped(c, [c.shape[0], c.shape[1], 1, rotated // 2]) for c in (cos, sin))
+    cos, sin = (reshaped(c, [c.shape[0], c.shape[1], 1, rotated // 2]) for c in (cos, sin))
     part = x[:, :, :, :rotated] if rotated < head else x
     b, s, h = part.shape[:3]
     if n.attr("interleaved", 0):
@@ -1196,7 +1145,7 @@ def _center_crop_pad(n: _Node) -> Value:
             index = [slice(None)] * rank
             start = (have - size) // 2
             index[axis] = slice(start, start + size)
-            x = _indexed(x, tuple(index))
+            x = indexed(x, tuple(index))
         elif size > have:
             before = (size - have) // 2
             parts = []
@@ -1204,7 +1153,7 @@ def _center_crop_pad(n: _Node) -> Value:
                 shape = list(x.shape)
                 shape[axis] = width
                 parts.append(_broadcast(np.zeros((), np.dtype(x.dtype)), shape) if width else None)
-            x = _concatenated([p for p in (parts[0], x, parts[1]) if p is not None], axis)
+            x = concatenated([p for p in (parts[0], x, parts[1]) if p is not None], axis)
     return x
 
 
@@ -1213,7 +1162,7 @@ def _compress(n: _Node) -> Value:
     x, condition = n.inputs[0], n.constant(1, "condition").reshape(-1).astype(bool)
     axis = n.attr("axis")
     if axis is None:
-        x, axis = _reshaped(x, [math.prod(x.shape)]), 0
+        x, axis = reshaped(x, [math.prod(x.shape)]), 0
     axis %= len(x.shape)
     kept = np.nonzero(condition[:x.shape[axis]])[0].astype(np.int64)
     return numpy_or([x], lambda v: np.take(v, kept, axis), lambda v: ops.take(v, kept, axis))
@@ -1342,14 +1291,14 @@ def _scattered(n: _Node, data: Value, targets: np.ndarray, updates: Value) -> Va
     order = np.argsort(targets, kind="stable")
     repeat = np.empty_like(order)
     repeat[order] = np.arange(targets.size) - np.searchsorted(targets[order], targets[order])
-    flat, values = _reshaped(data, [size]), _reshaped(updates, [targets.size])
+    flat, values = reshaped(data, [size]), reshaped(updates, [targets.size])
     for r in range(int(repeat.max()) + 1 if targets.size else 0):
         source, written = np.zeros(size, np.int64), np.zeros(size, bool)
         source[targets[repeat == r]] = np.nonzero(repeat == r)[0]
         written[targets[repeat == r]] = True
         picked = numpy_or([values], lambda v, s=source: np.take(v, s), lambda v, s=source: ops.take(v, s, 0))
         flat = _where(written, combine(flat, picked), flat)
-    return _reshaped(flat, list(data.shape))
+    return reshaped(flat, list(data.shape))
 
 
 def _scatter_elements(n: _Node) -> Value:
@@ -1392,7 +1341,7 @@ def _one_hot(n: _Node) -> Value:
     classes = classes.reshape([depth] + [1] * (rank - 1 - axis))
     positive = _where(indices < 0, indices + np.asarray(depth, np.dtype(indices.dtype)), indices)
     expanded = numpy_or([positive], lambda v: np.expand_dims(v, axis), lambda v: ops.unsqueeze(v, axis))
-    off, on = (_indexed(values, i) for i in (0, 1))
+    off, on = (indexed(values, i) for i in (0, 1))
     return _where(expanded == classes, on, off)
 
 

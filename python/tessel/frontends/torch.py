@@ -37,7 +37,7 @@ from ..dtypes import BFLOAT16, words
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
-from ._common import Value, arg_extreme, attention, cast_to, gathered_along, matmul, numpy_or
+from ._common import Value, arg_extreme, attention, cast_to, conv_transpose, gathered_along, matmul, numpy_or
 
 try:
     import torch
@@ -591,16 +591,20 @@ def _convolution(n: _Node, x: Value, weight: Value, bias: Optional[Value], strid
                  padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
                  groups: int) -> Value:
     x = as_tensor(x)
-    if transposed:
-        raise n.unsupported("transposed convolution is not supported")
-    if x.ndim == 4:
-        return ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups)
-    if x.ndim != 3:
+    if x.ndim not in (3, 4):
         raise n.unsupported(f"only 1-D and 2-D convolution are supported, got a rank-{x.ndim} input")
-    # 1-D as 2-D over a height of one.
-    weight = numpy_or([weight], lambda w: np.expand_dims(w, 2), lambda w: ops.unsqueeze(w, 2))
-    y = ops.conv2d(ops.unsqueeze(x, 2), weight, bias, [1, stride[0]], [0, padding[0]], [1, dilation[0]], groups)
-    return ops.squeeze(y, 2)
+    one_d = x.ndim == 3
+    if one_d:  # 1-D as 2-D over a height of one
+        x = ops.unsqueeze(x, 2)
+        weight = numpy_or([weight], lambda w: np.expand_dims(w, 2), lambda w: ops.unsqueeze(w, 2))
+        stride, padding, dilation, output_padding = ([first, *v] for first, v in zip(
+            (1, 0, 1, 0), (stride, padding, dilation, output_padding)))
+    if transposed:
+        y = conv_transpose(x, weight, bias, _pair(stride), _pair(dilation), _pair(padding), _pair(padding),
+                           _pair(output_padding), groups)
+    else:
+        y = ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups)
+    return ops.squeeze(y, 2) if one_d else y
 
 
 def _pool_shape_check(n: _Node, x: Tensor, kernel: list[int], stride: list[int], padding: list[int],
