@@ -204,6 +204,10 @@ OP_CASES = {
                                          i.float().abs().sqrt()), (I, J)),
     "gather": (lambda x, j: (torch.gather(x, 1, j - 1), x.gather(0, (j - 1)[:2] % 3), x.gather(-1, (j - 1)[:, :2])),
                (X, J)),
+    "ceil_mode_pools": (lambda x: (F.max_pool2d(x, 3, 2, ceil_mode=True),
+                                   F.max_pool2d(x[:, :, :7], 2, 3, 1, ceil_mode=True),
+                                   F.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+                                   F.avg_pool2d(x[:, :, 1:], 2, 3, ceil_mode=True, count_include_pad=False)), (IMAGE,)),
     "transposed_convolution": (lambda x: (
         F.conv_transpose2d(x, WEIGHTS.transpose(0, 1)[:3], stride=2, padding=1, output_padding=1),
         F.conv_transpose2d(x, WEIGHTS[:3, :2], None, 1, 2, 0, 3, 2),  # 3 groups, dilation 2

@@ -16,7 +16,7 @@ from .. import ops
 from ..tracing import Tensor, as_tensor
 
 __all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention", "attention_stages", "arg_extreme", "gathered_along",
-           "reshaped", "indexed", "concatenated", "flipped", "conv_transpose"]
+           "reshaped", "indexed", "concatenated", "flipped", "conv_transpose", "pooled"]
 
 Value = Union[Tensor, np.ndarray]
 
@@ -196,3 +196,31 @@ def conv_transpose(x: Value, w: Value, bias: Optional[Value], strides: Sequence[
     w = flipped(reshaped(w, [groups * per_group, c_in // groups, *kernel]), (2, 3))
     return ops.conv2d(x, w, bias, stride=(1, 1), padding=[max(0, low[0]), max(0, low[1]), max(0, high[0]),
                                                           max(0, high[1])], dilation=tuple(dilations), groups=groups)
+
+
+def pooled(kind: str, x: Value, kernel: Sequence[int], stride: Sequence[int], pads: Sequence[int], *,
+           ceil_mode: bool = False, count_include_pad: bool = False) -> Tensor:
+    """2-D max or average pooling (``kind``) of x [N, C, H, W], pads
+    [top, left, bottom, right]. With ``ceil_mode`` a last partial window
+    counts if it starts inside the input or its leading pad (torch's and
+    ONNX's rule): extra trailing padding, which an average counting pads
+    (``count_include_pad``) still leaves out of its divisor."""
+    given, padded, outs = list(pads), list(pads), []
+    for i, (size, k, s) in enumerate(zip(x.shape[2:], kernel, stride)):
+        span = size + given[i] + given[i + 2] - k
+        out = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (out - 1) * s >= size + given[i]:
+            out -= 1
+        padded[i + 2] += max(0, (out - 1) * s + k - (size + given[i] + given[i + 2]))
+        outs.append(out)
+    if kind == "max":
+        return ops.max_pool2d(x, tuple(kernel), tuple(stride), padded)
+    y = ops.avg_pool2d(x, tuple(kernel), tuple(stride), padded, count_include_pad=count_include_pad)
+    if count_include_pad and padded != given:
+        # Each window's elements within the input and its given pads: not the overhang.
+        counts = []
+        for i, (size, k, s, out) in enumerate(zip(x.shape[2:], kernel, stride, outs)):
+            starts = np.arange(out) * s - given[i]
+            counts.append(np.minimum(starts + k, size + given[i + 2]) - starts)
+        y = y * ((kernel[0] * kernel[1]) / np.outer(*counts)).astype(np.dtype(y.dtype))
+    return y

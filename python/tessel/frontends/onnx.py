@@ -38,7 +38,7 @@ from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
 from ._common import (Value, arg_extreme, attention_stages, cast_to, concatenated, conv_transpose, flipped,
-                      gathered_along, indexed, matmul, numpy_or, reshaped)
+                      gathered_along, indexed, matmul, numpy_or, pooled, reshaped)
 
 __all__ = ["from_onnx", "SUPPORTED_OPS", "MAX_CONSTANT_BYTES"]
 
@@ -571,15 +571,12 @@ def _pool(kind: str) -> Callable[[_Node], Value]:
                "storage_order")
         x = n.inputs[0]
         strides, dilations, pads, kernel = _window(n, x, n.attr("kernel_shape"))
-        if n.attr("ceil_mode", 0) or any(d != 1 for d in dilations):
-            raise n.unsupported("ceil_mode and dilations are not supported")
+        if any(d != 1 for d in dilations):
+            raise n.unsupported("dilations are not supported")
         if len(n.proto.output) > 1 and n.proto.output[1]:
             raise n.unsupported("the Indices output is not supported")
-        if kind == "max":
-            y = ops.max_pool2d(_to_2d(x), tuple(kernel), tuple(strides), pads)
-        else:
-            y = ops.avg_pool2d(_to_2d(x), tuple(kernel), tuple(strides), pads,
-                               count_include_pad=bool(n.attr("count_include_pad", 0)))
+        y = pooled(kind, _to_2d(x), kernel, strides, pads, ceil_mode=bool(n.attr("ceil_mode", 0)),
+                   count_include_pad=bool(n.attr("count_include_pad", 0)))
         return _from_2d(y, len(x.shape))
     return convert
 

@@ -37,7 +37,8 @@ from ..dtypes import BFLOAT16, words
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
-from ._common import Value, arg_extreme, attention, cast_to, conv_transpose, gathered_along, matmul, numpy_or
+from ._common import (Value, arg_extreme, attention, cast_to, conv_transpose, gathered_along, matmul, numpy_or,
+                      pooled)
 
 try:
     import torch
@@ -607,36 +608,32 @@ def _convolution(n: _Node, x: Value, weight: Value, bias: Optional[Value], strid
     return ops.squeeze(y, 2) if one_d else y
 
 
-def _pool_shape_check(n: _Node, x: Tensor, kernel: list[int], stride: list[int], padding: list[int],
-                      ceil_mode: bool) -> None:
+def _pooled(n: _Node, kind: str, x: Value, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+            count_include_pad: bool = False) -> Tensor:
+    x = as_tensor(x)
     if x.ndim != 4:
         raise n.unsupported(f"only 2-D pooling of NCHW tensors is supported, got rank {x.ndim}")
-    floor = [(x.shape[2 + i] + 2 * padding[i] - kernel[i]) // stride[i] + 1 for i in range(2)]
-    if ceil_mode and floor != n.shape[2:]:
-        raise n.unsupported("ceil_mode=True with a partial last window is not supported")
+    kernel, padding = _pair(kernel_size), _pair(padding)
+    y = pooled(kind, x, kernel, _pair(stride) if stride else kernel, padding * 2, ceil_mode=ceil_mode,
+               count_include_pad=count_include_pad)
+    if list(y.shape) != list(n.shape):
+        raise CompileError(f"pooling gives {list(y.shape)} where torch recorded {list(n.shape)}")
+    return y
 
 
 def _max_pool(n: _Node, x: Value, kernel_size: Any, stride: Any = (), padding: Any = 0, dilation: Any = 1,
               ceil_mode: bool = False) -> tuple:
     n.only_first_result("the indices result of max_pool2d_with_indices")
-    x = as_tensor(x)
-    kernel, padding = _pair(kernel_size), _pair(padding)
-    stride = _pair(stride) if stride else kernel
     if _pair(dilation) != [1, 1]:
         raise n.unsupported("dilation is not supported")
-    _pool_shape_check(n, x, kernel, stride, padding, ceil_mode)
-    return ops.max_pool2d(x, kernel, stride, padding), None
+    return _pooled(n, "max", x, kernel_size, stride, padding, ceil_mode), None
 
 
 def _avg_pool(n: _Node, x: Value, kernel_size: Any, stride: Any = (), padding: Any = 0, ceil_mode: bool = False,
               count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Value:
-    x = as_tensor(x)
-    kernel, padding = _pair(kernel_size), _pair(padding)
-    stride = _pair(stride) if stride else kernel
     if divisor_override is not None:
         raise n.unsupported("divisor_override is not supported")
-    _pool_shape_check(n, x, kernel, stride, padding, ceil_mode)
-    return ops.avg_pool2d(x, kernel, stride, padding, count_include_pad=count_include_pad)
+    return _pooled(n, "avg", x, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
 def _upsampled(n: _Node, x: Value, mode: str, coordinates: str) -> Value:
