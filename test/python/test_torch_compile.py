@@ -131,6 +131,38 @@ def test_a_tuning_database_is_read_by_each_partition(tmp_path, capfd):
     assert "eager" not in capfd.readouterr().err
 
 
+def test_a_cuda_target_runs_its_partitions_through_the_runtime_here_on_the_emulator(capfd):
+    # The same partitions, compiled for sm_90 and run by tessel.runtime; with
+    # emulate the PTX emulator runs them on CPU tensors (no GPU needed).
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).eval()
+    x = torch.randn(3, 8)
+    compiled = _compiled(model, target="cuda:sm_90", emulate=True, report=True)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    report = capfd.readouterr().err
+    assert "ops compiled, in 1 partitions" in report and "eager" not in report, report
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_tensors_run_on_their_gpu_and_results_stay_there():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).eval().cuda()
+    x = torch.randn(3, 8, device="cuda")
+    with torch.no_grad():
+        got = _compiled(model, target="auto")(x)
+        assert got.device == x.device
+        torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"target": "cuda:sm_99"}, "unknown target 'cuda:sm_99'"),
+    ({"emulate": True}, "emulate runs a CUDA target's kernels on the PTX emulator; the target is the CPU"),
+])
+def test_bad_targets_are_refused(options, message):
+    with pytest.raises(Exception, match=message):
+        with torch.no_grad():
+            _compiled(torch.nn.ReLU(), **options)(torch.randn(2))
+
+
 def test_an_unknown_option_is_refused():
     compiled = _compiled(torch.nn.ReLU(), tile=3)
     with pytest.raises(Exception, match="unknown tessel backend options \\['tile'\\]"):

@@ -18,8 +18,12 @@ warning, as does one whose shapes Dynamo made symbolic (a second shape:
 ``torch.compile(..., dynamic=False)`` compiles one graph per shape instead).
 
 Options (``torch.compile(model, backend="tessel", options={...})``):
-``target`` (``"cpu"``, the default, or ``"auto"``, which is the CPU until the
-CUDA runtime takes torch tensors here), ``cache`` (the compile cache, as
+``target`` (``"cpu"``, the default; a CUDA target such as ``"cuda:sm_90"``,
+whose partitions run through :mod:`tessel.runtime` on the GPU the CUDA
+tensors are on, results left there; or ``"auto"``: the GPU's target for CUDA
+tensors, the CPU for CPU tensors), ``emulate`` (a CUDA target's kernels on the
+PTX emulator, CPU tensors in and out: no GPU needed, slow, for tests),
+``cache`` (the compile cache, as
 ``tessel.compile`` takes it), ``tuning_db`` (a tuning database, as
 ``tessel.compile`` takes it: each partition's kernels run the best
 schedules measured for them on this CPU) and ``report`` (print what ran
@@ -31,8 +35,10 @@ from __future__ import annotations
 import collections
 import operator
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
@@ -44,7 +50,7 @@ from .torch import _ARGUMENT_DTYPES, _IGNORED, CONVERTERS, _export, _op_name, fr
 
 __all__ = ["Report", "backend"]
 
-_OPTIONS = ("target", "cache", "tuning_db", "report")
+_OPTIONS = ("target", "emulate", "cache", "tuning_db", "report")
 
 
 @dataclass
@@ -112,14 +118,15 @@ class _Supported(OperatorSupportBase):
 class _Compiled(torch.nn.Module):
     """A partition compiled by tessel, called as the partition was."""
 
-    def __init__(self, executable: Any, tuple_output: bool) -> None:
+    def __init__(self, executable: Any, tuple_output: bool, **call: Any) -> None:
         super().__init__()
         self.executable = executable
         self.tuple_output = tuple_output
+        self.call = call  # device_outputs=True for a GPU's results, left on it
 
     def forward(self, *args: Any) -> Any:
         # Parameters require grad even under no_grad, and DLPack refuses those: a detached view shares the data.
-        results = self.executable(*(a.detach() if isinstance(a, torch.Tensor) else a for a in args))
+        results = self.executable(*(a.detach() if isinstance(a, torch.Tensor) else a for a in args), **self.call)
         tensors = tuple(torch.from_dlpack(r) for r in (results if isinstance(results, tuple) else (results,)))
         return tensors if self.tuple_output else tensors[0]
 
@@ -130,7 +137,44 @@ def _example(node: Any) -> Any:
     return torch.zeros(value.shape, dtype=value.dtype) if isinstance(value, torch.Tensor) else value
 
 
-def _eager_reason(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> str | None:
+def _target(options: dict[str, Any], example_inputs: Sequence[Any]) -> str:
+    """The target the partitions compile for: the option's, or for "auto"
+    the chip of the GPU the CUDA tensors are on (the CPU for CPU tensors)."""
+    from ..compiler import available_targets
+
+    target = options.get("target", "cpu")
+    known = available_targets()
+    if target == "auto":
+        devices = {t.device for t in example_inputs if isinstance(t, torch.Tensor)}
+        cuda = [d for d in devices if d.type == "cuda"]
+        if not cuda:
+            return "cpu"
+        major, minor = torch.cuda.get_device_capability(cuda[0])
+        target = f"cuda:sm_{major}{minor}"
+        if target not in known:
+            raise UnsupportedError(f"the tensors are on a GPU of {target}, which tessel has no target for; "
+                                   f"available: {', '.join(known)}")
+    if target not in known:
+        raise UnsupportedError(f"unknown target {target!r} for tessel's torch.compile backend; available: "
+                               f"{', '.join(known)} and 'auto'")
+    if options.get("emulate") and target == "cpu":
+        raise UnsupportedError("emulate runs a CUDA target's kernels on the PTX emulator; the target is the CPU")
+    return target
+
+
+def _executable(artifact: Any, example_inputs: Sequence[Any], emulate: bool) -> Any:
+    """A CUDA artifact ready to call: on the PTX emulator, or on the GPU of the example tensors."""
+    if emulate:
+        return artifact.emulate()
+    from .. import runtime
+
+    device = next(t.device for t in example_inputs if isinstance(t, torch.Tensor) and t.device.type == "cuda")
+    with tempfile.TemporaryDirectory() as tmp:  # the executable reads the PTX and uploads the constants now
+        return runtime.load(artifact.save(Path(tmp) / "artifact"), device=device.index or 0)
+
+
+def _eager_reason(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], target: str,
+                  emulate: bool) -> str | None:
     """Why the whole graph runs in eager; None when tessel takes it."""
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
@@ -139,8 +183,11 @@ def _eager_reason(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> st
     if len(tensors) != len(example_inputs) or any(not isinstance(d, int) for t in tensors for d in t.shape):
         return ("Dynamo made its shapes symbolic (a second shape); tessel compiles static shapes: "
                 "torch.compile(..., dynamic=False) compiles one graph per shape")
-    if any(t.device.type != "cpu" for t in tensors):
-        return f"its tensors are on {tensors[0].device}; tessel's torch.compile backend runs CPU tensors"
+    wanted = "cpu" if target == "cpu" or emulate else "cuda"
+    if any(t.device.type != wanted for t in tensors) or len({t.device for t in tensors}) > 1:
+        where = ", ".join(sorted({str(t.device) for t in tensors}))
+        return (f"its tensors are on {where}; target {target!r}{' emulated' if emulate else ''} runs {wanted} "
+                "tensors (of one device)")
     return None
 
 
@@ -153,14 +200,12 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise UnsupportedError(f"unknown tessel backend options {unknown}; known: {', '.join(_OPTIONS)}")
-    target = options.get("target", "cpu")
-    if target not in ("cpu", "auto"):
-        raise UnsupportedError(f"tessel's torch.compile backend runs target 'cpu' (or 'auto'), not {target!r}")
+    target, emulate = _target(options, example_inputs), bool(options.get("emulate"))
     if options.get("tuning_db") is not None:  # a wrong path is the caller's error, not a reason for eager
         from ..tuning import TuningDatabase
 
         TuningDatabase(options["tuning_db"], readonly=True).close()
-    why = _eager_reason(gm, example_inputs)
+    why = _eager_reason(gm, example_inputs, target, emulate)
     if why:
         warnings.warn(f"tessel: this graph runs in eager PyTorch: {why}", stacklevel=2)
         return gm.forward
@@ -185,15 +230,18 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
         output = next(n for n in part.graph.nodes if n.op == "output")
         try:
             graph_module = from_torch(part, tuple(_example(a) for a in call.args), name=call.target)
-            executable = tessel_compile(graph_module, target="cpu", cache=options.get("cache", True),
+            executable = tessel_compile(graph_module, target=target, cache=options.get("cache", True),
                                         tuning_db=options.get("tuning_db"))
+            if target != "cpu":
+                executable = _executable(executable, example_inputs, emulate)
         except TesselError as e:
             report.failed_partitions.append(f"{ops} ops: {str(e).splitlines()[0]}")
             for n in part.graph.nodes:
                 if n.op == "call_function" and _op_name(n.target) not in _IGNORED:
                     report.eager_ops[(_op_name(n.target), "its partition failed")] += 1
             continue
-        setattr(fused, call.target, _Compiled(executable, isinstance(output.args[0], (tuple, list))))
+        on_gpu = {"device_outputs": True} if target != "cpu" and not emulate else {}
+        setattr(fused, call.target, _Compiled(executable, isinstance(output.args[0], (tuple, list)), **on_gpu))
         report.compiled_ops += ops
         report.partitions += 1
     fused.recompile()
