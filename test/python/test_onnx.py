@@ -89,10 +89,16 @@ def test_models_of_opset_7_to_12_import_where_their_ops_mean_the_same():
 
 
 def test_unsupported_ops_and_inputs_are_clear_errors(tmp_path):
-    model = _model([helper.make_node("Unique", ["x"], ["y"], name="mix")], [_f32("x", [6])], [_f32("y", [6])])
-    with pytest.raises(tessel.UnsupportedError, match=r"ONNX node mix \(Unique\): this op is not supported; "
-                                                      r"supported: Abs, Add"):
+    model = _model([helper.make_node("NonZero", ["x"], ["y"], name="mix")], [_f32("x", [6])], [_f32("y", [6])])
+    with pytest.raises(tessel.UnsupportedError, match=r"ONNX node mix \(NonZero\): this op is not supported; "
+                                                      r"supported: Abs, Add"):  # all of them: none is near
         tessel.from_onnx(model)
+    unpool = _model([helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2, 2])],
+                    [_f32("x", [1, 1, 2, 2]), helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1, 2, 2])],
+                    [_f32("y", [1, 1, 4, 4])])
+    with pytest.raises(tessel.UnsupportedError, match=r"\(MaxUnpool\): this op is not supported; nearest supported: "
+                                                      r"MaxPool \(tessel.frontends.onnx.SUPPORTED_OPS\)"):
+        tessel.from_onnx(unpool)
     dynamic = _model([helper.make_node("Relu", ["x"], ["y"])], [_f32("x", ["batch", 3])], [_f32("y", ["batch", 3])])
     with pytest.raises(tessel.UnsupportedError, match="input 'x' has a dynamic or unknown shape"):
         tessel.from_onnx(dynamic)

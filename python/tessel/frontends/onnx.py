@@ -22,6 +22,7 @@ checked against ``MAX_CONSTANT_BYTES`` before it is built.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import os
@@ -1746,7 +1747,9 @@ def _convert(proto: Any, index: int, env: dict[str, Value], producers: Producers
         raise UnsupportedError(f"domain {proto.domain!r} is not supported")
     convert = CONVERTERS.get(proto.op_type)
     if convert is None:
-        raise UnsupportedError("this op is not supported; supported: " + ", ".join(SUPPORTED_OPS))
+        nearest = difflib.get_close_matches(proto.op_type, SUPPORTED_OPS, n=4, cutoff=0.6)
+        listing = "nearest supported: " + ", ".join(nearest) if nearest else "supported: " + ", ".join(SUPPORTED_OPS)
+        raise UnsupportedError(f"this op is not supported; {listing} (tessel.frontends.onnx.SUPPORTED_OPS)")
     schema = _schema(proto.op_type, version)
     first = _FIRST_DEFINITION.get(proto.op_type)
     if first is not None and schema is not None and schema.since_version < first:
