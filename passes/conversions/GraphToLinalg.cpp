@@ -246,6 +246,21 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
       return F::create(b, loc, args[0], args[1]);
     return I::create(b, loc, args[0], args[1]);
   };
+  // An integer divisor that cannot trap (x86) or be poison: 1 where it is 0
+  // or -1 (MIN / -1 overflows), with those two conditions for the caller.
+  auto guardedDivisor = [&]() -> std::tuple<Value, Value, Value> {
+    Value one = arith::ConstantOp::create(b, loc, b.getOneAttr(t));
+    Value minusOne =
+        arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, -1));
+    Value byZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         args[1], zero());
+    Value byMinusOne = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, args[1], minusOne);
+    Value divisor = arith::SelectOp::create(
+        b, loc, arith::OrIOp::create(b, loc, byZero, byMinusOne), one,
+        args[1]);
+    return {divisor, byZero, byMinusOne};
+  };
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](graph::AddOp) { return pick(arith::AddFOp(), arith::AddIOp()); })
       .Case([&](graph::SubOp) { return pick(arith::SubFOp(), arith::SubIOp()); })
@@ -253,18 +268,8 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
       .Case([&](graph::DivOp) -> Value {
         if (isFloat)
           return arith::DivFOp::create(b, loc, args[0], args[1]);
-        // Defined for every divisor, as numpy: x / 0 = 0 and MIN / -1 =
-        // MIN (0 - x wraps), where divsi would trap (x86) or be poison.
-        Value one = arith::ConstantOp::create(b, loc, b.getOneAttr(t));
-        Value minusOne = arith::ConstantOp::create(
-            b, loc, b.getIntegerAttr(t, -1));
-        Value byZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                             args[1], zero());
-        Value byMinusOne = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::eq, args[1], minusOne);
-        Value divisor = arith::SelectOp::create(
-            b, loc, arith::OrIOp::create(b, loc, byZero, byMinusOne), one,
-            args[1]);
+        // x / 0 = 0 and MIN / -1 = MIN (0 - x wraps), as numpy.
+        auto [divisor, byZero, byMinusOne] = guardedDivisor();
         Value quotient = arith::DivSIOp::create(b, loc, args[0], divisor);
         Value negated = arith::SubIOp::create(b, loc, zero(), args[0]);
         return arith::SelectOp::create(
@@ -274,19 +279,10 @@ Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args) {
       .Case([&](graph::RemOp) -> Value {
         if (isFloat)
           return arith::RemFOp::create(b, loc, args[0], args[1]);
-        // As graph.div: a divisor of 0 or -1 (MIN % -1 traps) gives 0.
-        Value one = arith::ConstantOp::create(b, loc, b.getOneAttr(t));
-        Value minusOne = arith::ConstantOp::create(
-            b, loc, b.getIntegerAttr(t, -1));
-        Value trivial = arith::OrIOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args[1],
-                                  zero()),
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args[1],
-                                  minusOne));
-        Value divisor = arith::SelectOp::create(b, loc, trivial, one, args[1]);
+        // A remainder by 0 or -1 is 0.
+        auto [divisor, byZero, byMinusOne] = guardedDivisor();
         return arith::SelectOp::create(
-            b, loc, trivial, zero(),
+            b, loc, arith::OrIOp::create(b, loc, byZero, byMinusOne), zero(),
             arith::RemSIOp::create(b, loc, args[0], divisor));
       })
       .Case([&](graph::MaximumOp) {

@@ -34,23 +34,12 @@ def test_the_backend_is_found_by_name_without_importing_tessel():
     assert "ops compiled, in 1 partitions" in run.stderr and "eager" not in run.stderr
 
 
-def test_a_transformer_layer_compiles_whole_and_matches_eager(capfd):
-    # A callable activation keeps torch off its fused inference fast path
-    # (aten._transformer_encoder_layer_fwd, below): the unfused layer.
-    model = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0,
-                                             activation=torch.nn.functional.silu).eval()
-    x = torch.randn(2, 8, 32)
-    compiled = _compiled(model, report=True)
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
-    report = capfd.readouterr().err
-    assert "ops compiled, in 1 partitions" in report and "eager" not in report, report
-
-
-@pytest.mark.parametrize("norm_first, activation", [(False, "relu"), (True, "gelu")])
-def test_torch_fused_encoder_layer_fast_path_compiles(norm_first, activation, capfd):
+@pytest.mark.parametrize("norm_first, activation", [(False, torch.nn.functional.silu), (False, "relu"), (True, "gelu")],
+                         ids=["unfused", "fused", "fused_norm_first"])
+def test_a_transformer_layer_compiles_whole_and_matches_eager(norm_first, activation, capfd):
     # Under no_grad, nn.TransformerEncoderLayer calls its fused kernel
-    # (aten._transformer_encoder_layer_fwd): translated as the layer it is.
+    # (aten._transformer_encoder_layer_fwd, translated as the layer it is)
+    # unless its activation is a callable: the unfused layer's ops.
     model = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0, norm_first=norm_first,
                                              activation=activation).eval()
     x = torch.randn(2, 8, 32)
