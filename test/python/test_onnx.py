@@ -182,6 +182,17 @@ def test_resize_upsample_by_2_linear_and_nearest():
         _check(model, x)
 
 
+def test_a_long_triangle_is_index_arithmetic_not_a_rows_by_cols_constant():
+    # 2049 x 2048 is above the 4M elements a triangle is stored as a constant.
+    rows, cols = 2049, 2048
+    model = _model([helper.make_node("Trilu", ["x", "k"], ["y"], upper=1)], [_f32("x", [rows, cols])],
+                   [_f32("y", [rows, cols])], [("k", np.array(3, np.int64))])
+    module = tessel.from_onnx(model)
+    assert "graph.compare" in str(module)
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    np.testing.assert_array_equal(tessel.compile(module, target="cpu")(x), np.triu(x, 3))
+
+
 @pytest.mark.parametrize("equation, shapes", [
     ("ij,jk->ik", [(3, 4), (4, 5)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 8), (2, 3, 5, 8)]), ("ii->i", [(4, 4)]),
     ("ii", [(4, 4)]), ("ij->ji", [(3, 4)]), ("i,i", [(5,), (5,)]), ("i,j->ij", [(3,), (4,)]),

@@ -57,6 +57,24 @@ def _all(x: Tensor, axis: int) -> Tensor:
     return ops.cast(x, np.int32).min(axis, True) > 0
 
 
+# Larger triangles are computed at run time rather than stored (the graph
+# folder's kMaxFoldedElements).
+_TRIANGLE_CONSTANT_ELEMENTS = 1 << 22
+
+
+def triangle(rows: int, cols: int, diagonal: int = 0, upper: bool = False) -> Value:
+    """The bool ``[rows, cols]`` mask of ``numpy.triu`` (``upper``) or
+    ``numpy.tril`` of ones at ``diagonal``: a constant up to 4M elements,
+    beyond that a comparison of a column and a row of indices, so that a
+    long sequence's causal mask costs ``rows + cols`` constants, not
+    ``rows * cols``."""
+    row = np.arange(rows, dtype=np.int64).reshape(rows, 1) + diagonal
+    col = np.arange(cols, dtype=np.int64)
+    if rows * cols > _TRIANGLE_CONSTANT_ELEMENTS:
+        col = as_tensor(col)
+    return col >= row if upper else col <= row
+
+
 def attention(q: Value, k: Value, v: Value, mask: Optional[Value] = None, *, is_causal: bool = False,
               scale: Optional[float] = None, softcap: float = 0.0) -> Tensor:
     """Scaled dot-product attention over ``[..., seq, head_dim]`` operands.
@@ -98,7 +116,7 @@ def attention_stages(q: Value, k: Value, v: Value, mask: Optional[Value] = None,
         scores = ops.where(mask, scores, float("-inf")) if np.dtype(mask.dtype) == np.bool_ else scores + mask
     if is_causal:
         rows, cols = scores.shape[-2], scores.shape[-1]
-        scores = ops.where(np.tril(np.ones((rows, cols), bool)), scores, float("-inf"))
+        scores = ops.where(triangle(rows, cols), scores, float("-inf"))
     probs = ops.softmax(scores if softmax_dtype is None else cast_to(scores, softmax_dtype), axis=-1)
     if mask is not None:  # without one, a (causal) row always sees its first key
         probs = ops.where(_all(scores == float("-inf"), -1), 0.0, probs)

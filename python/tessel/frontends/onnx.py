@@ -39,7 +39,7 @@ from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
 from ._common import (Value, arg_extreme, attention_stages, cast_to, concatenated, conv_transpose, flipped,
-                      gathered_along, indexed, matmul, numpy_or, pooled, reshaped)
+                      gathered_along, indexed, matmul, numpy_or, pooled, reshaped, triangle)
 
 __all__ = ["from_onnx", "SUPPORTED_OPS", "MAX_CONSTANT_BYTES"]
 
@@ -751,8 +751,7 @@ def _trilu(n: _Node) -> Value:
     x = n.inputs[0]
     k = int(n.constant(1, "k")) if n.input(1) is not None else 0
     rows, cols = x.shape[-2], x.shape[-1]
-    keep = (np.triu if n.attr("upper", 1) else np.tril)(np.ones(_sized((rows, cols), bool), bool), k)
-    return _where(keep, x, _zeros_like(x))
+    return _where(triangle(rows, cols, k, bool(n.attr("upper", 1))), x, _zeros_like(x))
 
 
 def _swish(n: _Node) -> Value:

@@ -38,7 +38,7 @@ from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
 from ._common import (Value, arg_extreme, attention, cast_to, conv_transpose, gathered_along, matmul, numpy_or,
-                      pooled)
+                      pooled, triangle)
 
 try:
     import torch
@@ -753,8 +753,7 @@ def _select(n: _Node, x: Value, dim: int, index: int) -> Value:
 
 def _triangle(upper: bool) -> Callable[..., Value]:
     def convert(n: _Node, x: Value, diagonal: int = 0) -> Value:
-        keep = (np.triu if upper else np.tril)(np.ones(n.shape[-2:], bool), diagonal)
-        return ops.where(keep, x, np.zeros((), n.dtype))
+        return ops.where(triangle(*n.shape[-2:], diagonal, upper), x, np.zeros((), n.dtype))
     return convert
 
 
