@@ -592,7 +592,7 @@ def test_batch_candidates_outside_the_batch_folder_are_refused(saved, tmp_path):
         with pytest.raises(tessel.RuntimeError, match="names no folder of the batch"):
             run_batch(batch, dry=True)
     (batch / "batch.json").write_text("[]")
-    with pytest.raises(tessel.RuntimeError, match="is not a tessel tuning batch"):
+    with pytest.raises(tessel.RuntimeError, match=r"not a tessel tuning batch \(a JSON list, not an object\)"):
         run_batch(batch, dry=True)
 
 

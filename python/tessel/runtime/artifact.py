@@ -24,7 +24,7 @@ import math
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -32,6 +32,7 @@ import numpy as np
 
 from ..dtypes import dtype_named
 from ..errors import RuntimeError
+from .fields import FieldError, field, integer, integers, shown, typed
 
 __all__ = ["FORMAT", "VERSION", "Artifact", "BufferInfo", "KernelInfo", "TargetInfo", "read", "saved_manifest"]
 
@@ -40,6 +41,7 @@ FORMAT = "tessel-cuda-artifact"
 VERSION = 2
 
 BUFFER_KINDS = ("input", "output", "constant", "temporary", "view")
+_MANIFEST = "the manifest"  # what errors call its top-level object
 STEP_OPS = ("alloc", "free", "launch", "copy")
 # The element types a buffer may have: those of tessel's tensors
 # (dtypes.ELEMENT_DTYPES, bfloat16 named even without ml_dtypes).
@@ -109,94 +111,53 @@ class TargetInfo:
         mistyped or out of range, or the target is no CUDA chip."""
         try:
             return _target_info(data, "target_description")
-        except _Malformed as e:
+        except FieldError as e:
             raise RuntimeError(f"malformed target description: {e}") from None
-
-
-class _Malformed(Exception):
-    """A manifest field of the wrong type or out of range (the message says
-    which); Artifact turns it into a tessel.RuntimeError naming the file."""
-
-
-def _shown(value: Any) -> str:
-    """``value``'s repr, cut short: a malformed field may be megabytes."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _get(record: dict[str, Any], key: str, where: str) -> Any:
-    if key not in record:
-        raise _Malformed(f"{where} has no {key!r}")
-    return record[key]
-
-
-def _typed(value: Any, kind: type, where: str, what: str) -> Any:
-    # bool is an int to isinstance; no field of the format is a bool.
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise _Malformed(f"{where} must be {what}, not {_shown(value)}")
-    return value
-
-
-def _int(value: Any, where: str, low: int = 0, high: int | None = None) -> int:
-    _typed(value, int, where, "an integer")
-    if value < low or (high is not None and value > high):
-        bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise _Malformed(f"{where} must be {bound}, not {_shown(value)}")
-    return value
 
 
 def _optional_int(record: dict[str, Any], key: str, where: str) -> int | None:
     value = record.get(key)
-    return None if value is None else _int(value, f"{where}.{key}")
-
-
-def _ints(value: Any, where: str, *, length: int | None = None, max_length: int | None = None, low: int = 0,
-          high: int | None = None) -> tuple[int, ...]:
-    items = _typed(value, list, where, "a list of integers")
-    if (length is not None and len(items) != length) or (max_length is not None and len(items) > max_length):
-        raise _Malformed(f"{where} must be {length if length is not None else f'at most {max_length}'} "
-                         f"integers, not {_shown(value)}")
-    return tuple(_int(v, f"{where}[{i}]", low, high) for i, v in enumerate(items))
+    return None if value is None else integer(value, f"{where}.{key}")
 
 
 def _records(manifest: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
     """The list ``manifest[key]`` of JSON objects, each with its field path."""
-    items = _typed(_get(manifest, key, "the manifest"), list, key, "a list")
-    return [(f"{key}[{i}]", _typed(item, dict, f"{key}[{i}]", "an object")) for i, item in enumerate(items)]
+    items = field(manifest, key, kinds=list, what="a list", whole=_MANIFEST)
+    return [(f"{key}[{i}]", typed(item, dict, f"{key}[{i}]", "an object")) for i, item in enumerate(items)]
 
 
 def _target_info(value: Any, where: str) -> TargetInfo:
     """The :class:`TargetInfo` of description ``value`` (JSON data), whose
     field path is ``where``; its limits bounded by what cuLaunchKernel takes."""
-    record = _typed(value, dict, where, "an object")
-    kind = _get(record, "kind", where)
+    record = typed(value, dict, where, "an object")
+    kind = field(record, "kind", where)
     if kind != "cuda":
-        raise _Malformed(f"{where}.kind must be 'cuda', not {_shown(kind)}")
+        raise FieldError(f"{where}.kind must be 'cuda', not {shown(kind)}")
 
     def dims(key: str) -> tuple[int, int, int]:
-        return _ints(_get(record, key, where), f"{where}.{key}", length=3, low=1,
+        return integers(field(record, key, where), f"{where}.{key}", length=3, low=1,
                      high=MAX_LAUNCH_VALUE)
 
     def number(key: str, low: int = 0) -> int:
-        return _int(_get(record, key, where), f"{where}.{key}", low, MAX_LAUNCH_VALUE)
+        return integer(field(record, key, where), f"{where}.{key}", low, MAX_LAUNCH_VALUE)
 
     vector_bytes = number("vector_bytes", 1)
     if vector_bytes & (vector_bytes - 1):
-        raise _Malformed(f"{where}.vector_bytes must be a power of two, not {vector_bytes}")
-    return TargetInfo(_typed(_get(record, "name", where), str, f"{where}.name", "a string"), number("sm", 1),
+        raise FieldError(f"{where}.vector_bytes must be a power of two, not {vector_bytes}")
+    return TargetInfo(field(record, "name", where, str, "a string"), number("sm", 1),
                       number("max_threads_per_block", 1), dims("max_block"), dims("max_grid"),
                       number("static_shared_per_block"), number("shared_per_block"), vector_bytes)
 
 
 def _tensor(record: dict[str, Any], where: str) -> tuple[tuple[int, ...], np.dtype]:
     """The (shape, dtype) of a signature entry or buffer, its size bounded."""
-    shape = _ints(_get(record, "shape", where), f"{where}.shape", max_length=MAX_RANK)
-    name = _get(record, "dtype", where)
+    shape = integers(field(record, "shape", where), f"{where}.shape", max_length=MAX_RANK)
+    name = field(record, "dtype", where)
     if name not in DTYPE_NAMES:
-        raise _Malformed(f"{where}.dtype must be one of {', '.join(DTYPE_NAMES)}, not {_shown(name)}")
+        raise FieldError(f"{where}.dtype must be one of {', '.join(DTYPE_NAMES)}, not {shown(name)}")
     dtype = dtype_named(name)
     if math.prod(shape) * dtype.itemsize > MAX_BUFFER_BYTES:
-        raise _Malformed(f"{where} of shape {list(shape)} is over {MAX_BUFFER_BYTES} bytes")
+        raise FieldError(f"{where} of shape {list(shape)} is over {MAX_BUFFER_BYTES} bytes")
     return shape, dtype
 
 
@@ -209,23 +170,23 @@ def _entry_parameters(ptx: str, name: str) -> int | None:
 def _open(root: Path, relative: Any, max_bytes: int) -> BinaryIO:
     """File ``relative`` (a manifest's string) of the artifact in folder
     ``root``, open for reading: a regular file inside ``root`` once symlinks
-    are resolved, of at most ``max_bytes``; else _Malformed."""
+    are resolved, of at most ``max_bytes``; else FieldError."""
     if not isinstance(relative, str) or not relative or "\0" in relative:
-        raise _Malformed(f"{_shown(relative)} is not a file name")
+        raise FieldError(f"{shown(relative)} is not a file name")
     # os.path.realpath, not Path.resolve: that raises (builtins') RuntimeError on a symlink loop.
     top = Path(os.path.realpath(root))
     path = Path(os.path.realpath(top / relative))
     if not path.is_relative_to(top) or path == top:
-        raise _Malformed(f"{relative!r} is outside the artifact's folder")
+        raise FieldError(f"{relative!r} is outside the artifact's folder")
     try:
         # Neither blocking on a FIFO nor following a symlink swapped in since resolving.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError as e:
-        raise _Malformed(f"cannot open {relative!r}: {e.strerror}") from None
+        raise FieldError(f"cannot open {relative!r}: {e.strerror}") from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
         os.close(fd)
-        raise _Malformed(f"{relative!r} is not a regular file" if not stat.S_ISREG(info.st_mode) else
+        raise FieldError(f"{relative!r} is not a regular file" if not stat.S_ISREG(info.st_mode) else
                          f"{relative!r} has {info.st_size} bytes, over the {max_bytes} it may have")
     return open(fd, "rb")
 
@@ -235,11 +196,11 @@ def _text(root: Path, relative: Any, max_bytes: int) -> str:
     with _open(root, relative, max_bytes) as f:
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:  # it grew since it was opened
-        raise _Malformed(f"{relative!r} is over the {max_bytes} bytes it may have")
+        raise FieldError(f"{relative!r} is over the {max_bytes} bytes it may have")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise _Malformed(f"{relative!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise FieldError(f"{relative!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
 class Artifact:
@@ -250,30 +211,30 @@ class Artifact:
         self.manifest = manifest
         try:
             self._parse(manifest)
-        except _Malformed as e:
+        except FieldError as e:
             raise RuntimeError(f"{path / 'manifest.json'}: malformed manifest: {e}") from None
         self._check()
 
     def _parse(self, manifest: dict[str, Any]) -> None:
         """Every field, typed and in range; the kernels' PTX read."""
-        self.target: str = _typed(_get(manifest, "target", "the manifest"), str, "target", "a string")
+        self.target: str = field(manifest, "target", kinds=str, what="a string", whole=_MANIFEST)
         self.target_description: TargetInfo = _target_info(
-            _get(manifest, "target_description", "the manifest"), "target_description")
+            field(manifest, "target_description", whole=_MANIFEST), "target_description")
         if self.target_description.name != self.target:
-            raise _Malformed(f"target_description.name must be the target {_shown(self.target)}, "
-                             f"not {_shown(self.target_description.name)}")
-        self.entry: str = _typed(_get(manifest, "entry", "the manifest"), str, "entry", "a string")
+            raise FieldError(f"target_description.name must be the target {shown(self.target)}, "
+                             f"not {shown(self.target_description.name)}")
+        self.entry: str = field(manifest, "entry", kinds=str, what="a string", whole=_MANIFEST)
         self.inputs = tuple(_tensor(s, where) for where, s in _records(manifest, "inputs"))
         self.outputs = tuple(_tensor(s, where) for where, s in _records(manifest, "outputs"))
         buffers = []
         for where, b in _records(manifest, "buffers"):
-            kind = _get(b, "kind", where)
+            kind = field(b, "kind", where)
             if kind not in BUFFER_KINDS:
-                raise _Malformed(f"{where}.kind must be one of {', '.join(BUFFER_KINDS)}, not {_shown(kind)}")
+                raise FieldError(f"{where}.kind must be one of {', '.join(BUFFER_KINDS)}, not {shown(kind)}")
             file = b.get("file")
             if kind == "constant":
-                _typed(file, str, f"{where}.file", "a file name")
-            buffers.append(BufferInfo(_int(_get(b, "id", where), f"{where}.id"), kind, *_tensor(b, where),
+                typed(file, str, f"{where}.file", "a file name")
+            buffers.append(BufferInfo(integer(field(b, "id", where), f"{where}.id"), kind, *_tensor(b, where),
                                       _optional_int(b, "index", where), _optional_int(b, "view_of", where),
                                       file if kind == "constant" else None))
         self.buffers = tuple(buffers)
@@ -284,27 +245,27 @@ class Artifact:
         for where, k in _records(manifest, "kernels"):
             ptxas = k.get("ptxas")
             if ptxas is not None:
-                ptxas = _typed(ptxas, dict, f"{where}.ptxas", "an object or null")
+                ptxas = typed(ptxas, dict, f"{where}.ptxas", "an object or null")
             kernels.append(KernelInfo(
-                _typed(_get(k, "name", where), str, f"{where}.name", "a string"),
-                _text(self.path, _get(k, "file", where), MAX_PTX_BYTES),
-                _ints(_get(k, "grid", where), f"{where}.grid", length=3),
-                _ints(_get(k, "block", where), f"{where}.block", length=3),
-                _int(_get(k, "dynamic_shared_bytes", where), f"{where}.dynamic_shared_bytes",
+                field(k, "name", where, str, "a string"),
+                _text(self.path, field(k, "file", where), MAX_PTX_BYTES),
+                integers(field(k, "grid", where), f"{where}.grid", length=3),
+                integers(field(k, "block", where), f"{where}.block", length=3),
+                integer(field(k, "dynamic_shared_bytes", where), f"{where}.dynamic_shared_bytes",
                      high=MAX_LAUNCH_VALUE),
                 None if ptxas is None else
-                {key: _int(v, f"{where}.ptxas.{key}") for key, v in ptxas.items()}))
+                {key: integer(v, f"{where}.ptxas.{key}") for key, v in ptxas.items()}))
         self.kernels = tuple(kernels)
         steps: list[dict[str, Any]] = []
         for where, s in _records(manifest, "steps"):
-            op = _get(s, "op", where)
+            op = field(s, "op", where)
             if op not in STEP_OPS:
-                raise _Malformed(f"{where}.op must be one of {', '.join(STEP_OPS)}, not {_shown(op)}")
+                raise FieldError(f"{where}.op must be one of {', '.join(STEP_OPS)}, not {shown(op)}")
             fields = {"alloc": ("buffer",), "free": ("buffer",), "launch": ("kernel",),
                       "copy": ("source", "target")}[op]
-            step: dict[str, Any] = {"op": op, **{f: _int(_get(s, f, where), f"{where}.{f}") for f in fields}}
+            step: dict[str, Any] = {"op": op, **{f: integer(field(s, f, where), f"{where}.{f}") for f in fields}}
             if op == "launch":
-                step["args"] = list(_ints(_get(s, "args", where), f"{where}.args"))
+                step["args"] = list(integers(field(s, "args", where), f"{where}.args"))
             steps.append(step)
         self.steps: tuple[dict[str, Any], ...] = tuple(steps)
 
@@ -314,7 +275,7 @@ class Artifact:
         try:
             with self._constant_file(buffer) as f:
                 value = np.load(f, allow_pickle=False)
-        except _Malformed as e:
+        except FieldError as e:
             raise RuntimeError(f"{self.path}: constant {buffer.id}: {e}") from None
         except Exception as e:  # noqa: BLE001 - numpy's header parser also raises tokenize's and ast's errors
             raise RuntimeError(f"{self.path}: constant {buffer.id}: {buffer.file!r} is not a .npy array "
@@ -412,7 +373,7 @@ def _load_manifest(root: Path) -> Any:
         raise RuntimeError(f"{root}: not a tessel artifact (no such directory)")
     try:
         return json.loads(_text(root, "manifest.json", MAX_MANIFEST_BYTES))
-    except _Malformed as e:
+    except FieldError as e:
         raise RuntimeError(f"{root}: not a tessel artifact ({e})") from None
     except ValueError as e:
         raise RuntimeError(f"{root / 'manifest.json'}: not a tessel artifact (not JSON: {e})") from None
@@ -441,10 +402,10 @@ def read(path: str | Path) -> Artifact:
         raise RuntimeError(f"{root}: not a tessel artifact (its manifest is a {type(manifest).__name__}, "
                            "not an object)")
     if manifest.get("format") != FORMAT:
-        raise RuntimeError(f"{root}: not a tessel artifact (format {_shown(manifest.get('format'))})")
+        raise RuntimeError(f"{root}: not a tessel artifact (format {shown(manifest.get('format'))})")
     if manifest.get("incomplete"):
         raise RuntimeError(f"{root}: an incomplete artifact: saving it did not finish; save it again")
     version = manifest.get("version")
     if type(version) is not int or version != VERSION:
-        raise RuntimeError(f"{root}: artifact version {_shown(version)}, this runtime reads {VERSION!r}")
+        raise RuntimeError(f"{root}: artifact version {shown(version)}, this runtime reads {VERSION!r}")
     return Artifact(root, manifest)

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import RuntimeError, TesselError
 from . import load
+from .fields import FieldError, field, load_object, shown
 
 __all__ = ["BATCH_FORMAT", "candidate_inputs", "measure", "output_sample", "run_batch", "timed_calls"]
 
@@ -114,21 +115,18 @@ def _read_batch(directory: Path) -> dict[str, Any]:
     and what is wrong."""
     path = directory / "batch.json"
     try:
-        batch = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as e:
-        raise RuntimeError(f"{path}: not a tessel tuning batch ({type(e).__name__}: {e})") from None
-    if not isinstance(batch, dict) or batch.get("format") != BATCH_FORMAT:
-        raise RuntimeError(f"{path} is not a tessel tuning batch")
-    candidates = batch.get("candidates")
-    if not isinstance(candidates, list) or not isinstance(batch.get("target"), str):
-        raise RuntimeError(f"{path}: a tuning batch needs a target and a list of candidates")
-    for n, candidate in enumerate(candidates):
-        if not (isinstance(candidate, dict) and isinstance(candidate.get("id"), str)
-                and isinstance(candidate.get("kernel"), str)):
-            raise RuntimeError(f"{path}: candidate {n} needs an id and a kernel")
-        folder = directory / candidate["id"]
-        if "\0" in candidate["id"] or folder.resolve().parent != directory.resolve():
-            raise RuntimeError(f"{path}: candidate {n}'s id {candidate['id']!r} names no folder of the batch")
+        batch = load_object(path, "a tessel tuning batch")
+        if batch.get("format") != BATCH_FORMAT:
+            raise RuntimeError(f"{path} is not a tessel tuning batch")
+        field(batch, "target", kinds=str, what="a string")
+        for n, candidate in enumerate(field(batch, "candidates", kinds=list, what="a list")):
+            where = f"candidates[{n}]"
+            field(candidate, "kernel", where, str, "a string")
+            folder = directory / field(candidate, "id", where, str, "a string")
+            if "\0" in candidate["id"] or folder.resolve().parent != directory.resolve():
+                raise RuntimeError(f"{path}: {where}.id {shown(candidate['id'])} names no folder of the batch")
+    except (FieldError, OSError) as e:
+        raise RuntimeError(f"{path}: {e}") from None
     return batch
 
 

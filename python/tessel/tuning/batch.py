@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import math
+import functools
 import random
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 from mlir import ir
@@ -29,6 +30,7 @@ from ..backends.cuda import compile_cuda
 from .. import targets
 from ..errors import TesselError, UnsupportedError
 from ..runtime.batch import BATCH_FORMAT
+from ..runtime.fields import FieldError, field, load_object, numbers
 from ..schedules import default_schedules
 from .cost_model import CostModel
 from .features import CandidateFeatures, Features
@@ -38,6 +40,8 @@ from .runners import Measurement
 from .search import ENTRY, KernelSummary, _check_counts, _knob_values, _mismatch, _propose, tasks
 
 __all__ = ["export_batch", "import_batch"]
+
+_T = TypeVar("_T")
 
 
 def export_batch(module: ir.Module, directory: str | Path, *, target: str = "sm_90", trials: int = 32,
@@ -134,43 +138,17 @@ def import_batch(directory: str | Path, db: str | Path, *,
     return summaries
 
 
-class _Fields:
-    """Reads the fields of JSON file ``path``: each one present and of its
-    type, else a ValueError naming the file and the field (a batch comes
-    back from another machine: it is input, not tessel's own state)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def load(self, what: str) -> dict[str, Any]:
-        """The file's JSON object."""
+def _naming_the_file(read: Callable[..., _T]) -> Callable[..., _T]:
+    """``read(path, ...)`` with a field of JSON file ``path`` missing or
+    mistyped a ValueError naming the file (a batch comes back from another
+    machine: it is input, not tessel's own state)."""
+    @functools.wraps(read)
+    def checked(path: Path, *args: Any) -> _T:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
-            raise ValueError(f"{self.path}: not {what} ({type(e).__name__}: {e})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{self.path}: not {what} (a JSON {type(data).__name__}, not an object)")
-        return data
-
-    def get(self, record: Any, key: str, where: str, kinds: tuple[type, ...], what: str) -> Any:
-        """``record[key]``, of one of ``kinds``; ``record`` is at ``where``
-        in the file ("" for the file's object)."""
-        if not isinstance(record, dict):
-            raise ValueError(f"{self.path}: {where} must be an object, not {record!r:.60}")
-        if key not in record:
-            raise ValueError(f"{self.path}: {where or 'the file'} has no {key!r}")
-        value = record[key]
-        # bool is an int to isinstance; no number of these files is a bool.
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise ValueError(f"{self.path}: {f'{where}.{key}' if where else key} must be {what}, not {value!r:.60}")
-        return value
-
-    def numbers(self, value: Any, where: str) -> tuple[float, ...]:
-        """``value``, a list of numbers at ``where``."""
-        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                  for v in value):
-            raise ValueError(f"{self.path}: {where} must be a list of numbers, not {value!r:.60}")
-        return tuple(float(v) for v in value)
+            return read(path, *args)
+        except FieldError as e:
+            raise ValueError(f"{path}: {e}") from None
+    return checked
 
 
 _CANDIDATE_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
@@ -179,25 +157,25 @@ _CANDIDATE_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
     ("error", (str, type(None)), "a string or null"))
 
 
+@_naming_the_file
 def _read_batch(path: Path) -> tuple[str, list[dict[str, Any]]]:
     """The target and candidates of ``batch.json`` file ``path``, every
     field :func:`import_batch` reads checked."""
-    fields = _Fields(path)
-    batch = fields.load("a tessel tuning batch")
+    batch = load_object(path, "a tessel tuning batch")
     if batch.get("format") != BATCH_FORMAT:
         raise TesselError(f"{path} is not a tessel tuning batch")
     if batch.get("tessel_version") != __version__:
         raise TesselError(f"the batch {path} was written by tessel {batch.get('tessel_version')!r:.60}, "
                           f"this is {__version__}")
-    target = fields.get(batch, "target", "", (str,), "a string")
+    target = field(batch, "target", "", (str,), "a string")
     if target not in (chips := targets.names("cuda")):
         raise ValueError(f"{path}: target must be one of {', '.join(chips)}, not {target!r:.60}")
-    candidates = fields.get(batch, "candidates", "", (list,), "a list")
+    candidates = field(batch, "candidates", "", (list,), "a list")
     ids: dict[str, int] = {}
     for n, candidate in enumerate(candidates):
         where = f"candidates[{n}]"
         for key, kinds, what in _CANDIDATE_FIELDS:
-            fields.get(candidate, key, where, kinds, what)
+            field(candidate, key, where, kinds, what)
         if candidate["error"] == "":
             raise ValueError(f"{path}: {where}.error must be null or a message, not ''")
         if ids.setdefault(candidate["id"], n) != n:
@@ -205,29 +183,29 @@ def _read_batch(path: Path) -> tuple[str, list[dict[str, Any]]]:
     return target, candidates
 
 
+@_naming_the_file
 def _read_results(path: Path, target: str) -> tuple[str, dict[str, Measurement]]:
     """The GPU's name and the measurement of each candidate id in
     ``results.json`` file ``path``, measured for ``target``."""
-    fields = _Fields(path)
-    measured = fields.load("the results of a tessel tuning batch")
+    measured = load_object(path, "the results of a tessel tuning batch")
     if measured.get("format") != BATCH_FORMAT + "-results":
         raise TesselError(f"{path} does not hold the results of a tessel tuning batch")
-    if fields.get(measured, "target", "", (str,), "a string") != target:
+    if field(measured, "target", "", (str,), "a string") != target:
         raise ValueError(f"{path}: results for target {measured['target']!r:.60}, the batch is for {target}")
-    device = fields.get(measured, "device", "", (str,), "a string")
+    device = field(measured, "device", "", (str,), "a string")
     results = {}
-    for candidate, got in fields.get(measured, "results", "", (dict,), "an object").items():
+    for candidate, got in field(measured, "results", "", (dict,), "an object").items():
         where = f"results[{candidate!r:.60}]"
         if isinstance(got, dict) and "error" in got:
-            error = fields.get(got, "error", where, (str,), "a string")
+            error = field(got, "error", where, (str,), "a string")
             if not error:
                 raise ValueError(f"{path}: {where}.error must be a message, not ''")
             results[candidate] = Measurement(error=error)
             continue
-        seconds = fields.numbers(fields.get(got, "seconds", where, (list,), "a list"), f"{where}.seconds")
+        seconds = numbers(field(got, "seconds", where, (list,), "a list"), f"{where}.seconds")
         if not seconds or not all(0 < s < math.inf for s in seconds):
             raise ValueError(f"{path}: {where}.seconds must be positive, finite times, not {list(seconds)!r:.60}")
-        sample = fields.get(got, "sample", where, (list,), "a list")
-        results[candidate] = Measurement(seconds, tuple(fields.numbers(values, f"{where}.sample[{i}]")
+        sample = field(got, "sample", where, (list,), "a list")
+        results[candidate] = Measurement(seconds, tuple(numbers(values, f"{where}.sample[{i}]")
                                                         for i, values in enumerate(sample)))
     return device, results
