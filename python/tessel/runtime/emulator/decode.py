@@ -13,6 +13,7 @@ EmulationError naming it and its line.
 
 from __future__ import annotations
 
+import re
 from math import gcd
 from typing import Callable
 
@@ -120,6 +121,14 @@ class Decoder:
     def error(self, ins: Instruction, message: str) -> EmulationError:
         return EmulationError(f"{ins.opcode}: {message}", kernel=self.function.name, line=ins.line,
                               source=ins.source, text=ins.opcode)
+
+    def needs(self, ins: Instruction, sm: int, arch_specific: bool = False) -> None:
+        """Refuses an instruction that the chip of the PTX's .target (else
+        the device's) lacks, as ptxas does; ``arch_specific``: an sm_XXa feature."""
+        target = (self.module.target or f"sm_{self.target}").split(",")[0].strip()
+        match = re.fullmatch(r"sm_(\d+)(a?)", target)
+        if match is None or int(match.group(1)) < sm or arch_specific and not match.group(2):
+            raise self.error(ins, f"needs sm_{sm}{'a' if arch_specific else ''} or newer; the PTX targets {target}")
 
     def reader(self, ins: Instruction, operand, type_: str) -> Reader:
         """A function giving the operand's value as PTX type ``type_`` for every lane."""

@@ -1,8 +1,9 @@
 """Semantics of PTX's per-thread instructions, from the PTX ISA (section 9.7):
 integer and bit arithmetic, floating point, comparison and selection,
-conversion and movement, memory (ld/st/atom, cp.async), control flow and
-barriers. Each decoder checks the modifiers it is given and builds a
-function of (wave, mask) that computes on every lane at once.
+conversion and movement, memory (ld/st/atom, cp.async, cp.async.bulk),
+control flow, barriers and mbarriers. Each decoder checks the modifiers it
+is given and builds a function of (wave, mask) that computes on every lane
+at once.
 """
 
 from __future__ import annotations
@@ -1157,7 +1158,7 @@ def _cp_async(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     if not mods.take("async"):
         raise mods.error("only cp.async is supported")
     if mods.take("bulk"):
-        raise mods.error("bulk copies (cp.async.bulk, TMA) are not supported by the emulator yet")
+        return _cp_async_bulk(d, ins, mods)
     if mods.take("commit_group"):
         d.operands(ins, 0)
         return Decoder.normal(ins, lambda w, m: w.async_commit(w.lanes(m)))
@@ -1208,6 +1209,176 @@ def _cp_async(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     return Decoder.normal(ins, run)
 
 
+def _cp_async_bulk(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    """cp.async.bulk (PTX ISA 9.7.9.25): global -> shared completing on an
+    mbarrier, shared -> global in bulk async-groups, their commit and wait."""
+    d.needs(ins, 90)
+    if mods.take("tensor"):
+        raise mods.error("tensor copies (cp.async.bulk.tensor, TMA) are not supported by the emulator yet")
+    if mods.take("commit_group"):
+        d.operands(ins, 0)
+        return Decoder.normal(ins, lambda w, m: w.bulk_commit(w.lanes(m)))
+    if mods.take("wait_group"):
+        # .read waits for the source reads only; stores here are written when issued, so both are one.
+        mods.take("read")
+        (count,) = d.operands(ins, 1)
+        if not isinstance(count, Immediate):
+            raise d.error(ins, "the group count must be an immediate")
+        keep = int(count.value)
+        return Decoder.normal(ins, lambda w, m: w.bulk_wait(w.lanes(m), keep))
+    hint = bool(mods.take("L2::cache_hint"))
+    operands = list(ins.operands[:-1] if hint else ins.operands)
+    if mods.take("prefetch"):
+        if not mods.take("L2") or not mods.take("global") or len(operands) != 2:
+            raise mods.error("expects cp.async.bulk.prefetch.L2.global [src], size")
+        return Decoder.normal(ins, lambda w, m: None)  # a cache hint
+    spaces = [p for p in mods.parts if p in ("global", "shared::cta", "shared::cluster")]
+    for space in spaces:
+        mods.take(space)
+    if spaces == ["global", "shared::cta"]:
+        if not mods.take("bulk_group"):
+            raise mods.error("a bulk store to global memory completes through .bulk_group")
+        if len(operands) != 3:
+            raise d.error(ins, "expects [dst], [src], size")
+    elif spaces in (["shared::cluster", "global"], ["shared::cta", "global"]):
+        if not mods.take("mbarrier::complete_tx::bytes"):
+            raise mods.error("a bulk copy into shared memory completes through .mbarrier::complete_tx::bytes")
+        if mods.take("multicast::cluster"):
+            raise mods.error(".multicast::cluster is not supported by the emulator")
+        if len(operands) != 4:
+            raise d.error(ins, "expects [dst], [src], size, [mbar]")
+    else:
+        raise mods.error("expects cp.async.bulk.shared::cluster.global (or .shared::cta.global) or "
+                         "cp.async.bulk.global.shared::cta")
+    dst, _ = d.address(ins, operands[0])
+    src, _ = d.address(ins, operands[1])
+    size = d.reader(ins, operands[2], "u32")
+    d.shared_access("shared", 16)
+    lanes_of = lambda w, lanes: np.broadcast_to(np.asarray(size(w)), (w.n,))[lanes].astype(np.int64)  # noqa: E731
+    if len(operands) == 3:
+        def store(w, m):
+            lanes = w.lanes(m)
+            if len(lanes):
+                w.bulk_store(dst(w, lanes), src(w, lanes), lanes_of(w, lanes), lanes)
+        return Decoder.normal(ins, store)
+    bar, _ = d.address(ins, operands[3])
+    d.shared_access("shared", 8)
+
+    def load(w, m):
+        lanes = w.lanes(m)
+        if len(lanes):
+            w.bulk_load(dst(w, lanes), src(w, lanes), lanes_of(w, lanes), bar(w, lanes), lanes)
+    return Decoder.normal(ins, load)
+
+
+_MBARRIER_SEMANTICS = {"init": (), "inval": (), "arrive": ("release", "relaxed"), "arrive_drop": ("release", "relaxed"),
+                       "expect_tx": ("relaxed",), "complete_tx": ("relaxed",), "test_wait": ("acquire", "relaxed"),
+                       "try_wait": ("acquire", "relaxed")}
+
+
+@opcode("mbarrier")
+def _mbarrier(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    """mbarrier (PTX ISA 9.7.13.15) on an mbarrier object in shared memory:
+    init, inval, arrive{.expect_tx}/arrive_drop, expect_tx, complete_tx and
+    the test_wait/try_wait{.parity} tests (try_wait never blocks here)."""
+    action = mods.take(*_MBARRIER_SEMANTICS)
+    if action is None:
+        raise mods.error("expects init, inval, arrive, arrive_drop, expect_tx, complete_tx, test_wait or try_wait")
+    arriving = action in ("arrive", "arrive_drop")
+    expect = arriving and bool(mods.take("expect_tx"))
+    no_complete = arriving and bool(mods.take("noComplete"))
+    parity = action in ("test_wait", "try_wait") and bool(mods.take("parity"))
+    sem = mods.take(*_MBARRIER_SEMANTICS[action]) if _MBARRIER_SEMANTICS[action] else None
+    scope = mods.take("cta", "cluster") if sem else None
+    space = mods.take("shared", "shared::cta", "shared::cluster")
+    mods.type({"b64"})
+    operands = list(ins.operands)
+    # Counts without .noComplete, transactions, try_wait, semantics and cluster addresses are sm_90's.
+    if action in ("expect_tx", "complete_tx", "try_wait") or expect or sem or scope or space == "shared::cluster" \
+            or arriving and len(operands) == 3 and not no_complete:
+        d.needs(ins, 90)
+    if no_complete and (expect or len(operands) != 3):
+        raise mods.error(".noComplete takes state, [addr], count")
+    if space == "shared::cluster" and (not arriving or operands and operands[0] is not None):
+        raise mods.error("on a .shared::cluster mbarrier a thread only arrives, with the sink _ as its state")
+    d.shared_access("shared", 8)
+
+    def address_of(operand):
+        address, implied = d.address(ins, operand)
+        if space is not None or implied == "shared":
+            return address
+
+        def generic(w, lanes):
+            a = address(w, lanes)
+            outside = (a < SHARED_WINDOW) | (a >= SHARED_WINDOW + WINDOW_BYTES)
+            if outside.any():
+                raise Fault(f"{ins.opcode} on a generic address outside shared memory", lanes[outside][:1])
+            return a - np.uint64(SHARED_WINDOW)
+        return generic
+
+    def values(read, w, lanes):
+        return np.broadcast_to(np.asarray(read(w)), (w.n,))[lanes]
+
+    if action in ("init", "expect_tx", "complete_tx"):
+        if len(operands) != 2:
+            raise d.error(ins, "expects [addr], count")
+        address, count = address_of(operands[0]), d.reader(ins, operands[1], "u32")
+
+        def run(w, m):
+            lanes = w.lanes(m)
+            if not len(lanes):
+                return
+            n = values(count, w, lanes).astype(np.int64)
+            if action == "init":
+                w.mbarrier_init(address(w, lanes), n, lanes)
+            else:
+                w.mbarrier_tx(address(w, lanes), n if action == "expect_tx" else -n, lanes, ins.opcode)
+        return Decoder.normal(ins, run)
+    if action == "inval":
+        if len(operands) != 1:
+            raise d.error(ins, "expects [addr]")
+        address = address_of(operands[0])
+
+        def inval(w, m):
+            lanes = w.lanes(m)
+            if len(lanes):
+                w.mbarrier_inval(address(w, lanes), lanes)
+        return Decoder.normal(ins, inval)
+    if arriving:
+        if len(operands) not in (2, 3) or expect and len(operands) != 3:
+            raise d.error(ins, "expects state, [addr], txCount" if expect else "expects state, [addr]{, count}")
+        write = d.writer(ins, operands[0], "b64")
+        address = address_of(operands[1])
+        extra = d.reader(ins, operands[2], "u32") if len(operands) == 3 else None
+
+        def arrive(w, m):
+            lanes = w.lanes(m)
+            if not len(lanes):
+                return
+            n = values(extra, w, lanes).astype(np.int64) if extra is not None else np.ones(len(lanes), np.int64)
+            states = w.mbarrier_arrive(address(w, lanes), np.ones(len(lanes), np.int64) if expect else n,
+                                       n if expect else None, lanes, ins.opcode, drop=action == "arrive_drop",
+                                       complete=not no_complete)
+            _scatter(w, write, states, lanes, m)
+        return Decoder.normal(ins, arrive)
+    # test_wait / try_wait: waitComplete, [addr], state | phaseParity {, suspendTimeHint}
+    if len(operands) not in ((3, 4) if action == "try_wait" else (3,)):
+        raise d.error(ins, f"expects waitComplete, [addr], {'phaseParity' if parity else 'state'}"
+                           f"{', suspendTimeHint' if action == 'try_wait' else ''}")
+    if len(operands) == 4:
+        d.reader(ins, operands[3], "u32")  # a time hint: the wait here never blocks
+    write = d.writer(ins, operands[0], "pred")
+    address = address_of(operands[1])
+    token = d.reader(ins, operands[2], "u32" if parity else "b64")
+
+    def wait(w, m):
+        lanes = w.lanes(m)
+        if len(lanes):
+            done = w.mbarrier_wait(address(w, lanes), values(token, w, lanes), parity, lanes, ins.opcode)
+            _scatter(w, write, done, lanes, m)
+    return Decoder.normal(ins, wait)
+
+
 @opcode("createpolicy")
 def _createpolicy(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     # A cache policy is an opaque 64-bit value that loads only pass on.
@@ -1219,12 +1390,29 @@ def _createpolicy(d: Decoder, ins: Instruction, mods: Mods) -> Op:
 
 @opcode("membar", "fence")
 def _fence(d: Decoder, ins: Instruction, mods: Mods) -> Op:
-    # One thread at a time is sequentially consistent: fences order nothing more.
+    # One thread at a time is sequentially consistent: fences order nothing more. The async
+    # proxy's writes are ordered by their mbarrier and its reads by bulk wait_group here.
     if mods.take("proxy"):
-        if not mods.take("async", "alias", "tensormap::generic"):
+        kind = mods.take("async", "alias", "tensormap::generic")
+        if kind is None:
             raise mods.error("unknown proxy fence")
-        mods.take("shared::cta", "shared::cluster", "global", "release", "acquire", "cta", "cluster", "gpu", "sys")
-    while mods.take("cta", "gl", "sys", "gpu", "cluster", "sc", "acq_rel", "release", "acquire", "mbarrier_init"):
+        operands = 0
+        if kind == "async":
+            d.needs(ins, 90)
+            mods.take("shared::cta", "shared::cluster", "global")
+        elif kind == "tensormap::generic":
+            d.needs(ins, 90)
+            if mods.take("release", "acquire") == "acquire":
+                operands = 2  # [addr], size
+            if not mods.take("cta", "cluster", "gpu", "sys"):
+                raise mods.error("needs a scope")
+        d.operands(ins, operands)
+        return Decoder.normal(ins, lambda w, m: None)
+    if mods.take("mbarrier_init"):
+        d.needs(ins, 90)
+        if not mods.take("release") or not mods.take("cluster"):
+            raise mods.error("expects fence.mbarrier_init.release.cluster")
+    while mods.take("cta", "gl", "sys", "gpu", "cluster", "sc", "acq_rel", "release", "acquire"):
         pass
     d.operands(ins, 0)
     return Decoder.normal(ins, lambda w, m: None)

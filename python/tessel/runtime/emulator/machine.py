@@ -1,4 +1,4 @@
-"""Running a decoded kernel: lanes, program counters, barriers, memory, async copies.
+"""Running a decoded kernel: lanes, program counters, barriers, memory, async copies, mbarriers.
 
 A *wave* is a set of blocks run together, each thread a lane of numpy
 arrays. Every lane has its own program counter; each step runs the
@@ -14,6 +14,16 @@ arrived, then opens a new barrier interval of the block (the race
 detector's epoch). Blocks never wait for each other, so running several
 in one wave is one of the orders a GPU may choose; shared memory, epochs
 and barriers are per block.
+
+Hopper's asynchronous proxy: an mbarrier's phases complete as the ISA
+says (no arrival and no transaction byte pending); a ``cp.async.bulk``
+into shared memory reads and lands its bytes when issued and does its
+``complete_tx`` then, but a thread may touch them only once it has seen
+that phase complete (:class:`~.memory.SharedMemory` checks); a bulk store
+reads its source and writes global memory when issued, and holds the
+source until the issuing thread's ``cp.async.bulk.wait_group``.
+``try_wait`` never blocks: a wait loop that cannot finish ends at the
+step limit.
 """
 
 from __future__ import annotations
@@ -24,7 +34,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory, SharedMemory
+from .memory import (LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory, MBarrier,
+                     SharedMemory)
 from .ptx import TYPES, EmulationError, Function, Instruction
 
 __all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "SPECIAL_REGISTERS", "WIDE_SPECIAL_REGISTERS", "Kernel", "Launch",
@@ -153,6 +164,10 @@ class Wave:
         # number of groups committed so far.
         self.copies: list[list[np.ndarray]] = []
         self.committed = np.zeros(n, np.int64)
+        # cp.async.bulk stores in flight as (lane, shared byte position, size, group), and per lane
+        # the bulk groups committed so far.
+        self.bulk: list[tuple[int, int, int, int]] = []
+        self.bulk_committed = np.zeros(n, np.int64)
         self.steps = 0
 
     # -- registers
@@ -306,6 +321,140 @@ class Wave:
             busy[copy[0]] = True
         return lanes[busy[lanes]]
 
+    # -- mbarriers and bulk copies (the asynchronous proxy)
+    def mbarriers(self, addresses: np.ndarray, lanes: np.ndarray,
+                  what: str) -> tuple[list[tuple[MBarrier, np.ndarray]], np.ndarray]:
+        """[(mbarrier, which of the lanes)] at shared ``addresses``; also the barriers' byte positions."""
+        positions = self._shared(addresses, 8, lanes, what)
+        return self.shared.mbarriers_at(positions, lanes, what), positions
+
+    def mbarrier_init(self, addresses: np.ndarray, counts: np.ndarray, lanes: np.ndarray) -> None:
+        self.shared.init_mbarrier(self._shared(addresses, 8, lanes, "mbarrier.init"), counts, lanes)
+
+    def mbarrier_inval(self, addresses: np.ndarray, lanes: np.ndarray) -> None:
+        self.shared.inval_mbarrier(self._shared(addresses, 8, lanes, "mbarrier.inval"), lanes)
+
+    def mbarrier_arrive(self, addresses: np.ndarray, counts: np.ndarray, tx: np.ndarray | None, lanes: np.ndarray,
+                        what: str, drop: bool = False, complete: bool = True) -> np.ndarray:
+        """Arrivals (after an expect-tx of ``tx`` bytes), in lane order; the
+        state each lane gets: the phase it arrived in."""
+        states = np.zeros(len(lanes), np.uint64)
+        found, _ = self.mbarriers(addresses, lanes, what)
+        for barrier, pick in found:
+            if tx is None and counts[pick].sum() < barrier.pending:  # no phase completes
+                states[pick] = barrier.phase
+                barrier.pending -= int(counts[pick].sum())
+                if drop:
+                    barrier.expected -= int(counts[pick].sum())
+                continue
+            for k in pick:
+                lane, count = int(lanes[k]), int(counts[k])
+                if tx is not None:
+                    barrier.add_tx(int(tx[k]), lane, what)  # the expect-tx comes first
+                if count > barrier.pending:
+                    raise Fault(f"{what} of {count} on an mbarrier with {barrier.pending} arrivals pending in "
+                                "its phase", lanes[k:k + 1])
+                if not complete and count == barrier.pending and barrier.tx == 0:
+                    raise Fault(f"{what} completes the mbarrier's phase, which .noComplete forbids", lanes[k:k + 1])
+                states[k] = barrier.phase
+                barrier.pending -= count
+                if drop:
+                    barrier.expected -= count
+                barrier.settle()
+        return states
+
+    def mbarrier_tx(self, addresses: np.ndarray, tx: np.ndarray, lanes: np.ndarray, what: str) -> None:
+        """expect-tx (``tx`` > 0 bytes) or complete-tx (< 0) operations, in lane order."""
+        found, _ = self.mbarriers(addresses, lanes, what)
+        for barrier, pick in found:
+            for k in pick:
+                barrier.add_tx(int(tx[k]), int(lanes[k]), what)
+
+    def mbarrier_wait(self, addresses: np.ndarray, tokens: np.ndarray, parity: bool, lanes: np.ndarray,
+                      what: str) -> np.ndarray:
+        """test_wait/try_wait: whether the phase of each lane's state (or of
+        parity ``tokens``: the current or the preceding phase) has completed;
+        a lane that sees it complete has seen every phase before it."""
+        done = np.zeros(len(lanes), bool)
+        found, _ = self.mbarriers(addresses, lanes, what)
+        for barrier, pick in found:
+            token = tokens[pick].astype(np.int64)
+            if parity:
+                if ((token != 0) & (token != 1)).any():
+                    raise Fault(f"{what} with phase parity {int(token[(token != 0) & (token != 1)][0])}, not 0 or 1",
+                                lanes[pick[:1]])
+                ok = token != barrier.phase % 2
+                seen = np.full(len(pick), barrier.phase)
+            else:
+                stale = (token != barrier.phase) & (token != barrier.phase - 1)
+                if stale.any():
+                    raise Fault(f"{what} with the state of phase {int(token[stale][0])}; the mbarrier is in "
+                                f"phase {barrier.phase} (a state is of the current or the preceding phase)",
+                                lanes[pick[stale][:1]])
+                ok = token < barrier.phase
+                seen = token + 1
+            done[pick] = ok
+            threads = lanes[pick[ok]] % self.per_block
+            barrier.seen[threads] = np.maximum(barrier.seen[threads], seen[ok])
+        return done
+
+    def bulk_load(self, dst: np.ndarray, src: np.ndarray, sizes: np.ndarray, bars: np.ndarray,
+                  lanes: np.ndarray) -> None:
+        """cp.async.bulk global -> shared, each lane's copy in lane order."""
+        _bulk_checks(dst, src, sizes, lanes, "destination", "source")
+        found, positions = self.mbarriers(bars, lanes, "cp.async.bulk")
+        barrier_of = {int(k): barrier for barrier, pick in found for k in pick}
+        for k in range(len(lanes)):
+            data = self.memory.load(src[k:k + 1].astype(np.uint64), int(sizes[k]), lanes[k:k + 1], align=16)[0]
+            self.bulk_land(int(dst[k]), data, barrier_of[k], int(positions[k]), lanes[k:k + 1])
+
+    def bulk_land(self, dst: int, data: np.ndarray, barrier: MBarrier, at: int, lane: np.ndarray) -> None:
+        """A bulk copy's bytes (a tensor copy's box too) landing now at shared
+        offset ``dst``, signalling the current phase of ``barrier`` (at byte
+        position ``at``) with complete_tx of their size."""
+        where = self.shared.offsets(np.array([dst]), len(data), lane, "cp.async.bulk destination", align=16)
+        self.shared.land(int(where[0]), data, int(lane[0]), barrier, at)
+        barrier.add_tx(-len(data), int(lane[0]), "cp.async.bulk's complete_tx")
+
+    def bulk_store(self, dst: np.ndarray, src: np.ndarray, sizes: np.ndarray, lanes: np.ndarray) -> None:
+        """cp.async.bulk shared -> global, written now, each lane's in lane order."""
+        _bulk_checks(src, dst, sizes, lanes, "source", "destination")
+        for k in range(len(lanes)):
+            data = self.bulk_source(int(src[k]), int(sizes[k]), lanes[k:k + 1])
+            self.memory.store(dst[k:k + 1].astype(np.uint64), data[None], lanes[k:k + 1], align=16)
+
+    def bulk_source(self, src: int, size: int, lane: np.ndarray) -> np.ndarray:
+        """The source bytes of a bulk store (a tensor copy's box too) at shared
+        offset ``src``, held until the bulk group the store joins is waited for."""
+        where = int(self.shared.offsets(np.array([src]), size, lane, "cp.async.bulk source", align=16)[0])
+        data = self.shared.read_for_bulk(where, size, int(lane[0]))
+        self.bulk.append((int(lane[0]), where, size, int(self.bulk_committed[lane[0]])))
+        return data
+
+    def bulk_commit(self, lanes: np.ndarray) -> None:
+        self.bulk_committed[lanes] += 1
+
+    def bulk_wait(self, lanes: np.ndarray, keep: int) -> None:
+        """The bulk stores of ``lanes`` older than their ``keep`` most recent committed groups complete."""
+        limit = np.full(self.n, -1, np.int64)
+        limit[lanes] = self.bulk_committed[lanes] - keep
+        remaining = []
+        for store in self.bulk:
+            lane, where, size, group = store
+            if group < limit[lane]:
+                self.shared.release_bulk(where, size)
+            else:
+                remaining.append(store)
+        self.bulk = remaining
+
+    def pending_bulk(self, lanes: np.ndarray) -> np.ndarray:
+        """Those of ``lanes`` with bulk stores in flight."""
+        if not self.bulk:
+            return lanes[:0]
+        busy = np.zeros(self.n, bool)
+        busy[[store[0] for store in self.bulk]] = True
+        return lanes[busy[lanes]]
+
     # -- warps
     def warp_check(self, mask: np.ndarray | None, what: str, full: bool = False) -> None:
         """The live lanes of every warp with a lane in ``mask`` are all in it
@@ -326,6 +475,19 @@ class Wave:
             lane = warp * WARP + int(np.flatnonzero(missing[warp])[0])
             raise Fault(f"{what} is warp-collective, but lane {lane % WARP} of the warp is not executing it "
                         "with the others (divergent or exited)", np.array([warp * WARP + int(np.flatnonzero(m[warp])[0])]))
+
+
+def _bulk_checks(shared: np.ndarray, other: np.ndarray, sizes: np.ndarray, lanes: np.ndarray, shared_role: str,
+                 other_role: str) -> None:
+    """cp.async.bulk's operands: a size that is a multiple of 16, 16-byte aligned addresses."""
+    bad = sizes % 16 != 0
+    if bad.any():
+        raise Fault(f"cp.async.bulk of {int(sizes[bad][0])} bytes: the size must be a multiple of 16", lanes[bad][:1])
+    for addresses, role, space in ((shared, shared_role, "shared"), (other, other_role, "global")):
+        bad = addresses % np.uint64(16) != 0
+        if bad.any():
+            raise Fault(f"cp.async.bulk {role} at {space} address {int(addresses[bad][0]):#x} is not 16-byte aligned",
+                        lanes[bad][:1])
 
 
 def run(kernel: Kernel, launch: Launch, memory: GlobalMemory, max_lanes: int = 1 << 14) -> int:
@@ -412,6 +574,10 @@ def _execute(w: Wave) -> int:
                     if len(busy):
                         raise Fault("the thread exits with cp.async copies in flight that no "
                                     "cp.async.wait_group waited for", busy[:1])
+                    busy = w.pending_bulk(leaving)
+                    if len(busy):
+                        raise Fault("the thread exits with cp.async.bulk stores in flight that no "
+                                    "cp.async.bulk.wait_group waited for", busy[:1])
                     if pcs is None:
                         pcs = apart()
                     w.alive[leaving] = False
@@ -429,7 +595,7 @@ def _execute(w: Wave) -> int:
                     if pcs is None and len(arriving) == runnable and not waiting.any():
                         # Every live thread of every block is here.
                         if w.shared is not None:
-                            w.shared.epoch += 1
+                            w.shared.sync()
                         pc = cur + 1
                         continue
                     if pcs is None:
@@ -472,7 +638,7 @@ def _release(w: Wave, waiting: np.ndarray, resume: np.ndarray, pcs: np.ndarray) 
     waiting[lanes] = False
     pcs[lanes] = resume[lanes]
     if w.shared is not None:
-        w.shared.epoch[done] += 1
+        w.shared.sync(done)
     return int(lanes.sum())
 
 

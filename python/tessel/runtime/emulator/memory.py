@@ -16,7 +16,14 @@ Every access is checked, as a GPU with a memory checker would:
   the same bytes, at least one writing, with no ``bar.sync`` between them
   is an error, unless both wrote the same value. Accesses are tracked in
   granules (the largest size that divides every shared access of the
-  kernel), which is exact and far cheaper than bytes.
+  kernel), which is exact and far cheaper than bytes;
+* the asynchronous proxy (Hopper): an initialised mbarrier's bytes are
+  only for mbarrier instructions; a ``cp.async.bulk`` into shared memory
+  lands at once but is readable by a thread only after it has seen the
+  mbarrier phase the copy signals complete (a successful
+  ``try_wait``/``test_wait``, or a ``bar.sync`` with a thread that has);
+  the source of a bulk store is not to be overwritten before its
+  ``cp.async.bulk.wait_group.read``.
 
 A failed check raises :class:`Fault` with the lanes at fault; the machine
 turns it into an EmulationError naming the block, thread and instruction.
@@ -28,7 +35,7 @@ import bisect
 
 import numpy as np
 
-__all__ = ["Fault", "GlobalMemory", "LocalMemory", "SharedMemory", "GLOBAL_BASE", "LOCAL_WINDOW",
+__all__ = ["Fault", "GlobalMemory", "LocalMemory", "MBarrier", "SharedMemory", "GLOBAL_BASE", "LOCAL_WINDOW",
            "SHARED_WINDOW", "WINDOW_BYTES"]
 
 # Generic address space: a window for shared memory, one for local memory,
@@ -165,10 +172,11 @@ class GlobalMemory:
             out[pick] = data
         return out
 
-    def store(self, addresses: np.ndarray, data: np.ndarray, lanes: np.ndarray) -> None:
-        """Writes rows of ``data`` ((k, size) uint8) at the addresses, in lane order."""
+    def store(self, addresses: np.ndarray, data: np.ndarray, lanes: np.ndarray, align: int | None = None) -> None:
+        """Writes rows of ``data`` ((k, size) uint8) at the addresses (aligned
+        to ``align``, default size), in lane order."""
         size = data.shape[1]
-        for base, pick, offsets in self._groups(addresses, size, lanes, "store"):
+        for base, pick, offsets in self._groups(addresses, size, lanes, "store", align):
             scatter(self.buffers[base], offsets, data if pick is None else data[pick], _width(size, size))
             if self.check_initialized:
                 self.written[base][offsets[:, None] + np.arange(size)] = True
@@ -222,6 +230,39 @@ def scatter(buffer: np.ndarray, offsets: np.ndarray, data: np.ndarray, width: in
         buffer.view(_UNSIGNED[width])[index[:, None] + np.arange(size // width)] = values
 
 
+# SharedMemory.proxy bits of a granule: part of an initialised mbarrier, landed by a
+# cp.async.bulk (readable once its phase is seen complete), read by a bulk store in flight.
+_MBARRIER, _LANDED, _READ = 1, 2, 4
+_TX_LIMIT = (1 << 20) - 1  # the ISA's range of an mbarrier's counts
+
+
+class MBarrier:
+    """An mbarrier object (PTX ISA 9.7.13.15): its current phase, the
+    arrivals a phase expects and those still pending, its tx-count, who
+    initialised it and when (the barrier interval), and for each thread of
+    its block how many of its phases the thread has seen complete."""
+
+    __slots__ = ("phase", "expected", "pending", "tx", "lane", "epoch", "seen")
+
+    def __init__(self, count: int, lane: int, epoch: int, threads: int) -> None:
+        self.phase, self.expected, self.pending, self.tx = 0, count, count, 0
+        self.lane, self.epoch = lane, epoch
+        self.seen = np.zeros(threads, np.int64)
+
+    def settle(self) -> None:
+        """The phase completes once no arrival and no transaction byte is pending."""
+        if self.pending == 0 and self.tx == 0:
+            self.phase += 1
+            self.pending = self.expected
+
+    def add_tx(self, count: int, lane: int, what: str) -> None:
+        self.tx += count
+        if abs(self.tx) > _TX_LIMIT:
+            raise Fault(f"{what} takes the mbarrier's tx-count to {self.tx}, outside the ISA's range "
+                        f"±{_TX_LIMIT}", np.array([lane]))
+        self.settle()
+
+
 class SharedMemory:
     """The shared memory of each block of a wave, with the race detector.
 
@@ -245,16 +286,34 @@ class SharedMemory:
         self.pending = np.zeros(cells, np.uint8)  # cp.async copies in flight
         self.epoch = np.zeros(blocks, np.int32)  # barrier intervals completed, per block
         self.lanes_per_block = lanes_per_block
+        # The asynchronous proxy's state, made by the first instruction that uses it.
+        self.proxy: np.ndarray | None = None  # per granule: _MBARRIER, _LANDED, _READ bits
+        self.mbarriers: dict[int, MBarrier] = {}  # byte position -> the mbarrier initialised there
 
-    def offsets(self, offsets: np.ndarray, size: int, lanes: np.ndarray, what: str) -> np.ndarray:
-        """Checked byte positions of ``size``-byte accesses at block offsets: (k,) int64 into ``data``."""
+    def sync(self, done: np.ndarray | None = None) -> None:
+        """A bar.sync of the blocks ``done`` (None: all) completed: a new
+        barrier interval, in which every thread there has seen each mbarrier
+        phase complete that one of them had."""
+        if done is None:
+            self.epoch += 1
+        else:
+            self.epoch[done] += 1
+        for position, barrier in self.mbarriers.items():
+            if done is None or done[position // self.stride]:
+                barrier.seen[:] = barrier.seen.max()
+
+    def offsets(self, offsets: np.ndarray, size: int, lanes: np.ndarray, what: str,
+                align: int | None = None) -> np.ndarray:
+        """Checked byte positions of ``size``-byte accesses at block offsets
+        (aligned to ``align``, default ``size``): (k,) int64 into ``data``."""
         offsets = offsets.astype(np.int64)
+        align = size if align is None else align
         if ((offsets < 0) | (offsets + size > self.size)).any():
             bad = np.flatnonzero((offsets < 0) | (offsets + size > self.size))[0]
             raise Fault(f"{what} of {size} bytes at shared offset {int(offsets[bad])} is outside the block's "
                         f"{self.size} bytes of shared memory", lanes[bad:bad + 1])
-        if size > 1 and (offsets % size).any():
-            bad = np.flatnonzero(offsets % size)[0]
+        if align > 1 and (offsets % align).any():
+            bad = np.flatnonzero(offsets % align)[0]
             raise Fault(f"misaligned {what} of {size} bytes at shared offset {int(offsets[bad])}",
                         lanes[bad:bad + 1])
         inside = True if self.gapless else self.layout[offsets[:, None] + np.arange(size)].all(axis=1)
@@ -281,6 +340,8 @@ class SharedMemory:
         if self.pending[flat].any():
             raise Fault(f"{what} reads shared memory that a cp.async is still copying into (its "
                         "cp.async.wait_group has not let it land)", _first(self.pending[flat] > 0, lanes, cells.shape[1]))
+        if self.proxy is not None:
+            self._check_proxy(flat, lane, what, False)
         writer = self.writer[flat]
         if (writer < 0).any():
             raise Fault(f"{what} reads shared memory that nothing wrote", _first(writer < 0, lanes, cells.shape[1]))
@@ -299,8 +360,9 @@ class SharedMemory:
         return gather(self.data, positions, size, _width(size, size))
 
     def write(self, positions: np.ndarray, data: np.ndarray, lanes: np.ndarray, epochs: np.ndarray,
-              what: str = "shared store", pending_ok: bool = False) -> None:
-        """Writes (k, size) bytes, after the race checks."""
+              what: str = "shared store", pending_ok: bool = False, landing: bool = False) -> None:
+        """Writes (k, size) bytes, after the race checks (``landing``: a bulk
+        copy's, which :meth:`land` checks against the async proxy)."""
         size = data.shape[1]
         cells = self._cells(positions, size)
         per = cells.shape[1]
@@ -310,6 +372,8 @@ class SharedMemory:
         if not pending_ok and self.pending[flat].any():
             raise Fault(f"{what} writes shared memory that a cp.async is still copying into",
                         _first(self.pending[flat] > 0, lanes, per))
+        if self.proxy is not None and not landing:
+            self._check_proxy(flat, lane, what, True)
         width = _width(size, size)
         old = gather(self.data, positions, size, width)
         g = self.granule
@@ -330,6 +394,8 @@ class SharedMemory:
         scatter(self.data, positions, data, width)
         self.writer[flat] = lane
         self.write_epoch[flat] = epoch
+        if self.proxy is not None:
+            self.proxy[flat] &= ~np.uint8(_LANDED)  # the thread has seen the copy's phase: plain data now
         # Lanes of this one access that stored to the same place: a race unless the values agree.
         lost = self.writer[flat] != lane
         if lost.any():
@@ -339,6 +405,128 @@ class SharedMemory:
                 bad = rows[differ][0]
                 raise Fault(f"race: lanes of one {what} write different values to the same shared memory",
                             lanes[bad:bad + 1])
+
+
+    # -- the asynchronous proxy: mbarriers and bulk copies
+    def _async(self) -> None:
+        if self.proxy is None:
+            cells = len(self.writer)
+            self.proxy = np.zeros(cells, np.uint8)
+            self.landed_at = np.full(cells, -1, np.int64)  # the mbarrier (byte position) a bulk copy signals
+            self.landed_phase = np.zeros(cells, np.int64)  # and its phase
+            self.bulk_reads = np.zeros(cells, np.int32)  # bulk stores in flight reading the granule
+
+    def _check_proxy(self, flat: np.ndarray, lane: np.ndarray, what: str, writing: bool) -> None:
+        flags = self.proxy[flat]
+        if not flags.any():
+            return
+        verb = "writes" if writing else "reads"
+        bad = (flags & _MBARRIER) > 0
+        if bad.any():
+            raise Fault(f"{what} {verb} the bytes of an initialised mbarrier (only mbarrier instructions may "
+                        "touch them until its mbarrier.inval)", lane[bad][:1])
+        bad = (flags & _READ) > 0
+        if writing and bad.any():
+            raise Fault(f"{what} overwrites the source of a cp.async.bulk store before its "
+                        "cp.async.bulk.wait_group.read", lane[bad][:1])
+        landed = np.flatnonzero(flags & _LANDED)
+        at, phase, lanes = self.landed_at[flat[landed]], self.landed_phase[flat[landed]], lane[landed]
+        for position in np.unique(at):
+            barrier = self.mbarriers[int(position)]
+            pick = np.flatnonzero(at == position)
+            early = barrier.seen[lanes[pick] % self.lanes_per_block] <= phase[pick]
+            if early.any():
+                k = pick[np.flatnonzero(early)[0]]
+                state = "has completed, but the thread has not seen it complete in an mbarrier.try_wait or " \
+                    "test_wait" if phase[k] < barrier.phase else "has not completed"
+                raise Fault(f"{what} {verb} a bulk-copy destination before its mbarrier phase completed (phase "
+                            f"{int(phase[k])} of the mbarrier at shared offset {int(position) % self.stride} "
+                            f"{state})", lanes[k:k + 1])
+
+    def mbarriers_at(self, positions: np.ndarray, lanes: np.ndarray, what: str) -> list[tuple[MBarrier, np.ndarray]]:
+        """The initialised mbarriers at byte ``positions``, each with the
+        indices of the lanes naming it, after checking that each lane may
+        see its initialisation."""
+        out = []
+        for position in np.unique(positions):
+            pick = np.flatnonzero(positions == position)
+            barrier = self.mbarriers.get(int(position))
+            if barrier is None:
+                raise Fault(f"{what} on shared offset {int(position) % self.stride}, where no mbarrier is "
+                            "initialised (mbarrier.init)", lanes[pick[:1]])
+            users = lanes[pick]
+            unseen = (self.epoch[users // self.lanes_per_block] == barrier.epoch) & (users != barrier.lane)
+            if unseen.any():
+                raise Fault(f"{what} uses an mbarrier that {{other}} initialised, with no bar.sync between",
+                            users[unseen][:1], barrier.lane)
+            out.append((barrier, pick))
+        return out
+
+    def init_mbarrier(self, positions: np.ndarray, counts: np.ndarray, lanes: np.ndarray) -> None:
+        self._async()
+        for k, position in enumerate(positions.tolist()):
+            count, lane = int(counts[k]), int(lanes[k])
+            if position in self.mbarriers:
+                raise Fault("mbarrier.init of an mbarrier that is already initialised (mbarrier.inval it first)",
+                            lanes[k:k + 1])
+            if not 1 <= count <= _TX_LIMIT:
+                raise Fault(f"mbarrier.init with count {count}, outside 1..{_TX_LIMIT}", lanes[k:k + 1])
+            block = lane // self.lanes_per_block
+            # An ordinary write of its bytes for the race detector; from now on they are the mbarrier's.
+            self.write(positions[k:k + 1], np.zeros((1, 8), np.uint8), lanes[k:k + 1], self.epoch[block:block + 1],
+                       "mbarrier.init")
+            self.proxy[self._cells(positions[k:k + 1], 8).reshape(-1)] |= _MBARRIER
+            self.mbarriers[position] = MBarrier(count, lane, int(self.epoch[block]), self.lanes_per_block)
+
+    def inval_mbarrier(self, positions: np.ndarray, lanes: np.ndarray) -> None:
+        for barrier, pick in self.mbarriers_at(positions, lanes, "mbarrier.inval"):
+            position = int(positions[pick[0]])
+            signalled = self.landed_at == position
+            if (signalled & (self.landed_phase >= barrier.phase)).any():
+                raise Fault(f"mbarrier.inval of an mbarrier whose phase {barrier.phase} a cp.async.bulk still "
+                            "signals (the phase has not completed)", lanes[pick[:1]])
+            self.proxy[signalled] &= ~np.uint8(_LANDED)
+            self.landed_at[signalled] = -1
+            cells = self._cells(positions[pick[:1]], 8).reshape(-1)
+            self.proxy[cells] &= ~np.uint8(_MBARRIER)
+            self.writer[cells] = -1  # its bytes hold nothing a load may read
+            del self.mbarriers[position]
+
+    def land(self, position: int, data: np.ndarray, lane: int, barrier: MBarrier, at: int) -> None:
+        """A cp.async.bulk's bytes into shared memory at byte ``position``,
+        signalling the current phase of ``barrier`` (at byte position ``at``);
+        its complete_tx is the caller's."""
+        cells = self._cells(np.array([position]), len(data)).reshape(-1)
+        lanes = np.array([lane])
+        if (self.proxy[cells] & _MBARRIER).any():
+            raise Fault("cp.async.bulk writes the bytes of an initialised mbarrier", lanes)
+        if (self.proxy[cells] & _READ).any():
+            raise Fault("cp.async.bulk overwrites the source of a cp.async.bulk store before its "
+                        "cp.async.bulk.wait_group.read", lanes)
+        block = lane // self.lanes_per_block
+        self.write(np.array([position]), data[None], lanes, self.epoch[block:block + 1], "cp.async.bulk",
+                   landing=True)
+        # The mbarrier orders the copy before its readers, not a bar.sync: no epoch of its own.
+        self.write_epoch[cells] = -1
+        self.proxy[cells] |= _LANDED
+        self.landed_at[cells] = at
+        self.landed_phase[cells] = barrier.phase
+
+    def read_for_bulk(self, position: int, size: int, lane: int) -> np.ndarray:
+        """A bulk store's source bytes, held until :meth:`release_bulk`."""
+        self._async()
+        lanes = np.array([lane])
+        block = lane // self.lanes_per_block
+        data = self.read(np.array([position]), size, lanes, self.epoch[block:block + 1], "cp.async.bulk source")
+        cells = self._cells(np.array([position]), size).reshape(-1)
+        self.bulk_reads[cells] += 1
+        self.proxy[cells] |= _READ
+        return data[0]
+
+    def release_bulk(self, position: int, size: int) -> None:
+        cells = self._cells(np.array([position]), size).reshape(-1)
+        self.bulk_reads[cells] -= 1
+        self.proxy[cells[self.bulk_reads[cells] == 0]] &= ~np.uint8(_READ)
 
 
 class LocalMemory:

@@ -1,5 +1,6 @@
 """Warp-collective instructions, from the PTX ISA (sections 9.7.8 shfl,
-9.7.13 vote/redux/activemask, 9.7.14 ldmatrix, stmatrix, mma).
+9.7.13 vote/redux/activemask/elect, 9.7.14 ldmatrix, stmatrix, mma,
+9.7.19 setmaxnreg).
 
 Each works on whole warps: lane arrays are viewed as (warps, 32). The
 lanes a collective names (its membermask, or the whole warp for
@@ -19,7 +20,7 @@ from .memory import Fault
 from .numerics import bits_to_float, half, pack, round_bits, tf32_truncate
 
 __all__ = ["check_members"]
-from .ptx import Instruction, PredicatePair, Vector
+from .ptx import Immediate, Instruction, PredicatePair, Vector
 
 _LANE = np.arange(WARP)
 _GROUP, _IN_GROUP = _LANE >> 2, _LANE % 4  # the ISA's groupID and threadID_in_group
@@ -104,6 +105,41 @@ def _shfl(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         wd(w, values, m)
         wp(w, valid.reshape(-1), m)
     return Decoder.normal(ins, run)
+
+
+@opcode("elect")
+def _elect(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    """elect.sync d|p, membermask: the lowest lane of the mask executing it is
+    the leader; every lane gets its laneid in d, p is true in it alone."""
+    if not mods.take("sync"):
+        raise mods.error("needs .sync")
+    d.needs(ins, 90)
+    dst, member = d.operands(ins, 2)
+    if not isinstance(dst, PredicatePair):
+        raise d.error(ins, "expects d|p, membermask (either destination may be _)")
+    wd, wp, rm = d.writer(ins, dst.first, "b32"), d.writer(ins, dst.second, "pred"), d.reader(ins, member, "b32")
+
+    def run(w, m):
+        members = check_members(w, m, rm, ins.opcode)
+        leader = np.argmax(members & _active(w, m), axis=1)
+        wd(w, np.repeat(leader, WARP).astype(np.uint32), m)
+        wp(w, (_LANE[None, :] == leader[:, None]).reshape(-1), m)
+    return Decoder.normal(ins, run)
+
+
+@opcode("setmaxnreg")
+def _setmaxnreg(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 N: a warpgroup's register budget;
+    checked, with no effect on an emulator without a register file."""
+    if not mods.take("inc", "dec") or not mods.take("sync") or not mods.take("aligned"):
+        raise mods.error("expects setmaxnreg.inc.sync.aligned.u32 or setmaxnreg.dec.sync.aligned.u32")
+    mods.type({"u32"})
+    d.needs(ins, 90, arch_specific=True)
+    (count,) = d.operands(ins, 1)
+    if not isinstance(count, Immediate) or count.is_float or not 24 <= count.value <= 256 \
+            or count.value % 8:
+        raise d.error(ins, "the register count must be an immediate multiple of 8 in 24..256")
+    return Decoder.normal(ins, lambda w, m: w.warp_check(m, ins.opcode))
 
 
 @opcode("vote")
