@@ -3,7 +3,9 @@
 #define TESSEL_DIALECTS_GRAPH_GRAPH_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TensorEncoding.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
@@ -22,6 +24,8 @@ bool hasSupportedShape(mlir::ShapedType type);
 
 #include "dialects/graph/GraphDialect.h.inc"
 #include "dialects/graph/GraphEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "dialects/graph/GraphAttrs.h.inc"
 #include "dialects/graph/Folding.h"
 #include "dialects/graph/ShapeInference.h"
 

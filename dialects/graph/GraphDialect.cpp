@@ -12,6 +12,7 @@ void GraphDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/graph/GraphOps.cpp.inc"
       >();
+  registerAttributes();
 }
 
 Operation *GraphDialect::materializeConstant(OpBuilder &builder,

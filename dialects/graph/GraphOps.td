@@ -10,7 +10,9 @@
 #ifndef TESSEL_GRAPH_OPS
 #define TESSEL_GRAPH_OPS
 
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
+include "mlir/IR/TensorEncoding.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -29,6 +31,53 @@ def Graph_Dialect : Dialect {
     kernel.
   }];
   let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
+  // `graph.dims` on a function declares its size symbols.
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The function attribute that declares a function's size symbols.
+    static constexpr ::llvm::StringLiteral kDimsAttrName = "graph.dims";
+
+  private:
+    void registerAttributes();
+
+  public:
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Symbolic sizes (docs/dynamic-shapes.md)
+//===----------------------------------------------------------------------===//
+
+def Graph_ShapeAttr : AttrDef<Graph_Dialect, "Shape",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let mnemonic = "shape";
+  let summary = "The sizes of a tensor's dims over its function's size symbols";
+  let description = [{
+    A tensor type's encoding: one entry per dim, an integer for a static
+    dim or an expression over named size symbols for a `?` one, e.g.
+    `tensor<?x?x256xf32, #graph.shape<[batch, 2 * seq, 256]>>`. Expressions
+    take `+`, `-`, `*` (of two symbols too), `floordiv`, `ceildiv`, `mod`
+    and parentheses; they are stored as an AffineMap over symbols, one per
+    name. The function's `graph.dims` declares each name's range.
+  }];
+  let parameters = (ins "::mlir::AffineMap":$sizes,
+                        ArrayRefParameter<"::mlir::StringAttr", "symbol names">:$names);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Graph_DimAttr : AttrDef<Graph_Dialect, "Dim"> {
+  let mnemonic = "dim";
+  let summary = "The range of a size symbol";
+  let description = [{
+    `#graph.dim<1, 2048>`: sizes 1 to 2048; `#graph.dim<8, 2048, multiple_of 8>`
+    also requires a multiple of 8. Values of `graph.dims`, a function's
+    dictionary from symbol names to their ranges.
+  }];
+  let parameters = (ins "int64_t":$min, "int64_t":$max, DefaultValuedParameter<"int64_t", "1">:$multiple);
+  let assemblyFormat = "`<` $min `,` $max (`,` `multiple_of` $multiple^)? `>`";
+  let genVerifyDecl = 1;
 }
 
 class Graph_Op<string mnemonic, list<Trait> traits = []>
