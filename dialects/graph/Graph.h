@@ -13,6 +13,13 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::OpTrait {
+/// Marks a graph op whose shape rules read size symbols (#graph.shape);
+/// the others refuse tensors that carry them (GraphAttrs.cpp).
+template <typename ConcreteType>
+class GraphSymbolicSizes : public TraitBase<ConcreteType, GraphSymbolicSizes> {};
+} // namespace mlir::OpTrait
+
 namespace tessel::graph {
 /// The highest rank of a graph tensor: numpy's, since every input and
 /// result crosses as a numpy array (and compile time grows with rank).

@@ -121,9 +121,11 @@ struct SizeParser {
   }
 };
 
-/// Prints `e` with symbol names; `parent` is the precedence of the context
-/// (0: none, 1: a sum, 2: a product), which decides the parentheses.
-void printSize(AsmPrinter &p, AffineExpr e, ArrayRef<StringAttr> names,
+/// Prints `e` with symbol names to `p` (an AsmPrinter or a raw_ostream);
+/// `parent` is the precedence of the context (0: none, 1: a sum, 2: a
+/// product), which decides the parentheses.
+template <typename Stream>
+void printSize(Stream &p, AffineExpr e, ArrayRef<StringAttr> names,
                int parent = 0) {
   if (auto c = dyn_cast<AffineConstantExpr>(e)) {
     if (c.getValue() < 0 && parent == 2)
@@ -185,6 +187,14 @@ void printSize(AsmPrinter &p, AffineExpr e, ArrayRef<StringAttr> names,
     p << ")";
 }
 } // namespace
+
+std::string tessel::graph::sizeString(AffineExpr size,
+                                      ArrayRef<StringAttr> names) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printSize(os, size, names);
+  return text;
+}
 
 Attribute ShapeAttr::parse(AsmParser &parser, Type) {
   SmallVector<StringAttr> names;
@@ -282,6 +292,11 @@ LogicalResult DimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+static bool hasSymbols(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa_and_present<ShapeAttr>(tensor.getEncoding());
+}
+
 /// Every symbol a #graph.shape in `type` names is one of `dims`.
 static LogicalResult checkDeclared(Operation *op, Type type,
                                    DictionaryAttr dims) {
@@ -322,6 +337,14 @@ LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
     for (Type type : inner->getResultTypes())
       if (failed(checkDeclared(inner, type, dims)))
         return WalkResult::interrupt();
+    if (isa<GraphDialect>(inner->getDialect()) &&
+        !inner->hasTrait<OpTrait::GraphSymbolicSizes>() &&
+        llvm::any_of(llvm::concat<const Type>(inner->getOperandTypes(),
+                                              inner->getResultTypes()),
+                     hasSymbols)) {
+      inner->emitOpError("does not take size symbols (#graph.shape) yet");
+      return WalkResult::interrupt();
+    }
     return WalkResult::advance();
   });
   return failure(walk.wasInterrupted());

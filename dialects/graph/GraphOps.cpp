@@ -81,9 +81,11 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
     return emitOptionalError(loc, "compares different element types ",
                              l.getElementType(), " and ", r.getElementType());
   SmallVector<int64_t> shape;
-  if (failed(broadcastShapes(loc, {l.getShape(), r.getShape()}, shape)))
+  Attribute encoding;
+  if (failed(broadcastTypes(loc, {l, r}, shape, encoding)))
     return failure();
-  results.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 1)));
+  results.push_back(
+      RankedTensorType::get(shape, IntegerType::get(ctx, 1), encoding));
   return success();
 }
 
@@ -98,10 +100,10 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "selects between different element types ",
                              l.getElementType(), " and ", r.getElementType());
   SmallVector<int64_t> shape;
-  if (failed(broadcastShapes(loc, {c.getShape(), l.getShape(), r.getShape()},
-                             shape)))
+  Attribute encoding;
+  if (failed(broadcastTypes(loc, {c, l, r}, shape, encoding)))
     return failure();
-  results.push_back(RankedTensorType::get(shape, l.getElementType()));
+  results.push_back(RankedTensorType::get(shape, l.getElementType(), encoding));
   return success();
 }
 
@@ -166,14 +168,17 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *,
       reducedDims(loc, adaptor.getAxes(), input.getRank());
   if (failed(dims))
     return failure();
-  SmallVector<int64_t> shape;
+  SmallVector<int64_t> shape, from;
   for (auto [i, size] : llvm::enumerate(input.getShape())) {
-    if (!llvm::is_contained(*dims, int64_t(i)))
+    if (!llvm::is_contained(*dims, int64_t(i))) {
       shape.push_back(size);
-    else if (adaptor.getKeepdims())
+      from.push_back(i);
+    } else if (adaptor.getKeepdims()) {
       shape.push_back(1);
+      from.push_back(-1);
+    }
   }
-  results.push_back(input.clone(shape));
+  results.push_back(derivedType(input, shape, from));
   return success();
 }
 
@@ -445,7 +450,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape;
   for (int64_t p : perm)
     shape.push_back(input.getDimSize(p));
-  results.push_back(input.clone(shape));
+  results.push_back(derivedType(input, shape, perm));
   return success();
 }
 
@@ -483,9 +488,11 @@ LogicalResult BroadcastToOp::verify() {
   if (in.getElementType() != out.getElementType())
     return emitOpError("cannot change the element type");
   SmallVector<int64_t> shape;
-  if (failed(broadcastShapes(getLoc(), {in.getShape(), out.getShape()}, shape)))
+  Attribute encoding;
+  if (failed(broadcastTypes(getLoc(), {in, out}, shape, encoding)))
     return failure();
-  if (ArrayRef<int64_t>(shape) != out.getShape())
+  if (ArrayRef<int64_t>(shape) != out.getShape() ||
+      encoding != out.getEncoding())
     return emitOpError("cannot broadcast ")
            << shapeString(in.getShape()) << " to "
            << shapeString(out.getShape());

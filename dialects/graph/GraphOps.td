@@ -80,6 +80,10 @@ def Graph_DimAttr : AttrDef<Graph_Dialect, "Dim"> {
   let genVerifyDecl = 1;
 }
 
+// The op's shape rules read size symbols (#graph.shape); a graph op
+// without it refuses tensors that carry them.
+def Graph_SymbolicSizes : NativeOpTrait<"GraphSymbolicSizes">;
+
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, traits>;
 
@@ -124,7 +128,8 @@ def Graph_ConstantOp : Graph_Op<"constant",
 class Graph_BroadcastBinaryOp<string mnemonic, Type operandType,
                               list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits,
-        [Pure, SameOperandsAndResultElementType, InferTypeOpAdaptor])> {
+        [Pure, SameOperandsAndResultElementType, InferTypeOpAdaptor,
+         Graph_SymbolicSizes])> {
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs operandType:$result);
   let assemblyFormat = [{
@@ -175,7 +180,7 @@ def Graph_MinimumOp : Graph_BroadcastBinaryOp<"minimum", Graph_NumericTensor, [C
 
 class Graph_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits,
-        [Pure, SameOperandsAndResultType])> {
+        [Pure, SameOperandsAndResultType, Graph_SymbolicSizes])> {
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -268,7 +273,7 @@ def Graph_ComparePredicate : I32EnumAttr<"ComparePredicate",
   let cppNamespace = "::tessel::graph";
 }
 
-def Graph_CompareOp : Graph_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+def Graph_CompareOp : Graph_Op<"compare", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "Elementwise comparison with numpy broadcasting, giving i1";
   let description = [{
     Float comparisons are ordered (false when either side is NaN) except
@@ -286,7 +291,7 @@ def Graph_CompareOp : Graph_Op<"compare", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Graph_SelectOp : Graph_Op<"select", [Pure, InferTypeOpAdaptor]> {
+def Graph_SelectOp : Graph_Op<"select", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "cond ? lhs : rhs, elementwise, all three broadcast (numpy.where)";
   let arguments = (ins RankedTensorOf<[I1]>:$condition, Graph_Tensor:$lhs,
                        Graph_Tensor:$rhs);
@@ -296,7 +301,7 @@ def Graph_SelectOp : Graph_Op<"select", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor]> {
+def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "Element type conversion (numpy astype semantics)";
   let description = [{
     Floats round to nearest; float to integer truncates toward zero; to i1
@@ -323,7 +328,7 @@ def Graph_ReduceKind : I32EnumAttr<"ReduceKind", "how a reduction combines", [
   let cppNamespace = "::tessel::graph";
 }
 
-def Graph_ReduceOp : Graph_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
+def Graph_ReduceOp : Graph_Op<"reduce", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "Sum, mean, max or min over any set of axes";
   let description = [{
     `axes` lists distinct dimensions in [-rank, rank); negative ones count
@@ -421,7 +426,7 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm",
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "Matrix product with broadcast batch dimensions (numpy.matmul)";
   let description = [{
     `lhs` is `[batch..., M, K]` and `rhs` is `[batch..., K, N]`; the batch
@@ -517,7 +522,7 @@ def Graph_Pool2DOp : Graph_Op<"pool2d", [Pure, InferTypeOpAdaptor]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "Permutes dimensions: result dim i is input dim perm[i]";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Graph_Tensor:$result);
@@ -534,7 +539,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure]> {
+def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure, Graph_SymbolicSizes]> {
   let summary = "Broadcasts to the result shape with numpy rules";
   let arguments = (ins Graph_Tensor:$input);
   let results = (outs Graph_Tensor:$result);

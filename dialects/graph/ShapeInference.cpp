@@ -2,7 +2,11 @@
 
 #include "dialects/graph/ShapeInference.h"
 
+#include "dialects/graph/Graph.h"
+
 #include "mlir/Dialect/Traits.h"
+#include "mlir/IR/AffineMap.h"
+#include "llvm/ADT/BitVector.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
@@ -55,15 +59,187 @@ FailureOr<int64_t> normalizeAxis(std::optional<Location> loc, int64_t axis,
   return positiveAxis(axis, rank);
 }
 
+namespace {
+/// The sizes of tensors over one sorted list of symbol names: each dim a
+/// constant, an expression over the names, or null (a ? without
+/// #graph.shape, which the rules treat as upstream does).
+struct SymbolicSizes {
+  SmallVector<StringAttr> names;
+
+  explicit SymbolicSizes(ArrayRef<RankedTensorType> types) {
+    for (RankedTensorType type : types)
+      if (auto shape = dyn_cast_if_present<ShapeAttr>(type.getEncoding()))
+        llvm::append_range(names, shape.getNames());
+    llvm::sort(names, [](StringAttr a, StringAttr b) {
+      return a.getValue() < b.getValue();
+    });
+    names.erase(llvm::unique(names), names.end());
+  }
+
+  bool any() const { return !names.empty(); }
+
+  SmallVector<AffineExpr> of(RankedTensorType type) const {
+    MLIRContext *context = type.getContext();
+    SmallVector<AffineExpr> sizes;
+    if (auto shape = dyn_cast_if_present<ShapeAttr>(type.getEncoding())) {
+      SmallVector<AffineExpr> renamed;
+      for (StringAttr name : shape.getNames())
+        renamed.push_back(getAffineSymbolExpr(
+            llvm::find(names, name) - names.begin(), context));
+      for (AffineExpr size : shape.getSizes().getResults())
+        sizes.push_back(size.replaceSymbols(renamed));
+      return sizes;
+    }
+    for (int64_t d : type.getShape())
+      sizes.push_back(ShapedType::isDynamic(d)
+                          ? AffineExpr()
+                          : getAffineConstantExpr(d, context));
+    return sizes;
+  }
+
+  std::string show(AffineExpr size) const {
+    return size ? sizeString(size, names) : "?";
+  }
+
+  std::string show(ArrayRef<AffineExpr> sizes) const {
+    std::string text = "[";
+    for (auto [i, size] : llvm::enumerate(sizes))
+      text += (i ? ", " : "") + show(size);
+    return text + "]";
+  }
+
+  /// The shape and #graph.shape of `sizes`, keeping only the names used.
+  void build(ArrayRef<AffineExpr> sizes, MLIRContext *context,
+             SmallVectorImpl<int64_t> &shape, Attribute &encoding) const {
+    shape.clear();
+    llvm::BitVector used(names.size());
+    for (AffineExpr size : sizes) {
+      auto constant = dyn_cast<AffineConstantExpr>(size);
+      shape.push_back(constant ? constant.getValue() : ShapedType::kDynamic);
+      if (size)
+        size.walk([&](AffineExpr e) {
+          if (auto s = dyn_cast<AffineSymbolExpr>(e))
+            used.set(s.getPosition());
+        });
+    }
+    encoding = nullptr;
+    if (used.none())
+      return;
+    SmallVector<AffineExpr> renamed(names.size(),
+                                    getAffineConstantExpr(0, context));
+    SmallVector<StringAttr> kept;
+    for (unsigned i : used.set_bits()) {
+      renamed[i] = getAffineSymbolExpr(kept.size(), context);
+      kept.push_back(names[i]);
+    }
+    SmallVector<AffineExpr> results;
+    for (AffineExpr size : sizes)
+      results.push_back(size.replaceSymbols(renamed));
+    encoding = ShapeAttr::get(
+        context, AffineMap::get(0, kept.size(), results, context), kept);
+  }
+};
+
+bool isOne(AffineExpr size) {
+  auto c = dyn_cast_if_present<AffineConstantExpr>(size);
+  return c && c.getValue() == 1;
+}
+
+/// The sizes of each of `types`; failure if one has a ? without
+/// #graph.shape, which cannot be compared with a symbol.
+LogicalResult sizesOf(std::optional<Location> loc,
+                      const SymbolicSizes &symbols,
+                      ArrayRef<RankedTensorType> types,
+                      SmallVectorImpl<SmallVector<AffineExpr>> &all) {
+  for (RankedTensorType type : types) {
+    all.push_back(symbols.of(type));
+    if (llvm::is_contained(all.back(), AffineExpr()))
+      return emitOptionalError(loc, "operand ", type,
+                               " has a ? dim without #graph.shape among "
+                               "operands with size symbols");
+  }
+  return success();
+}
+
+/// numpy broadcasting of symbolic sizes.
+LogicalResult broadcastSizes(std::optional<Location> loc,
+                             const SymbolicSizes &symbols,
+                             ArrayRef<SmallVector<AffineExpr>> all,
+                             MLIRContext *context,
+                             SmallVectorImpl<AffineExpr> &result) {
+  result.clear();
+  for (ArrayRef<AffineExpr> sizes : all) {
+    if (sizes.size() > result.size())
+      result.insert(result.begin(), sizes.size() - result.size(),
+                    getAffineConstantExpr(1, context));
+    for (auto [a, b] : llvm::zip(llvm::reverse(result), llvm::reverse(sizes))) {
+      if (a == b || isOne(b))
+        continue;
+      if (isOne(a)) {
+        a = b;
+        continue;
+      }
+      bool symbolic = !isa<AffineConstantExpr>(a) || !isa<AffineConstantExpr>(b);
+      return emitOptionalError(
+          loc, "operand shapes ", symbols.show(result), " and ",
+          symbols.show(sizes), " are not broadcast-compatible",
+          symbolic ? " (a size symbol broadcasts only against 1 or the same "
+                     "size)"
+                   : "");
+    }
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult broadcastTypes(std::optional<Location> loc,
+                             ArrayRef<RankedTensorType> types,
+                             SmallVectorImpl<int64_t> &shape,
+                             Attribute &encoding) {
+  SymbolicSizes symbols(types);
+  if (!symbols.any()) {
+    SmallVector<ArrayRef<int64_t>> shapes;
+    for (RankedTensorType type : types)
+      shapes.push_back(type.getShape());
+    encoding = nullptr;
+    return broadcastShapes(loc, shapes, shape);
+  }
+  MLIRContext *context = types.front().getContext();
+  SmallVector<SmallVector<AffineExpr>> all;
+  SmallVector<AffineExpr> result;
+  if (failed(sizesOf(loc, symbols, types, all)) ||
+      failed(broadcastSizes(loc, symbols, all, context, result)))
+    return failure();
+  symbols.build(result, context, shape, encoding);
+  return success();
+}
+
+RankedTensorType derivedType(RankedTensorType input, ArrayRef<int64_t> shape,
+                             ArrayRef<int64_t> from) {
+  SymbolicSizes symbols(ArrayRef<RankedTensorType>{input});
+  if (!symbols.any())
+    return RankedTensorType::get(shape, input.getElementType());
+  SmallVector<AffineExpr> in = symbols.of(input), sizes;
+  for (auto [size, source] : llvm::zip_equal(shape, from))
+    sizes.push_back(source >= 0 ? in[source]
+                                : getAffineConstantExpr(size, input.getContext()));
+  SmallVector<int64_t> result;
+  Attribute encoding;
+  symbols.build(sizes, input.getContext(), result, encoding);
+  return RankedTensorType::get(result, input.getElementType(), encoding);
+}
+
 LogicalResult inferBroadcastResultType(std::optional<Location> loc, Type lhs,
                                        Type rhs,
                                        SmallVectorImpl<Type> &results) {
   auto l = cast<RankedTensorType>(lhs);
   auto r = cast<RankedTensorType>(rhs);
   SmallVector<int64_t> shape;
-  if (failed(broadcastShapes(loc, {l.getShape(), r.getShape()}, shape)))
+  Attribute encoding;
+  if (failed(broadcastTypes(loc, {l, r}, shape, encoding)))
     return failure();
-  results.push_back(RankedTensorType::get(shape, l.getElementType()));
+  results.push_back(
+      RankedTensorType::get(shape, l.getElementType(), encoding));
   return success();
 }
 
@@ -78,6 +254,34 @@ LogicalResult inferMatmulResultType(std::optional<Location> loc, Type lhs,
     return emitOptionalError(loc, "matmul operands have different element "
                                   "types: ",
                              l.getElementType(), " and ", r.getElementType());
+  if (SymbolicSizes symbols(ArrayRef<RankedTensorType>{l, r}); symbols.any()) {
+    MLIRContext *context = l.getContext();
+    SmallVector<SmallVector<AffineExpr>> all;
+    if (failed(sizesOf(loc, symbols, {l, r}, all)))
+      return failure();
+    ArrayRef<AffineExpr> ls = all[0], rs = all[1];
+    if (ls.back() != rs[rs.size() - 2])
+      return emitOptionalError(loc, "matmul contraction dimensions differ: "
+                                    "lhs ",
+                               symbols.show(ls), " has K = ",
+                               symbols.show(ls.back()), ", rhs ",
+                               symbols.show(rs), " has K = ",
+                               symbols.show(rs[rs.size() - 2]));
+    SmallVector<SmallVector<AffineExpr>> batches = {
+        SmallVector<AffineExpr>(ls.drop_back(2)),
+        SmallVector<AffineExpr>(rs.drop_back(2))};
+    SmallVector<AffineExpr> sizes;
+    if (failed(broadcastSizes(loc, symbols, batches, context, sizes)))
+      return failure();
+    sizes.push_back(ls[ls.size() - 2]);
+    sizes.push_back(rs.back());
+    SmallVector<int64_t> shape;
+    Attribute encoding;
+    symbols.build(sizes, context, shape, encoding);
+    results.push_back(
+        RankedTensorType::get(shape, l.getElementType(), encoding));
+    return success();
+  }
   int64_t k1 = l.getShape().back(), k2 = r.getShape()[r.getRank() - 2];
   if (!ShapedType::isDynamic(k1) && !ShapedType::isDynamic(k2) && k1 != k2)
     return emitOptionalError(loc, "matmul contraction dimensions differ: lhs ",

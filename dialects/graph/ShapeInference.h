@@ -7,6 +7,8 @@
 #ifndef TESSEL_DIALECTS_GRAPH_SHAPEINFERENCE_H
 #define TESSEL_DIALECTS_GRAPH_SHAPEINFERENCE_H
 
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Types.h"
 #include "llvm/ADT/SmallVector.h"
@@ -31,6 +33,26 @@ llvm::LogicalResult
 broadcastShapes(std::optional<mlir::Location> loc,
                 llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
                 llvm::SmallVectorImpl<int64_t> &result);
+
+/// The numpy broadcast of the shapes of `types`, size symbols
+/// (#graph.shape) included: a symbolic size broadcasts only against 1 or
+/// the same size, never as if it were 1. The result's shape and its
+/// #graph.shape (null when it has no symbolic size), or failure with a
+/// located error.
+llvm::LogicalResult broadcastTypes(std::optional<mlir::Location> loc,
+                                   llvm::ArrayRef<mlir::RankedTensorType> types,
+                                   llvm::SmallVectorImpl<int64_t> &shape,
+                                   mlir::Attribute &encoding);
+
+/// `input`'s type with shape `shape`, whose dim i is input dim `from[i]`
+/// (its size symbol kept) or, where `from[i]` < 0, the static `shape[i]`.
+mlir::RankedTensorType derivedType(mlir::RankedTensorType input,
+                                   llvm::ArrayRef<int64_t> shape,
+                                   llvm::ArrayRef<int64_t> from);
+
+/// `size` over symbols `names`, as #graph.shape prints it ("2 * seq").
+std::string sizeString(mlir::AffineExpr size,
+                       llvm::ArrayRef<mlir::StringAttr> names);
 
 /// `axis` in [-rank, rank) as a non-negative dimension, or failure with a
 /// located error naming `what`.

@@ -82,3 +82,55 @@ func.func @inner_op(%x: tensor<?xf32, #graph.shape<[n]>>) attributes {graph.dims
   %0 = tensor.empty(%c4) : tensor<?xf32, #graph.shape<[m]>>
   return
 }
+
+// -----
+
+func.func @symbol_against_static(%x: tensor<?xf32, #graph.shape<[seq]>>, %y: tensor<256xf32>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
+  // expected-error @+2 {{operand shapes [seq] and [256] are not broadcast-compatible (a size symbol broadcasts only against 1 or the same size)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.add %x, %y : (tensor<?xf32, #graph.shape<[seq]>>, tensor<256xf32>) -> tensor<?xf32, #graph.shape<[seq]>>
+  return
+}
+
+// -----
+
+func.func @two_symbols(%x: tensor<?xf32, #graph.shape<[seq]>>, %y: tensor<?xf32, #graph.shape<[batch]>>) attributes {graph.dims = {batch = #graph.dim<1, 8>, seq = #graph.dim<1, 512>}} {
+  // expected-error @+2 {{operand shapes [seq] and [batch] are not broadcast-compatible (a size symbol broadcasts only against 1 or the same size)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.add %x, %y : (tensor<?xf32, #graph.shape<[seq]>>, tensor<?xf32, #graph.shape<[batch]>>) -> tensor<?xf32, #graph.shape<[seq]>>
+  return
+}
+
+// -----
+
+func.func @plain_dynamic_among_symbols(%x: tensor<?xf32, #graph.shape<[seq]>>, %y: tensor<?xf32>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
+  // expected-error @+2 {{operand 'tensor<?xf32>' has a ? dim without #graph.shape among operands with size symbols}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.add %x, %y : (tensor<?xf32, #graph.shape<[seq]>>, tensor<?xf32>) -> tensor<?xf32, #graph.shape<[seq]>>
+  return
+}
+
+// -----
+
+func.func @contraction(%x: tensor<?x?xf32, #graph.shape<[seq, k]>>, %w: tensor<256x64xf32>) attributes {graph.dims = {k = #graph.dim<1, 512>, seq = #graph.dim<1, 512>}} {
+  // expected-error @+2 {{matmul contraction dimensions differ: lhs [seq, k] has K = k, rhs [256, 64] has K = 256}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.matmul %x, %w : (tensor<?x?xf32, #graph.shape<[seq, k]>>, tensor<256x64xf32>) -> tensor<?x64xf32, #graph.shape<[seq, 64]>>
+  return
+}
+
+// -----
+
+func.func @result_symbols(%x: tensor<?xf32, #graph.shape<[seq]>>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
+  // expected-error @+1 {{'graph.relu' op requires the same encoding for all operands and results}}
+  %0 = "graph.relu"(%x) : (tensor<?xf32, #graph.shape<[seq]>>) -> tensor<?xf32, #graph.shape<[seq + 1]>>
+  return
+}
+
+// -----
+
+func.func @not_symbolic_yet(%x: tensor<?x4xf32, #graph.shape<[seq, 4]>>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
+  // expected-error @+1 {{'graph.softmax' op does not take size symbols (#graph.shape) yet}}
+  %0 = graph.softmax %x axis 1 : tensor<?x4xf32, #graph.shape<[seq, 4]>>
+  return
+}

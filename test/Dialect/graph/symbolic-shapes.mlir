@@ -32,3 +32,28 @@ func.func @static_dims_only(%x: tensor<4x8xf32, #graph.shape<[4, 8]>>) attribute
 func.func @expressions(%x: tensor<?x?x?x?x?xf32, #graph.shape<[-seq + 4, 2 * (a + b), a * (b * c), a - 2 * b, (a mod 3) * (b floordiv 2)]>>) {
   return
 }
+
+// Shape rules carry the symbols: broadcasting against 1 and the same size,
+// a matmul's batch and its M/N, unary ops unchanged.
+// CHECK-LABEL: func.func @rules
+// CHECK: graph.add {{.*}} -> tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>
+// CHECK: graph.matmul {{.*}} -> tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>>
+// CHECK: graph.relu {{.*}} : tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>>
+// CHECK: graph.matmul {{.*}} -> tensor<?x?x?xf32, #graph.shape<[batch, seq, seq]>>
+// CHECK: graph.compare gt, {{.*}} -> tensor<?x?x?xi1, #graph.shape<[batch, seq, seq]>>
+// CHECK: graph.reduce max {{.*}} -> tensor<?x1x64xf32, #graph.shape<[batch, 1, 64]>>
+// CHECK: graph.reduce sum {{.*}} -> tensor<?xf32, #graph.shape<[seq]>>
+func.func @rules(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>, %b: tensor<1x?x1xf32, #graph.shape<[1, seq, 1]>>,
+                 %w: tensor<256x64xf32>) -> tensor<?x?x?xi1, #graph.shape<[batch, seq, seq]>>
+    attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<1, 2048>}} {
+  %0 = graph.add %x, %b : (tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>, tensor<1x?x1xf32, #graph.shape<[1, seq, 1]>>) -> tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>
+  %1 = graph.matmul %0, %w : (tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>, tensor<256x64xf32>) -> tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>>
+  %2 = graph.relu %1 : tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>>
+  %3 = graph.transpose %2 [0, 2, 1] : tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>> -> tensor<?x64x?xf32, #graph.shape<[batch, 64, seq]>>
+  %4 = graph.matmul %2, %3 : (tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>>, tensor<?x64x?xf32, #graph.shape<[batch, 64, seq]>>) -> tensor<?x?x?xf32, #graph.shape<[batch, seq, seq]>>
+  %zero = graph.constant dense<0.0> : tensor<f32>
+  %5 = graph.compare gt, %4, %zero : (tensor<?x?x?xf32, #graph.shape<[batch, seq, seq]>>, tensor<f32>) -> tensor<?x?x?xi1, #graph.shape<[batch, seq, seq]>>
+  %6 = graph.reduce max %2 axes [1] keepdims : tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>> -> tensor<?x1x64xf32, #graph.shape<[batch, 1, 64]>>
+  %7 = graph.reduce sum %2 axes [0, 2] : tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>> -> tensor<?xf32, #graph.shape<[seq]>>
+  return %5 : tensor<?x?x?xi1, #graph.shape<[batch, seq, seq]>>
+}
