@@ -274,6 +274,9 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
                              input.getElementType(), " and ",
                              weight.getElementType());
   int64_t k = input.getShape().back(), n = weight.getDimSize(0);
+  if (ShapedType::isDynamic(k) && isa_and_present<ShapeAttr>(input.getEncoding()))
+    return emitOptionalError(loc, "linear needs static input features K, got ",
+                             input);
   if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(weight.getDimSize(1)) &&
       weight.getDimSize(1) != k)
     return emitOptionalError(loc, "linear weight ", weight,
@@ -286,7 +289,9 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   }
   SmallVector<int64_t> shape(input.getShape().drop_back());
   shape.push_back(n);
-  results.push_back(input.clone(shape));
+  auto from = llvm::to_vector(llvm::seq<int64_t>(0, input.getRank() - 1));
+  from.push_back(-1);
+  results.push_back(derivedType(input, shape, from));
   return success();
 }
 

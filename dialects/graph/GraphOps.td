@@ -240,7 +240,7 @@ def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", Graph_FloatTensor> {
 def Graph_SiluOp : Graph_UnaryOp<"silu", Graph_FloatTensor> {
   let summary = "x * sigmoid(x), elementwise";
 }
-def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType, Graph_SymbolicSizes]> {
   let summary = "GELU, exact (erf) or with the tanh approximation";
   let description = [{
     Exact: `0.5 x (1 + erf(x / sqrt(2)))`. With `approximate tanh`:
@@ -352,7 +352,7 @@ def Graph_ReduceOp : Graph_Op<"reduce", [Pure, InferTypeOpAdaptor, Graph_Symboli
 }
 
 class Graph_AxisOp<string mnemonic> : Graph_Op<mnemonic,
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType, Graph_SymbolicSizes]> {
   let arguments = (ins Graph_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$input `axis` $axis attr-dict `:` type($input)";
@@ -367,7 +367,7 @@ def Graph_LogSoftmaxOp : Graph_AxisOp<"log_softmax"> {
 }
 
 def Graph_LayerNormOp : Graph_Op<"layer_norm",
-    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "Layer normalization over the dimensions from `axis` on";
   let description = [{
     Normalizes over dimensions `axis`..rank-1 (ONNX LayerNormalization;
@@ -392,7 +392,7 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm",
   }];
 }
 
-def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
+def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "x / sqrt(mean(x^2) + epsilon) * weight over the dims from `axis` on";
   let arguments = (ins Graph_FloatTensor:$input,
                        Optional<Graph_FloatTensor>:$weight,
@@ -405,7 +405,8 @@ def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Graph_BatchNormOp : Graph_Op<"batch_norm",
-    [Pure, InferTypeOpAdaptor, AllTypesMatch<["scale", "bias", "mean", "variance"]>]> {
+    [Pure, InferTypeOpAdaptor, AllTypesMatch<["scale", "bias", "mean", "variance"]>,
+     Graph_SymbolicSizes]> {
   let summary = "Inference-form batch normalization along the channel `axis`";
   let description = [{
     `(x - mean) / sqrt(variance + epsilon) * scale + bias`, with the 1-D
@@ -444,7 +445,7 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Symboli
   }];
 }
 
-def Graph_LinearOp : Graph_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+def Graph_LinearOp : Graph_Op<"linear", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "x · weightᵀ + bias (torch.nn.functional.linear)";
   let description = [{
     `input` is `[..., K]`, `weight` is `[N, K]`, the optional `bias` is

@@ -130,7 +130,16 @@ func.func @result_symbols(%x: tensor<?xf32, #graph.shape<[seq]>>) attributes {gr
 // -----
 
 func.func @not_symbolic_yet(%x: tensor<?x4xf32, #graph.shape<[seq, 4]>>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
-  // expected-error @+1 {{'graph.softmax' op does not take size symbols (#graph.shape) yet}}
-  %0 = graph.softmax %x axis 1 : tensor<?x4xf32, #graph.shape<[seq, 4]>>
+  // expected-error @+1 {{'graph.concat' op does not take size symbols (#graph.shape) yet}}
+  %0 = graph.concat %x, %x axis 0 : (tensor<?x4xf32, #graph.shape<[seq, 4]>>, tensor<?x4xf32, #graph.shape<[seq, 4]>>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_symbolic_k(%x: tensor<?x?xf32, #graph.shape<[seq, k]>>, %w: tensor<64x256xf32>) attributes {graph.dims = {k = #graph.dim<1, 512>, seq = #graph.dim<1, 512>}} {
+  // expected-error @+2 {{linear needs static input features K}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.linear %x, %w : (tensor<?x?xf32, #graph.shape<[seq, k]>>, tensor<64x256xf32>) -> tensor<?x64xf32, #graph.shape<[seq, 64]>>
   return
 }

@@ -57,3 +57,19 @@ func.func @rules(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>, %b: t
   %7 = graph.reduce sum %2 axes [0, 2] : tensor<?x?x64xf32, #graph.shape<[batch, seq, 64]>> -> tensor<?xf32, #graph.shape<[seq]>>
   return %5 : tensor<?x?x?xi1, #graph.shape<[batch, seq, seq]>>
 }
+
+// The ops of a transformer block's MLP and attention scores keep the
+// symbols of their batch and sequence dims.
+// CHECK-LABEL: func.func @block_ops
+// CHECK: graph.layer_norm {{.*}} : tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>
+// CHECK: graph.linear {{.*}} -> tensor<?x?x1024xf32, #graph.shape<[batch, seq, 1024]>>
+// CHECK: graph.gelu {{.*}} : tensor<?x?x1024xf32, #graph.shape<[batch, seq, 1024]>>
+// CHECK: graph.softmax {{.*}} axis 2 : tensor<?x?x1024xf32, #graph.shape<[batch, seq, 1024]>>
+func.func @block_ops(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>, %w: tensor<1024x256xf32>, %b: tensor<1024xf32>)
+    attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<1, 2048>}} {
+  %0 = graph.layer_norm %x axis 2 eps 1.0e-05 : tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>
+  %1 = graph.linear %0, %w, %b : (tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>, tensor<1024x256xf32>, tensor<1024xf32>) -> tensor<?x?x1024xf32, #graph.shape<[batch, seq, 1024]>>
+  %2 = graph.gelu %1 : tensor<?x?x1024xf32, #graph.shape<[batch, seq, 1024]>>
+  %3 = graph.softmax %2 axis 2 : tensor<?x?x1024xf32, #graph.shape<[batch, seq, 1024]>>
+  return
+}
