@@ -523,8 +523,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   FailureOr<int64_t> axis = normalizeAxis(loc, adaptor.getAxis(), first.getRank());
   if (failed(axis))
     return failure();
-  SmallVector<int64_t> shape(first.getShape());
-  shape[*axis] = 0;
+  SmallVector<RankedTensorType> types;
   for (auto [i, v] : llvm::enumerate(adaptor.getInputs())) {
     auto t = tensorOf(v.getType());
     bool same = t.getRank() == first.getRank() &&
@@ -535,12 +534,14 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, "concat input #", i, " ", t,
                                " does not match input #0 ", first,
                                " outside axis ", *axis);
-    shape[*axis] = ShapedType::isDynamic(t.getDimSize(*axis)) ||
-                           ShapedType::isDynamic(shape[*axis])
-                       ? ShapedType::kDynamic
-                       : shape[*axis] + t.getDimSize(*axis);
+    types.push_back(t);
   }
-  results.push_back(first.clone(shape));
+  SmallVector<int64_t> shape;
+  Attribute encoding;
+  if (failed(concatTypes(loc, types, *axis, shape, encoding)))
+    return failure();
+  results.push_back(
+      RankedTensorType::get(shape, first.getElementType(), encoding));
   return success();
 }
 

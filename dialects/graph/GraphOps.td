@@ -549,7 +549,7 @@ def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure, Graph_SymbolicSizes]> 
   let hasFolder = 1;
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "Joins tensors along `axis`";
   let arguments = (ins Variadic<Graph_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Graph_Tensor:$result);

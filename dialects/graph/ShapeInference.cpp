@@ -214,6 +214,40 @@ LogicalResult broadcastTypes(std::optional<Location> loc,
   return success();
 }
 
+LogicalResult concatTypes(std::optional<Location> loc,
+                          ArrayRef<RankedTensorType> types, int64_t axis,
+                          SmallVectorImpl<int64_t> &shape,
+                          Attribute &encoding) {
+  SymbolicSizes symbols(types);
+  MLIRContext *context = types.front().getContext();
+  if (!symbols.any()) {
+    shape.assign(types.front().getShape().begin(),
+                 types.front().getShape().end());
+    for (RankedTensorType t : types.drop_front())
+      shape[axis] = ShapedType::isDynamic(t.getDimSize(axis)) ||
+                            ShapedType::isDynamic(shape[axis])
+                        ? ShapedType::kDynamic
+                        : shape[axis] + t.getDimSize(axis);
+    encoding = nullptr;
+    return success();
+  }
+  SmallVector<SmallVector<AffineExpr>> all;
+  if (failed(sizesOf(loc, symbols, types, all)))
+    return failure();
+  SmallVector<AffineExpr> result = all.front();
+  for (auto [i, sizes] : llvm::enumerate(ArrayRef(all).drop_front())) {
+    for (auto [d, size] : llvm::enumerate(sizes))
+      if (int64_t(d) != axis && size != result[d])
+        return emitOptionalError(loc, "concat input #", i + 1, " ",
+                                 symbols.show(sizes), " does not match input #0 ",
+                                 symbols.show(all.front()), " outside axis ",
+                                 axis);
+    result[axis] = result[axis] + sizes[axis];
+  }
+  symbols.build(result, context, shape, encoding);
+  return success();
+}
+
 RankedTensorType derivedType(RankedTensorType input, ArrayRef<int64_t> shape,
                              ArrayRef<int64_t> from) {
   SymbolicSizes symbols(ArrayRef<RankedTensorType>{input});

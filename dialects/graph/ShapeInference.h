@@ -44,6 +44,15 @@ llvm::LogicalResult broadcastTypes(std::optional<mlir::Location> loc,
                                    llvm::SmallVectorImpl<int64_t> &shape,
                                    mlir::Attribute &encoding);
 
+/// The shape and #graph.shape of concatenating `types` (of one rank, their
+/// element types and static dims checked) along `axis`: the other dims the same size, the
+/// axis their sum; failure with a located error.
+llvm::LogicalResult concatTypes(std::optional<mlir::Location> loc,
+                                llvm::ArrayRef<mlir::RankedTensorType> types,
+                                int64_t axis,
+                                llvm::SmallVectorImpl<int64_t> &shape,
+                                mlir::Attribute &encoding);
+
 /// `input`'s type with shape `shape`, whose dim i is input dim `from[i]`
 /// (its size symbol kept) or, where `from[i]` < 0, the static `shape[i]`.
 mlir::RankedTensorType derivedType(mlir::RankedTensorType input,

@@ -130,8 +130,8 @@ func.func @result_symbols(%x: tensor<?xf32, #graph.shape<[seq]>>) attributes {gr
 // -----
 
 func.func @not_symbolic_yet(%x: tensor<?x4xf32, #graph.shape<[seq, 4]>>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
-  // expected-error @+1 {{'graph.concat' op does not take size symbols (#graph.shape) yet}}
-  %0 = graph.concat %x, %x axis 0 : (tensor<?x4xf32, #graph.shape<[seq, 4]>>, tensor<?x4xf32, #graph.shape<[seq, 4]>>) -> tensor<?x4xf32>
+  // expected-error @+1 {{'graph.slice' op does not take size symbols (#graph.shape) yet}}
+  %0 = graph.slice %x [[0, 0] : [2, 4] : [1, 1]] : tensor<?x4xf32, #graph.shape<[seq, 4]>> -> tensor<2x4xf32>
   return
 }
 
@@ -141,5 +141,14 @@ func.func @linear_symbolic_k(%x: tensor<?x?xf32, #graph.shape<[seq, k]>>, %w: te
   // expected-error @+2 {{linear needs static input features K}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = graph.linear %x, %w : (tensor<?x?xf32, #graph.shape<[seq, k]>>, tensor<64x256xf32>) -> tensor<?x64xf32, #graph.shape<[seq, 64]>>
+  return
+}
+
+// -----
+
+func.func @concat_mismatch(%x: tensor<?x?xf32, #graph.shape<[seq, seq]>>, %y: tensor<?x?xf32, #graph.shape<[seq, batch]>>) attributes {graph.dims = {batch = #graph.dim<1, 8>, seq = #graph.dim<1, 512>}} {
+  // expected-error @+2 {{concat input #1 [seq, batch] does not match input #0 [seq, seq] outside axis 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.concat %x, %y axis 0 : (tensor<?x?xf32, #graph.shape<[seq, seq]>>, tensor<?x?xf32, #graph.shape<[seq, batch]>>) -> tensor<?x?xf32, #graph.shape<[seq * 2, seq]>>
   return
 }

@@ -73,3 +73,13 @@ func.func @block_ops(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>, %
   %3 = graph.softmax %2 axis 2 : tensor<?x?x1024xf32, #graph.shape<[batch, seq, 1024]>>
   return
 }
+
+// A concat sums its axis: two seqs are 2 * seq, seq and 3 more are seq + 3.
+// CHECK-LABEL: func.func @concats
+// CHECK: graph.concat {{.*}} -> tensor<?x8xf32, #graph.shape<[seq * 2, 8]>>
+// CHECK: graph.concat {{.*}} -> tensor<?x8xf32, #graph.shape<[seq + 3, 8]>>
+func.func @concats(%x: tensor<?x8xf32, #graph.shape<[seq, 8]>>, %y: tensor<3x8xf32>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
+  %0 = graph.concat %x, %x axis 0 : (tensor<?x8xf32, #graph.shape<[seq, 8]>>, tensor<?x8xf32, #graph.shape<[seq, 8]>>) -> tensor<?x8xf32, #graph.shape<[2 * seq, 8]>>
+  %1 = graph.concat %x, %y axis 0 : (tensor<?x8xf32, #graph.shape<[seq, 8]>>, tensor<3x8xf32>) -> tensor<?x8xf32, #graph.shape<[seq + 3, 8]>>
+  return
+}
