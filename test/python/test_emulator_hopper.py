@@ -81,7 +81,9 @@ def test_a_bulk_copy_lands_for_the_threads_that_waited_for_its_mbarrier_phase():
     ({"EXPECT": "mbarrier.arrive.release.cta.shared::cta.b64 _, [%r2];"},
      r"thread \(0, 0, 0\).*shared load reads a bulk-copy destination before its mbarrier phase completed "
      r"\(phase 1 of the mbarrier at shared offset 0 has not completed\)"),
-    ({"PARITY": "1"}, "has not finished after 3000 instruction steps"),
+    # Phase 1 never completes: every thread waits in try_wait, a deadlock rather than an endless loop.
+    ({"PARITY": "1"}, r"block \(0, 0, 0\).*every thread waits on an mbarrier phase nothing can complete \(this one "
+                      r"for phase 1 of the mbarrier at shared offset 0, with 1 arrivals"),
     ({"INIT": ""}, r"on shared offset 0, where no mbarrier is initialised \(mbarrier.init\)"),
     ({"SYNC": ""}, r"thread \(1, 0, 0\).*uses an mbarrier that thread \(0, 0, 0\) initialised, with no bar.sync "
                    "between"),
@@ -189,6 +191,130 @@ def test_a_two_stage_ring_reuses_its_mbarriers_over_flipping_parities():
     # Refilling a stage that other threads still read, with no barrier between, races.
     with pytest.raises(tessel.RuntimeError, match="race: cp.async.bulk overwrites shared memory that"):
         _ring("")
+
+
+# Warp specialization: thread 32 (warp 1) produces six 128-byte tiles into a two-stage ring, warp 0
+# consumes them. full[s] (count 1) carries the producer's expect_tx and the copy's bytes; empty[s]
+# (count 32) the consumers' arrivals after their reads, which the producer waits for before refilling
+# (parity flipped: a fresh barrier's preceding phase counts as complete, so round 0 goes at once).
+# The consumer's wait loop is at a lower counter than the producer, and no bar.sync is in the ring.
+WARP_SPECIALIZED = """
+.visible .entry ws(.param .u64 src, .param .u64 out)
+{
+  .reg .pred %p<6>; .reg .b32 %r<16>; .reg .f32 %f<4>; .reg .b64 %rd<8>;
+  .shared .align 8 .b8 bars[32];
+  .shared .align 16 .b8 tiles[256];
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, bars;
+  mov.u32 %r3, tiles;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r2], 1;
+  @%p1 mbarrier.init.shared::cta.b64 [%r2+8], 1;
+  @%p1 mbarrier.init.shared::cta.b64 [%r2+16], 32;
+  @%p1 mbarrier.init.shared::cta.b64 [%r2+24], 32;
+  fence.mbarrier_init.release.cluster;
+  bar.sync 0;
+  shr.u32 %r4, %r1, 5;
+  setp.ne.u32 %p2, %r4, 0;
+  @%p2 bra PRODUCER;
+  mov.u32 %r5, 0;
+CONSUME:
+  and.b32 %r6, %r5, 1;
+  shr.u32 %r7, %r5, 1;
+  and.b32 %r7, %r7, 1;
+  shl.b32 %r8, %r6, 3;
+  add.u32 %r9, %r2, %r8;
+  shl.b32 %r10, %r6, 7;
+  add.u32 %r10, %r3, %r10;
+FULL:
+  mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r9], %r7;
+  @!%p3 bra FULL;
+  EARLY
+  shl.b32 %r11, %r1, 2;
+  add.u32 %r11, %r10, %r11;
+  ld.shared.f32 %f1, [%r11];
+  ld.shared.f32 %f2, [%r10];
+  add.f32 %f3, %f1, %f2;
+  LATE
+  mad.lo.u32 %r12, %r5, 32, %r1;
+  mul.wide.u32 %rd3, %r12, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.f32 [%rd4], %f3;
+  add.u32 %r5, %r5, 1;
+  setp.lt.u32 %p4, %r5, 6;
+  @%p4 bra CONSUME;
+  ret;
+PRODUCER:
+  setp.ne.u32 %p5, %r1, 32;
+  @%p5 bra DONE;
+  mov.u32 %r5, 0;
+PRODUCE:
+  and.b32 %r6, %r5, 1;
+  shr.u32 %r7, %r5, 1;
+  and.b32 %r7, %r7, 1;
+  xor.b32 %r13, %r7, 1;
+  shl.b32 %r8, %r6, 3;
+  add.u32 %r9, %r2, %r8;
+  shl.b32 %r10, %r6, 7;
+  add.u32 %r10, %r3, %r10;
+EMPTY:
+  WAIT_EMPTY
+  mul.wide.u32 %rd5, %r5, 128;
+  add.s64 %rd6, %rd1, %rd5;
+  EXPECT
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r10], [%rd6], 128, [%r9];
+  add.u32 %r5, %r5, 1;
+  setp.lt.u32 %p4, %r5, 6;
+  @%p4 bra PRODUCE;
+DONE:
+  ret;
+}
+"""
+
+_WARP_SPECIALIZED = {"EARLY": "", "LATE": "mbarrier.arrive.release.cta.shared::cta.b64 _, [%r9+16];",
+                     "WAIT_EMPTY": "mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r9+16], %r13;\n  @!%p3 bra EMPTY;",
+                     "EXPECT": "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%r9], 128;"}
+
+
+def _warp_specialized(**edits: str) -> np.ndarray:
+    body = WARP_SPECIALIZED
+    for key, value in {**_WARP_SPECIALIZED, **edits}.items():
+        body = body.replace(key, value)
+    gpu = emulator.Device("sm_90", max_steps=20_000)
+    x = np.arange(6 * 32, dtype=np.float32)
+    out = gpu.alloc(x.nbytes)
+    gpu.load_ptx(HEADER + body).launch("ws", (2, 1, 1), (64, 1, 1), [gpu.upload(x), out])
+    return gpu.download(out, np.float32, (6, 32))
+
+
+def test_a_warp_specialized_ring_hands_stages_back_through_mbarriers_alone():
+    x = np.arange(6 * 32, dtype=np.float32).reshape(6, 32)
+    np.testing.assert_array_equal(_warp_specialized(), x + x[:, :1])
+    # test_wait in place of the producer's try_wait: a failed test waits too, while others can run.
+    np.testing.assert_array_equal(_warp_specialized(WAIT_EMPTY="mbarrier.test_wait.parity.shared::cta.b64 %p3, "
+                                                               "[%r9+16], %r13;\n  @!%p3 bra EMPTY;"), x + x[:, :1])
+
+
+@pytest.mark.parametrize("edit,message", [
+    # The producer forgets its arrival: full[0]'s phase 0 waits for it, the producer for empty[0].
+    ({"EXPECT": ""}, r"kernel ws, block \(0, 0, 0\), thread \(0, 0, 0\).*mbarrier.try_wait.*every thread waits on an "
+                     r"mbarrier phase nothing can complete \(this one for phase 0 of the mbarrier at shared offset 0, "
+                     r"with 1 arrivals and -128 transaction bytes pending\)"),
+    # The consumers hand the stage back before reading it.
+    ({"EARLY": _WARP_SPECIALIZED["LATE"], "LATE": ""},
+     "race: cp.async.bulk overwrites shared memory that several threads read"),
+    # A relaxed arrival releases nothing: the refill is not ordered after the reads.
+    ({"LATE": "mbarrier.arrive.relaxed.cta.shared::cta.b64 _, [%r9+16];"},
+     "race: cp.async.bulk overwrites shared memory that several threads read"),
+    # With nothing but a test_wait loop left, the test returns false for ever: an endless loop.
+    ({"EXPECT": "", "WAIT_EMPTY": "mbarrier.test_wait.parity.shared::cta.b64 %p3, [%r9+16], %r13;\n  @!%p3 bra EMPTY;"},
+     r"thread \(32, 0, 0\).*has not finished after 20000 instruction steps"),
+])
+def test_broken_warp_specialized_rings_are_errors(edit, message):
+    with pytest.raises(tessel.RuntimeError, match=message):
+        _warp_specialized(**edit)
 
 
 def test_arrivals_with_a_state_and_test_wait_work_on_sm_80_but_try_wait_needs_sm_90():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .decode import Decoder, Mods, opcode
-from .machine import BARRIER, BRANCH, EXIT, Op, Wave
+from .machine import BARRIER, BRANCH, EXIT, WAIT, Op, Wave
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault
 from .numerics import DTYPES, bits_to_float, flush_f32, fma_f64, half, pack, round_bits, two_sum
 from .ptx import TYPES, Immediate, Instruction, PredicatePair, Register, Symbol, Vector
@@ -1280,7 +1280,8 @@ _MBARRIER_SEMANTICS = {"init": (), "inval": (), "arrive": ("release", "relaxed")
 def _mbarrier(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     """mbarrier (PTX ISA 9.7.13.15) on an mbarrier object in shared memory:
     init, inval, arrive{.expect_tx}/arrive_drop, expect_tx, complete_tx and
-    the test_wait/try_wait{.parity} tests (try_wait never blocks here)."""
+    the test_wait/try_wait{.parity} tests, whose lanes wait while the phase
+    is incomplete (see :mod:`.machine`)."""
     action = mods.take(*_MBARRIER_SEMANTICS)
     if action is None:
         raise mods.error("expects init, inval, arrive, arrive_drop, expect_tx, complete_tx, test_wait or try_wait")
@@ -1358,7 +1359,7 @@ def _mbarrier(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             n = values(extra, w, lanes).astype(np.int64) if extra is not None else np.ones(len(lanes), np.int64)
             states = w.mbarrier_arrive(address(w, lanes), np.ones(len(lanes), np.int64) if expect else n,
                                        n if expect else None, lanes, ins.opcode, drop=action == "arrive_drop",
-                                       complete=not no_complete)
+                                       complete=not no_complete, release=sem != "relaxed")
             _scatter(w, write, states, lanes, m)
         return Decoder.normal(ins, arrive)
     # test_wait / try_wait: waitComplete, [addr], state | phaseParity {, suspendTimeHint}
@@ -1366,17 +1367,27 @@ def _mbarrier(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         raise d.error(ins, f"expects waitComplete, [addr], {'phaseParity' if parity else 'state'}"
                            f"{', suspendTimeHint' if action == 'try_wait' else ''}")
     if len(operands) == 4:
-        d.reader(ins, operands[3], "u32")  # a time hint: the wait here never blocks
+        d.reader(ins, operands[3], "u32")  # a time hint: the wait here lasts until the mbarrier changes
     write = d.writer(ins, operands[0], "pred")
     address = address_of(operands[1])
     token = d.reader(ins, operands[2], "u32" if parity else "b64")
 
+    # A failed try_wait suspends its lanes (the ISA lets it) until the mbarrier changes; so does a
+    # failed test_wait, which is only running it later, one of the orders a GPU may choose, unless
+    # nothing else can run: then it returns false (w.impatient), as it never blocks.
     def wait(w, m):
         lanes = w.lanes(m)
-        if len(lanes):
-            done = w.mbarrier_wait(address(w, lanes), values(token, w, lanes), parity, lanes, ins.opcode)
-            _scatter(w, write, done, lanes, m)
-    return Decoder.normal(ins, wait)
+        if not len(lanes):
+            return lanes
+        done = w.mbarrier_wait(address(w, lanes), values(token, w, lanes), parity, lanes, ins.opcode,
+                               acquire=sem != "relaxed")
+        _scatter(w, write, done, lanes, m)
+        failed = lanes[~done]
+        if action == "test_wait":
+            failed = failed[~w.impatient[failed]]
+            w.impatient[lanes] = False
+        return failed
+    return Op(WAIT, wait, ins)
 
 
 @opcode("createpolicy")

@@ -22,8 +22,12 @@ into shared memory reads and lands its bytes when issued and does its
 that phase complete (:class:`~.memory.SharedMemory` checks); a bulk store
 reads its source and writes global memory when issued, and holds the
 source until the issuing thread's ``cp.async.bulk.wait_group``.
-``try_wait`` never blocks: a wait loop that cannot finish ends at the
-step limit.
+A ``try_wait`` (or ``test_wait``) that finds its phase incomplete
+suspends the lanes there until that mbarrier's state changes, then they
+run it again: a consumer spinning at a lower counter than its producer
+does not starve it. When nothing but such lanes (and lanes at bar.sync)
+is left, a ``test_wait`` returns false (it never blocks), and with only
+``try_wait`` left the kernel is deadlocked: an error.
 """
 
 from __future__ import annotations
@@ -38,10 +42,10 @@ from .memory import (LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMem
                      SharedMemory)
 from .ptx import TYPES, EmulationError, Function, Instruction
 
-__all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "SPECIAL_REGISTERS", "WIDE_SPECIAL_REGISTERS", "Kernel", "Launch",
+__all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "WAIT", "SPECIAL_REGISTERS", "WIDE_SPECIAL_REGISTERS", "Kernel", "Launch",
            "Op", "Wave", "params_bytes", "run"]
 
-NORMAL, BRANCH, BARRIER, EXIT = range(4)
+NORMAL, BRANCH, BARRIER, EXIT, WAIT = range(5)  # WAIT: run returns the lanes that wait there
 _IDLE = np.iinfo(np.int64).max  # the counter of a lane that cannot run
 WARP = 32
 
@@ -168,6 +172,11 @@ class Wave:
         # the bulk groups committed so far.
         self.bulk: list[tuple[int, int, int, int]] = []
         self.bulk_committed = np.zeros(n, np.int64)
+        # Byte positions of the mbarriers whose state changed since the scheduler last looked: the
+        # lanes suspended in a try_wait on one of them run it again.
+        self.touched: set[int] = set()
+        self.waits_on = np.full(n, -1, np.int64)  # the mbarrier of a lane's last incomplete wait
+        self.impatient = np.zeros(n, bool)  # lanes whose next test_wait returns false rather than waiting
         self.steps = 0
 
     # -- registers
@@ -332,16 +341,21 @@ class Wave:
         self.shared.init_mbarrier(self._shared(addresses, 8, lanes, "mbarrier.init"), counts, lanes)
 
     def mbarrier_inval(self, addresses: np.ndarray, lanes: np.ndarray) -> None:
-        self.shared.inval_mbarrier(self._shared(addresses, 8, lanes, "mbarrier.inval"), lanes)
+        positions = self._shared(addresses, 8, lanes, "mbarrier.inval")
+        self.shared.inval_mbarrier(positions, lanes)
+        self.touched.update(positions.tolist())
 
     def mbarrier_arrive(self, addresses: np.ndarray, counts: np.ndarray, tx: np.ndarray | None, lanes: np.ndarray,
-                        what: str, drop: bool = False, complete: bool = True) -> np.ndarray:
+                        what: str, drop: bool = False, complete: bool = True, release: bool = True) -> np.ndarray:
         """Arrivals (after an expect-tx of ``tx`` bytes), in lane order; the
-        state each lane gets: the phase it arrived in."""
+        state each lane gets: the phase it arrived in. ``release``: not .relaxed."""
         states = np.zeros(len(lanes), np.uint64)
-        found, _ = self.mbarriers(addresses, lanes, what)
+        found, positions = self.mbarriers(addresses, lanes, what)
+        self.touched.update(positions.tolist())
         for barrier, pick in found:
             if tx is None and counts[pick].sum() < barrier.pending:  # no phase completes
+                if release:
+                    self.shared.release(barrier, lanes[pick])
                 states[pick] = barrier.phase
                 barrier.pending -= int(counts[pick].sum())
                 if drop:
@@ -356,6 +370,8 @@ class Wave:
                                 "its phase", lanes[k:k + 1])
                 if not complete and count == barrier.pending and barrier.tx == 0:
                     raise Fault(f"{what} completes the mbarrier's phase, which .noComplete forbids", lanes[k:k + 1])
+                if release:
+                    self.shared.release(barrier, lanes[k:k + 1])
                 states[k] = barrier.phase
                 barrier.pending -= count
                 if drop:
@@ -365,18 +381,23 @@ class Wave:
 
     def mbarrier_tx(self, addresses: np.ndarray, tx: np.ndarray, lanes: np.ndarray, what: str) -> None:
         """expect-tx (``tx`` > 0 bytes) or complete-tx (< 0) operations, in lane order."""
-        found, _ = self.mbarriers(addresses, lanes, what)
+        found, positions = self.mbarriers(addresses, lanes, what)
+        self.touched.update(positions.tolist())
         for barrier, pick in found:
             for k in pick:
+                if tx[k] < 0:  # complete_tx releases what the thread did before, as an arrival does
+                    self.shared.release(barrier, lanes[k:k + 1])
                 barrier.add_tx(int(tx[k]), int(lanes[k]), what)
 
     def mbarrier_wait(self, addresses: np.ndarray, tokens: np.ndarray, parity: bool, lanes: np.ndarray,
-                      what: str) -> np.ndarray:
+                      what: str, acquire: bool = True) -> np.ndarray:
         """test_wait/try_wait: whether the phase of each lane's state (or of
         parity ``tokens``: the current or the preceding phase) has completed;
-        a lane that sees it complete has seen every phase before it."""
+        a lane that sees it complete has seen every phase before it (and,
+        ``acquire``, not .relaxed, is ordered after their releases). A lane
+        that does not waits at the barrier's byte position in ``waits_on``."""
         done = np.zeros(len(lanes), bool)
-        found, _ = self.mbarriers(addresses, lanes, what)
+        found, positions = self.mbarriers(addresses, lanes, what)
         for barrier, pick in found:
             token = tokens[pick].astype(np.int64)
             if parity:
@@ -396,6 +417,9 @@ class Wave:
             done[pick] = ok
             threads = lanes[pick[ok]] % self.per_block
             barrier.seen[threads] = np.maximum(barrier.seen[threads], seen[ok])
+            if acquire:
+                self.shared.acquire(barrier, lanes[pick[ok]])
+            self.waits_on[lanes[pick[~ok]]] = positions[pick[~ok]]
         return done
 
     def bulk_load(self, dst: np.ndarray, src: np.ndarray, sizes: np.ndarray, bars: np.ndarray,
@@ -414,6 +438,8 @@ class Wave:
         position ``at``) with complete_tx of their size."""
         where = self.shared.offsets(np.array([dst]), len(data), lane, "cp.async.bulk destination", align=16)
         self.shared.land(int(where[0]), data, int(lane[0]), barrier, at)
+        self.touched.add(at)
+        self.shared.release(barrier, lane)
         barrier.add_tx(-len(data), int(lane[0]), "cp.async.bulk's complete_tx")
 
     def bulk_store(self, dst: np.ndarray, src: np.ndarray, sizes: np.ndarray, lanes: np.ndarray) -> None:
@@ -509,7 +535,8 @@ def _execute(w: Wave) -> int:
     ops = w.kernel.ops
     n, R = w.n, w.R
     waiting = np.zeros(n, bool)
-    resume = np.zeros(n, np.int64)
+    suspended = np.zeros(n, bool)  # lanes in an mbarrier wait, until the mbarrier changes
+    resume = np.zeros(n, np.int64)  # where a waiting or suspended lane goes on
     pc = 0
     pcs: np.ndarray | None = None  # per-lane counters while the lanes are apart
     mask: np.ndarray | None = None if w.alive.all() else w.alive.copy()  # the runnable lanes, with pc
@@ -518,11 +545,32 @@ def _execute(w: Wave) -> int:
 
     def apart() -> np.ndarray:
         spread = np.full(n, _IDLE, np.int64)
-        spread[w.alive & ~waiting] = pc
+        spread[w.alive & ~waiting & ~suspended] = pc
         return spread
 
     with np.errstate(all="ignore"):
-        while runnable:
+        while True:
+            if w.touched:
+                wake = suspended & np.isin(w.waits_on, list(w.touched)) if suspended.any() else None
+                w.touched.clear()
+                if wake is not None and wake.any():
+                    if pcs is None:
+                        pcs = apart()
+                    suspended[wake] = False
+                    pcs[wake] = resume[wake]
+                    runnable += int(wake.sum())
+            if not runnable:
+                if not suspended.any():
+                    break
+                # Only waits are left: failed test_waits go on (they never block), else a deadlock.
+                stuck = np.flatnonzero(suspended)
+                testing = stuck[[ops[int(resume[k])].ins.opcode.startswith("mbarrier.test_wait") for k in stuck]]
+                if not len(testing):
+                    raise _deadlock(w, ops[int(resume[stuck[0]])].ins, int(stuck[0]))
+                w.impatient[testing] = True
+                suspended[testing] = False
+                pcs[testing] = resume[testing]
+                runnable += len(testing)
             if pcs is None:
                 cur, act = pc, mask
             else:
@@ -568,6 +616,19 @@ def _execute(w: Wave) -> int:
                             act = pcs == cur
                         pcs[act] = cur + 1
                         pcs[eff] = op.target
+                elif kind == WAIT:
+                    parked = op.run(w, eff)
+                    if pcs is None:
+                        if not len(parked):
+                            pc = cur + 1
+                            continue
+                        pcs = apart()
+                        act = pcs == cur
+                    pcs[act] = cur + 1
+                    pcs[parked] = _IDLE
+                    suspended[parked] = True
+                    resume[parked] = cur
+                    runnable -= len(parked)
                 elif kind == EXIT:
                     leaving = w.lanes(eff)
                     busy = w.pending_copies(leaving)
@@ -592,7 +653,7 @@ def _execute(w: Wave) -> int:
                         op.run(w, eff)
                     w.warp_check(eff, op.ins.opcode)
                     arriving = w.lanes(eff)
-                    if pcs is None and len(arriving) == runnable and not waiting.any():
+                    if pcs is None and len(arriving) == runnable and not waiting.any() and not suspended.any():
                         # Every live thread of every block is here.
                         if w.shared is not None:
                             w.shared.sync()
@@ -612,7 +673,7 @@ def _execute(w: Wave) -> int:
             low = int(pcs.min())
             if low != _IDLE and np.count_nonzero(pcs == low) == runnable:
                 pc, pcs = low, None
-                live = w.alive & ~waiting
+                live = w.alive & ~waiting & ~suspended
                 mask = None if live.all() else live
         if waiting.any():
             lane = np.flatnonzero(waiting)[:1]
@@ -640,6 +701,14 @@ def _release(w: Wave, waiting: np.ndarray, resume: np.ndarray, pcs: np.ndarray) 
     if w.shared is not None:
         w.shared.sync(done)
     return int(lanes.sum())
+
+
+def _deadlock(w: Wave, ins: Instruction, lane: int) -> EmulationError:
+    position = int(w.waits_on[lane])
+    barrier = w.shared.mbarriers[position]
+    return _error(w, ins, np.array([lane]), "every thread waits on an mbarrier phase nothing can complete (this one "
+                  f"for phase {barrier.phase} of the mbarrier at shared offset {position % w.shared.stride}, with "
+                  f"{barrier.pending} arrivals and {barrier.tx} transaction bytes pending)")
 
 
 def _error(w: Wave, ins: Instruction, lanes: np.ndarray, message: str, other: int | None = None) -> EmulationError:

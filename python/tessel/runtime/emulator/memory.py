@@ -14,7 +14,9 @@ Every access is checked, as a GPU with a memory checker would:
   real size, never reading bytes nothing wrote nor the destination of a
   ``cp.async`` still in flight, and free of races. Two threads touching
   the same bytes, at least one writing, with no ``bar.sync`` between them
-  is an error, unless both wrote the same value. Accesses are tracked in
+  is an error, unless both wrote the same value or an mbarrier orders them
+  (the first thread arrived on it after its access, the second saw the
+  phase complete before its own). Accesses are tracked in
   granules (the largest size that divides every shared access of the
   kernel), which is exact and far cheaper than bytes;
 * the asynchronous proxy (Hopper): an initialised mbarrier's bytes are
@@ -240,20 +242,30 @@ class MBarrier:
     """An mbarrier object (PTX ISA 9.7.13.15): its current phase, the
     arrivals a phase expects and those still pending, its tx-count, who
     initialised it and when (the barrier interval), and for each thread of
-    its block how many of its phases the thread has seen complete."""
+    its block how many of its phases the thread has seen complete.
 
-    __slots__ = ("phase", "expected", "pending", "tx", "lane", "epoch", "seen")
+    Its release/acquire order (PTX ISA memory model: arrive.release,
+    try_wait.acquire) is a vector clock over the threads of its block:
+    ``arrived`` joins the clocks of every release (arrival or complete_tx)
+    so far, ``released`` is that join when its latest phase completed,
+    which a thread acquires when it sees the phase complete.
+    """
+
+    __slots__ = ("phase", "expected", "pending", "tx", "lane", "epoch", "seen", "arrived", "released")
 
     def __init__(self, count: int, lane: int, epoch: int, threads: int) -> None:
         self.phase, self.expected, self.pending, self.tx = 0, count, count, 0
         self.lane, self.epoch = lane, epoch
         self.seen = np.zeros(threads, np.int64)
+        self.arrived = np.zeros(threads, np.int32)
+        self.released = np.zeros(threads, np.int32)
 
     def settle(self) -> None:
         """The phase completes once no arrival and no transaction byte is pending."""
         if self.pending == 0 and self.tx == 0:
             self.phase += 1
             self.pending = self.expected
+            self.released = self.arrived.copy()
 
     def add_tx(self, count: int, lane: int, what: str) -> None:
         self.tx += count
@@ -289,6 +301,11 @@ class SharedMemory:
         # The asynchronous proxy's state, made by the first instruction that uses it.
         self.proxy: np.ndarray | None = None  # per granule: _MBARRIER, _LANDED, _READ bits
         self.mbarriers: dict[int, MBarrier] = {}  # byte position -> the mbarrier initialised there
+        # Within a barrier interval an mbarrier orders accesses too (FastTrack on top of the epochs): each
+        # lane's release count (``clock``), the counts of its block's threads it has acquired (``acq``),
+        # the clock of each granule's last writer and reader, and for granules that several threads read
+        # in the interval, {lane: clock} of every reader (``readers``, granule -> (epoch, that dict)).
+        self.acq: np.ndarray | None = None
 
     def sync(self, done: np.ndarray | None = None) -> None:
         """A bar.sync of the blocks ``done`` (None: all) completed: a new
@@ -346,17 +363,22 @@ class SharedMemory:
         if (writer < 0).any():
             raise Fault(f"{what} reads shared memory that nothing wrote", _first(writer < 0, lanes, cells.shape[1]))
         race = (self.write_epoch[flat] == epoch) & (writer != lane)
+        if race.any() and self.acq is not None:
+            race &= ~self._after(lane, writer, self.write_clock[flat])
         if race.any():
             k = np.flatnonzero(race)[0]
             raise Fault(f"race: {what} of shared memory that {{other}} wrote, with no bar.sync between",
                         lane[k:k + 1], int(writer[k]))
         same = self.read_epoch[flat] == epoch
         other = same & (self.reader[flat] != lane)
+        before, before_clock = self.reader[flat], None if self.acq is None else self.read_clock[flat]
         self.many_readers[flat] = self.many_readers[flat] & same
         self.reader[flat] = lane
         self.read_epoch[flat] = epoch
         duplicate = self.reader[flat] != lane
         self.many_readers[flat[other | duplicate]] = True
+        if self.acq is not None:
+            self._note_reads(flat, lane, epoch, same, before, before_clock)
         return gather(self.data, positions, size, _width(size, size))
 
     def write(self, positions: np.ndarray, data: np.ndarray, lanes: np.ndarray, epochs: np.ndarray,
@@ -380,12 +402,16 @@ class SharedMemory:
         changed = (old != data).reshape(len(lanes), per, g).any(axis=2).reshape(-1)
         writer = self.writer[flat]
         race = (self.write_epoch[flat] == epoch) & (writer >= 0) & (writer != lane) & changed
+        if race.any() and self.acq is not None:
+            race &= ~self._after(lane, writer, self.write_clock[flat])
         if race.any():
             k = np.flatnonzero(race)[0]
             raise Fault(f"race: {what} overwrites shared memory that {{other}} wrote with a different value, "
                         "with no bar.sync between", lane[k:k + 1], int(writer[k]))
         readers = self.reader[flat]
         war = (self.read_epoch[flat] == epoch) & ((readers != lane) | self.many_readers[flat])
+        if war.any() and self.acq is not None:
+            war &= ~self._reads_before(flat, lane, readers)
         if war.any():
             k = np.flatnonzero(war)[0]
             many = bool(self.many_readers[flat][k])
@@ -394,6 +420,8 @@ class SharedMemory:
         scatter(self.data, positions, data, width)
         self.writer[flat] = lane
         self.write_epoch[flat] = epoch
+        if self.acq is not None:
+            self.write_clock[flat] = self.clock[lane]
         if self.proxy is not None:
             self.proxy[flat] &= ~np.uint8(_LANDED)  # the thread has seen the copy's phase: plain data now
         # Lanes of this one access that stored to the same place: a race unless the values agree.
@@ -415,6 +443,50 @@ class SharedMemory:
             self.landed_at = np.full(cells, -1, np.int64)  # the mbarrier (byte position) a bulk copy signals
             self.landed_phase = np.zeros(cells, np.int64)  # and its phase
             self.bulk_reads = np.zeros(cells, np.int32)  # bulk stores in flight reading the granule
+            lanes = self.blocks * self.lanes_per_block
+            self.clock = np.zeros(lanes, np.int32)
+            self.acq = np.zeros((lanes, self.lanes_per_block), np.int32)
+            self.write_clock = np.zeros(cells, np.int32)  # accesses so far were all at clock 0
+            self.read_clock = np.zeros(cells, np.int32)
+            self.readers: dict[int, tuple[int, dict[int, int]]] = {}
+
+    def _after(self, lane: np.ndarray, other: np.ndarray, clocks: np.ndarray) -> np.ndarray:
+        """Whether each lane has acquired the access ``other`` made at its release count ``clocks``."""
+        return self.acq[lane, other % self.lanes_per_block] > clocks
+
+    def _note_reads(self, flat: np.ndarray, lane: np.ndarray, epoch: np.ndarray, same: np.ndarray,
+                    before: np.ndarray, before_clock: np.ndarray) -> None:
+        """Records the reads' clocks: the last reader's, and every reader's where several read."""
+        self.read_clock[flat] = self.clock[lane]
+        for k in np.flatnonzero(self.many_readers[flat]).tolist():
+            cell = int(flat[k])
+            entry = self.readers.get(cell)
+            if entry is None or entry[0] != epoch[k]:
+                entry = self.readers[cell] = (int(epoch[k]), {})
+                if same[k]:
+                    entry[1][int(before[k])] = int(before_clock[k])
+            entry[1][int(lane[k])] = int(self.clock[lane[k]])
+
+    def _reads_before(self, flat: np.ndarray, lane: np.ndarray, readers: np.ndarray) -> np.ndarray:
+        """Whether each writing lane has acquired every other thread's read of its granule."""
+        ordered = (readers == lane) | self._after(lane, readers, self.read_clock[flat])
+        for k in np.flatnonzero(self.many_readers[flat]).tolist():
+            seen, entry = self.acq[lane[k]], self.readers.get(int(flat[k]))
+            # No entry: read by several before the first mbarrier, which orders none of them.
+            ordered[k] = entry is not None and all(r == lane[k] or seen[r % self.lanes_per_block] > c
+                                                   for r, c in entry[1].items())
+        return ordered
+
+    def release(self, barrier: MBarrier, lanes: np.ndarray) -> None:
+        """Arrivals (or complete_tx) of ``lanes`` on ``barrier`` release every access they made so far."""
+        self.clock[lanes] += 1
+        barrier.arrived = np.maximum(barrier.arrived, self.acq[lanes].max(axis=0))
+        threads = lanes % self.lanes_per_block
+        barrier.arrived[threads] = np.maximum(barrier.arrived[threads], self.clock[lanes])
+
+    def acquire(self, barrier: MBarrier, lanes: np.ndarray) -> None:
+        """``lanes`` saw the barrier's latest phase complete: they are ordered after its releases."""
+        self.acq[lanes] = np.maximum(self.acq[lanes], barrier.released)
 
     def _check_proxy(self, flat: np.ndarray, lane: np.ndarray, what: str, writing: bool) -> None:
         flags = self.proxy[flat]
