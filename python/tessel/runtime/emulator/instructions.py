@@ -12,9 +12,9 @@ import numpy as np
 
 from .decode import Decoder, Mods, opcode
 from .machine import BARRIER, BRANCH, EXIT, WAIT, Op, Wave
-from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault
+from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault
 from .numerics import DTYPES, bits_to_float, flush_f32, fma_f64, half, pack, round_bits, two_sum
-from .ptx import TYPES, Immediate, Instruction, PredicatePair, Register, Symbol, Vector
+from .ptx import TYPES, Immediate, Instruction, PredicatePair, Register, Symbol, TensorAddress, Vector
 
 FLOATS = {"f16", "bf16", "f32", "f64", "f16x2", "bf16x2"}
 _SIGNED = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
@@ -939,9 +939,7 @@ def _cvta(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     space = space.split("::")[0]
     dst, src = d.operands(ins, 2)
     read, write = d.reader(ins, src, t), d.writer(ins, dst, t)
-    base = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
-    if space == "param":
-        raise mods.error("generic addresses of parameters are not supported by the emulator")
+    base = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}.get(space, 0)
     dtype = DTYPES[t]
     offset = dtype.type(base & (2 ** _bits(t) - 1))
     if to_space:
@@ -962,8 +960,8 @@ def _isspacep(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         x = np.asarray(read(w))
         shared = (x >= SHARED_WINDOW) & (x < SHARED_WINDOW + WINDOW_BYTES)
         local = (x >= LOCAL_WINDOW) & (x < LOCAL_WINDOW + WINDOW_BYTES)
-        write(w, {"shared": shared, "local": local}.get(name, ~(shared | local)) if name != "param" else
-              np.zeros(np.shape(x), bool), m)
+        param = (x >= PARAM_WINDOW) & (x < PARAM_WINDOW + WINDOW_BYTES)
+        write(w, {"shared": shared, "local": local, "param": param}.get(name, ~(shared | local | param)), m)
     return Decoder.normal(ins, run)
 
 
@@ -1213,8 +1211,6 @@ def _cp_async_bulk(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     """cp.async.bulk (PTX ISA 9.7.9.25): global -> shared completing on an
     mbarrier, shared -> global in bulk async-groups, their commit and wait."""
     d.needs(ins, 90)
-    if mods.take("tensor"):
-        raise mods.error("tensor copies (cp.async.bulk.tensor, TMA) are not supported by the emulator yet")
     if mods.take("commit_group"):
         d.operands(ins, 0)
         return Decoder.normal(ins, lambda w, m: w.bulk_commit(w.lanes(m)))
@@ -1228,28 +1224,18 @@ def _cp_async_bulk(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         return Decoder.normal(ins, lambda w, m: w.bulk_wait(w.lanes(m), keep))
     hint = bool(mods.take("L2::cache_hint"))
     operands = list(ins.operands[:-1] if hint else ins.operands)
+    tensor = bool(mods.take("tensor"))
     if mods.take("prefetch"):
+        if tensor:
+            return _tensor_prefetch(d, ins, mods, operands)
         if not mods.take("L2") or not mods.take("global") or len(operands) != 2:
             raise mods.error("expects cp.async.bulk.prefetch.L2.global [src], size")
         return Decoder.normal(ins, lambda w, m: None)  # a cache hint
-    spaces = [p for p in mods.parts if p in ("global", "shared::cta", "shared::cluster")]
-    for space in spaces:
-        mods.take(space)
-    if spaces == ["global", "shared::cta"]:
-        if not mods.take("bulk_group"):
-            raise mods.error("a bulk store to global memory completes through .bulk_group")
-        if len(operands) != 3:
-            raise d.error(ins, "expects [dst], [src], size")
-    elif spaces in (["shared::cluster", "global"], ["shared::cta", "global"]):
-        if not mods.take("mbarrier::complete_tx::bytes"):
-            raise mods.error("a bulk copy into shared memory completes through .mbarrier::complete_tx::bytes")
-        if mods.take("multicast::cluster"):
-            raise mods.error(".multicast::cluster is not supported by the emulator")
-        if len(operands) != 4:
-            raise d.error(ins, "expects [dst], [src], size, [mbar]")
-    else:
-        raise mods.error("expects cp.async.bulk.shared::cluster.global (or .shared::cta.global) or "
-                         "cp.async.bulk.global.shared::cta")
+    to_shared = _bulk_direction(mods, "cp.async.bulk.tensor.Nd" if tensor else "cp.async.bulk")
+    if tensor:
+        return _cp_async_bulk_tensor(d, ins, mods, operands, to_shared)
+    if len(operands) != (4 if to_shared else 3):
+        raise d.error(ins, "expects [dst], [src], size, [mbar]" if to_shared else "expects [dst], [src], size")
     dst, _ = d.address(ins, operands[0])
     src, _ = d.address(ins, operands[1])
     size = d.reader(ins, operands[2], "u32")
@@ -1269,6 +1255,96 @@ def _cp_async_bulk(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         if len(lanes):
             w.bulk_load(dst(w, lanes), src(w, lanes), lanes_of(w, lanes), bar(w, lanes), lanes)
     return Decoder.normal(ins, load)
+
+
+def _bulk_direction(mods: Mods, name: str) -> bool:
+    """The state spaces of a bulk copy and its completion: True for global -> shared."""
+    spaces = [p for p in mods.parts if p in ("global", "shared::cta", "shared::cluster")]
+    for space in spaces:
+        mods.take(space)
+    if spaces == ["global", "shared::cta"]:
+        if not mods.take("bulk_group"):
+            raise mods.error("a bulk store to global memory completes through .bulk_group")
+        return False
+    if spaces in (["shared::cluster", "global"], ["shared::cta", "global"]):
+        if not mods.take("mbarrier::complete_tx::bytes"):
+            raise mods.error("a bulk copy into shared memory completes through .mbarrier::complete_tx::bytes")
+        if mods.take("multicast::cluster"):
+            raise mods.error(".multicast::cluster is not supported by the emulator")
+        return True
+    raise mods.error(f"expects {name}.shared::cluster.global (or .shared::cta.global) or {name}.global.shared::cta")
+
+
+def _tensor_operands(d: Decoder, ins: Instruction, mods: Mods, operand):
+    """A tensor copy's dimension and ``[tensorMap, {coords}]`` operand: a
+    function of (wave, lanes) giving the maps' state space and addresses
+    and one of the signed 32-bit coordinates (lanes, rank), innermost first."""
+    dim = mods.take("1d", "2d", "3d", "4d", "5d")
+    if dim is None:
+        raise mods.error("expects the tensor's dimension, .1d to .5d")
+    rank = int(dim[0])
+    # .tile is the default load mode; the im2col modes gather rows of a convolution's input.
+    mods.take("tile")
+    if mods.take("im2col", "im2col::w", "im2col::w::128", "tile::gather4", "tile::scatter4"):
+        raise mods.error("only the .tile mode of cp.async.bulk.tensor is supported by the emulator")
+    if not isinstance(operand, TensorAddress):
+        raise d.error(ins, "expects the tensor operand [tensorMap, {coordinates}]")
+    if len(operand.coords.elements) != rank:
+        raise d.error(ins, f"a .{dim} copy takes {rank} coordinates, got {len(operand.coords.elements)}")
+    address, implied = d.address(ins, operand.map)
+    space = implied or "generic"
+    if space not in ("generic", "param", "global", "const"):
+        raise d.error(ins, f"the tensor map is in the .{space} state space; it must be a kernel parameter, .const "
+                      "or .global")
+    readers = []
+    for element in operand.coords.elements:
+        if not isinstance(element, (Register, Immediate)):
+            raise d.error(ins, "the coordinates must be registers or immediates")
+        readers.append(d.reader(ins, element, "s32"))
+
+    def read(w, lanes):
+        coords = np.stack([np.broadcast_to(np.asarray(r(w)), (w.n,))[lanes].astype(np.int64) for r in readers], 1)
+        return w.tensor_maps(space, address(w, lanes), lanes), coords
+    return read
+
+
+def _cp_async_bulk_tensor(d: Decoder, ins: Instruction, mods: Mods, operands: list, to_shared: bool) -> Op:
+    """cp.async.bulk.tensor (PTX ISA 9.7.9.27), tile mode: the box of a
+    tensor map (see :mod:`.tensormap`) global -> shared completing on an
+    mbarrier, shared -> global in bulk async-groups."""
+    if len(operands) != (3 if to_shared else 2):
+        raise d.error(ins, "expects [dstMem], [tensorMap, {coordinates}], [mbar]" if to_shared else
+                      "expects [tensorMap, {coordinates}], [srcMem]")
+    box = _tensor_operands(d, ins, mods, operands[1] if to_shared else operands[0])
+    shared, _ = d.address(ins, operands[0] if to_shared else operands[1])
+    d.shared_access("shared", 16)
+    if not to_shared:
+        def store(w, m):
+            lanes = w.lanes(m)
+            if len(lanes):
+                w.tensor_store(*box(w, lanes), shared(w, lanes), lanes)
+        return Decoder.normal(ins, store)
+    bar, _ = d.address(ins, operands[2])
+    d.shared_access("shared", 8)
+
+    def load(w, m):
+        lanes = w.lanes(m)
+        if len(lanes):
+            w.tensor_load(shared(w, lanes), *box(w, lanes), bar(w, lanes), lanes)
+    return Decoder.normal(ins, load)
+
+
+def _tensor_prefetch(d: Decoder, ins: Instruction, mods: Mods, operands: list) -> Op:
+    """cp.async.bulk.prefetch.tensor.Nd.L2.global: a cache hint, its tensor map still read and checked."""
+    if not mods.take("L2") or not mods.take("global") or len(operands) != 1:
+        raise mods.error("expects cp.async.bulk.prefetch.tensor.Nd.L2.global [tensorMap, {coordinates}]")
+    box = _tensor_operands(d, ins, mods, operands[0])
+
+    def run(w, m):
+        lanes = w.lanes(m)
+        if len(lanes):
+            box(w, lanes)
+    return Decoder.normal(ins, run)
 
 
 _MBARRIER_SEMANTICS = {"init": (), "inval": (), "arrive": ("release", "relaxed"), "arrive_drop": ("release", "relaxed"),

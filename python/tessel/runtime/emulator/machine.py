@@ -38,9 +38,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .memory import (LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory, MBarrier,
-                     SharedMemory)
+from .memory import (LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory,
+                     MBarrier, SharedMemory)
 from .ptx import TYPES, EmulationError, Function, Instruction
+from .tensormap import SIZE as TENSOR_MAP_BYTES
+from .tensormap import TensorMap, decode_tensor_map, swizzled
 
 __all__ = ["BARRIER", "BRANCH", "EXIT", "NORMAL", "WAIT", "SPECIAL_REGISTERS", "WIDE_SPECIAL_REGISTERS", "Kernel", "Launch",
            "Op", "Wave", "params_bytes", "run"]
@@ -253,9 +255,10 @@ class Wave:
         a = addresses.astype(np.uint64)
         shared = (a >= SHARED_WINDOW) & (a < SHARED_WINDOW + WINDOW_BYTES)
         local = (a >= LOCAL_WINDOW) & (a < LOCAL_WINDOW + WINDOW_BYTES)
+        param = (a >= PARAM_WINDOW) & (a < PARAM_WINDOW + WINDOW_BYTES)
         parts = []
         for space, pick, base in (("shared", shared, SHARED_WINDOW), ("local", local, LOCAL_WINDOW),
-                                  ("global", ~(shared | local), 0)):
+                                  ("param", param, PARAM_WINDOW), ("global", ~(shared | local | param), 0)):
             if pick.all():
                 return [(space, None, a - np.uint64(base))]
             if pick.any():
@@ -457,6 +460,57 @@ class Wave:
         self.bulk.append((int(lane[0]), where, size, int(self.bulk_committed[lane[0]])))
         return data
 
+    def tensor_maps(self, space: str, addresses: np.ndarray, lanes: np.ndarray) -> list[TensorMap]:
+        """The tensor maps (128 bytes, 64-byte aligned) at each lane's address."""
+        bad = addresses % np.uint64(64) != 0
+        if bad.any():
+            raise Fault(f"the tensor map at {space} address {int(addresses[bad][0]):#x} is not 64-byte aligned",
+                        lanes[bad][:1])
+        raw = self.load(space, addresses, TENSOR_MAP_BYTES, lanes)
+        maps = {}
+        for k, row in enumerate(raw):
+            key = row.tobytes()
+            if key not in maps:
+                try:
+                    maps[key] = decode_tensor_map(key)
+                except ValueError as error:
+                    raise Fault(str(error), lanes[k:k + 1]) from None
+        return [maps[row.tobytes()] for row in raw]
+
+    def tensor_load(self, dst: np.ndarray, maps: list[TensorMap], coords: np.ndarray, bars: np.ndarray,
+                    lanes: np.ndarray) -> None:
+        """cp.async.bulk.tensor global -> shared, each lane's box in lane order:
+        the elements outside the tensor filled, the box's bytes (all of them,
+        as hardware counts) signalled on the mbarrier."""
+        found, positions = self.mbarriers(bars, lanes, "cp.async.bulk.tensor")
+        barrier_of = {int(k): barrier for barrier, pick in found for k in pick}
+        for k in range(len(lanes)):
+            tmap, lane = maps[k], lanes[k:k + 1]
+            start = _tensor_shared(dst[k], lane, "destination")
+            addresses, inside = tmap.elements(coords[k])
+            # All ones but the top bit: a NaN of every floating-point width.
+            fill = np.array([0xFF] * (tmap.element - 1) + [0x7F], np.uint8) if tmap.nan else 0
+            box = np.zeros((len(addresses), tmap.element), np.uint8)
+            box[:] = fill
+            if inside.any():
+                box[inside] = self.memory.load(addresses[inside].astype(np.uint64), tmap.element,
+                                               np.repeat(lane, inside.sum()))
+            data = np.empty(tmap.bytes, np.uint8)
+            data[_swizzle(start, tmap)] = box.reshape(-1)
+            self.bulk_land(start, data, barrier_of[k], int(positions[k]), lane)
+
+    def tensor_store(self, maps: list[TensorMap], coords: np.ndarray, src: np.ndarray, lanes: np.ndarray) -> None:
+        """cp.async.bulk.tensor shared -> global, written now, each lane's box
+        in lane order; the elements outside the tensor are not written."""
+        for k in range(len(lanes)):
+            tmap, lane = maps[k], lanes[k:k + 1]
+            start = _tensor_shared(src[k], lane, "source")
+            data = self.bulk_source(start, tmap.bytes, lane)
+            box = data[_swizzle(start, tmap)].reshape(-1, tmap.element)
+            addresses, inside = tmap.elements(coords[k])
+            if inside.any():
+                self.memory.store(addresses[inside].astype(np.uint64), box[inside], np.repeat(lane, inside.sum()))
+
     def bulk_commit(self, lanes: np.ndarray) -> None:
         self.bulk_committed[lanes] += 1
 
@@ -514,6 +568,20 @@ def _bulk_checks(shared: np.ndarray, other: np.ndarray, sizes: np.ndarray, lanes
         if bad.any():
             raise Fault(f"cp.async.bulk {role} at {space} address {int(addresses[bad][0]):#x} is not 16-byte aligned",
                         lanes[bad][:1])
+
+
+def _tensor_shared(address: np.uint64, lane: np.ndarray, role: str) -> int:
+    """A tensor copy's shared address, which must be 128-byte aligned (PTX ISA: cp.async.bulk.tensor)."""
+    if int(address) % 128:
+        raise Fault(f"cp.async.bulk.tensor {role} at shared address {int(address):#x} is not 128-byte aligned", lane)
+    return int(address)
+
+
+def _swizzle(start: int, tmap: TensorMap) -> np.ndarray:
+    """Where each byte of the box (row-major) lies in the shared copy at
+    ``start``: the swizzle is of the address bits, so a base off the
+    pattern's repeat (1024 bytes for 128B) starts mid-pattern, as on hardware."""
+    return swizzled(start + np.arange(tmap.bytes, dtype=np.int64), tmap.swizzle) - start
 
 
 def run(kernel: Kernel, launch: Launch, memory: GlobalMemory, max_lanes: int = 1 << 14) -> int:

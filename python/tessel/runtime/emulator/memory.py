@@ -38,12 +38,14 @@ import bisect
 import numpy as np
 
 __all__ = ["Fault", "GlobalMemory", "LocalMemory", "MBarrier", "SharedMemory", "GLOBAL_BASE", "LOCAL_WINDOW",
-           "SHARED_WINDOW", "WINDOW_BYTES"]
+           "PARAM_WINDOW", "SHARED_WINDOW", "WINDOW_BYTES"]
 
 # Generic address space: a window for shared memory, one for local memory,
-# global allocations above both (cvta.to.global is the identity, as on NVIDIA GPUs).
+# one for the kernel's parameters (read-only, e.g. a grid-constant tensor map),
+# global allocations above them (cvta.to.global is the identity, as on NVIDIA GPUs).
 SHARED_WINDOW = 1 << 40
 LOCAL_WINDOW = 2 << 40
+PARAM_WINDOW = 3 << 40
 WINDOW_BYTES = 1 << 32
 GLOBAL_BASE = 1 << 44
 # Allocations are 256-byte aligned (as cudaMalloc) with a gap after each.

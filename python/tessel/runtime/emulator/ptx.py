@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ...errors import RuntimeError
 
 __all__ = ["Address", "EmulationError", "Function", "Immediate", "Instruction", "Module", "Param",
-           "PredicatePair", "Register", "Symbol", "Variable", "Vector", "parse"]
+           "PredicatePair", "Register", "Symbol", "TensorAddress", "Variable", "Vector", "parse"]
 
 
 class EmulationError(RuntimeError):
@@ -102,6 +102,14 @@ class Address:
 
 
 @dataclass(frozen=True)
+class TensorAddress:
+    """``[map, {c0, c1, ...}]``: a tensor map's address and the box's coordinates (cp.async.bulk.tensor)."""
+
+    map: Address
+    coords: Vector
+
+
+@dataclass(frozen=True)
 class PredicatePair:
     """``d|p``: the two destinations of setp and shfl (either may be ``_``, None)."""
 
@@ -109,7 +117,7 @@ class PredicatePair:
     second: Register | None
 
 
-Operand = Register | Immediate | Symbol | Vector | Address | PredicatePair | None
+Operand = Register | Immediate | Symbol | Vector | Address | TensorAddress | PredicatePair | None
 
 
 @dataclass
@@ -679,6 +687,12 @@ class _Body:
                 while p.peek().text in ("+", "-"):
                     sign = -1 if p.next().text == "-" else 1
                     offset += sign * p.integer()
+            if p.accept(","):
+                coords = self.operand(line)
+                if not isinstance(coords, Vector):
+                    raise EmulationError("expected {coordinates} after the tensor map's address", line=line)
+                p.expect("]")
+                return TensorAddress(Address(base, offset), coords)
             p.expect("]")
             return Address(base, offset)
         first = self.scalar(line)
