@@ -623,6 +623,24 @@ def test_the_race_detector_needs_a_barrier_between_threads_sharing_memory():
     _race("bar.sync 0;", "bar.sync 0;\n  st.shared.u32 [%rd4], %r4;")
 
 
+def test_a_warp_barrier_orders_the_shared_accesses_of_its_warp():
+    # bar.warp.sync guarantees memory ordering among its threads (PTX ISA): each reads its neighbour's word.
+    def neighbours(first: str, threads: int, step: int) -> np.ndarray:
+        body = RACE.replace("add.u32 %r2, %r1, 32;", f"add.u32 %r2, %r1, {step};").replace(
+            "rem.u32 %r3, %r2, 64;", f"rem.u32 %r3, %r2, {threads};")
+        gpu = emulator.Device("sm_80")
+        out = gpu.alloc(4 * 64)
+        gpu.load_ptx(HEADER + body.replace("FIRST", first).replace("SECOND", "")).launch(
+            "race", (1, 1, 1), (threads, 1, 1), [out])
+        return gpu.download(out, np.uint32, (threads,))
+    np.testing.assert_array_equal(neighbours("bar.warp.sync -1;", 32, 1), (np.arange(32) + 1) % 32)
+    with pytest.raises(emulator.EmulationError, match="race: shared load of shared memory that thread"):
+        neighbours("", 32, 1)
+    # Only its own warp's: the thread of the other warp is not ordered.
+    with pytest.raises(emulator.EmulationError, match=r"race: shared load of shared memory that thread \(32, 0, 0\)"):
+        neighbours("bar.warp.sync -1;", 64, 32)
+
+
 def test_lanes_storing_one_value_to_one_place_do_not_race():
     # Every thread stores 7 to one word (a reduction's result), which all then read.
     body = RACE.replace("buf[256]", "buf[260]").replace(
@@ -762,7 +780,8 @@ def test_barriers_wait_for_the_threads_still_running_not_for_those_that_exited()
     ("mov.u32 %r1, %nosuch;", "unknown register or special register %nosuch"),
     ("add.f32 %f1, %f1, %undeclared;", "unknown register or special register %undeclared"),
     ("bra NOWHERE;", "branch to an unknown label NOWHERE"),
-    ("wgmma.fence.sync.aligned;", "instruction wgmma is not supported by the emulator"),
+    ("tcgen05.fence::before_thread_sync;", "instruction tcgen05 is not supported by the emulator"),
+    ("wgmma.fence.sync.aligned;", "needs sm_90a or newer; the PTX targets sm_80"),
 ])
 def test_what_the_emulator_does_not_know_is_an_error_naming_it_and_its_line(line, message):
     body = f"""

@@ -1,8 +1,9 @@
 """The PTX emulator's TMA (cp.async.bulk.tensor, tile mode) on hand-written
 PTX: boxes of the emulator's tensor maps loaded into shared memory in each
 swizzle layout (checked byte by byte against numpy), ragged edges filled
-and clipped, a ring of mbarrier stages and the tensor store, the checks of
-encode_tensor_map and of kernels that break the rules.
+and clipped, a ring of mbarrier stages and the tensor store, maps a kernel
+builds field by field (tensormap.replace, tensormap.cp_fenceproxy), the
+checks of encode_tensor_map and of kernels that break the rules.
 """
 
 import numpy as np
@@ -224,3 +225,79 @@ def test_a_tensor_store_writes_the_unswizzled_box_clipped_to_the_tensor(swizzle,
     c0, c1 = coords
     expected[256 + c1:256 + c1 + box.shape[0], 256 + c0:256 + c0 + box.shape[1]] = box
     np.testing.assert_array_equal(_store(tile, coords, swizzle), expected[256:296, 256:328])
+
+
+# A kernel builds the map itself, as Triton's device-side descriptors do: warp 0 zeroes 128 bytes of shared
+# memory, thread 0 sets each field with tensormap.replace, warp 0 copies the map to global scratch with
+# tensormap.cp_fenceproxy (and an acquire fence), then the LOAD kernel's copy uses it.
+BUILD = """
+  ld.param.u64 %rd5, [scratch];
+  ld.param.u64 %rd6, [src];
+  mov.u32 %r12, %tid.x;
+  setp.lt.u32 %p3, %r12, 32;
+  mov.u32 %r13, map;
+  shl.b32 %r14, %r12, 2;
+  add.u32 %r14, %r13, %r14;
+  mov.u32 %r15, 0;
+  @%p3 st.shared.b32 [%r14], %r15;
+  bar.warp.sync -1;
+  setp.eq.u32 %p2, %r12, 0;
+  FIELDS
+  @%p3 tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd5], [map], 128;
+  @%p3 fence.proxy.tensormap::generic.acquire.gpu [%rd5], 128;
+  bar.sync 0;"""
+FIELDS = {"global_address": ".b64 [map], %rd6", "rank": ".b32 [map], 1", "elemtype": ".b32 [map], 7",
+          "global_dim0": ".b32 [map], 0, 72", "global_dim1": ".b32 [map], 1, 40", "global_stride": ".b64 [map], 0, 288",
+          "box_dim0": ".b32 [map], 0, 32", "box_dim1": ".b32 [map], 1, 16", "element_stride0": ".b32 [map], 0, 1",
+          "element_stride1": ".b32 [map], 1, 1", "swizzle_mode": ".b32 [map], 3"}
+
+
+def _built(fields: dict[str, str], coords=(8, 4)) -> np.ndarray:
+    lines = "\n  ".join(f"@%p2 tensormap.replace.tile.{field.rstrip('01')}.shared::cta.b1024{operands};"
+                         for field, operands in fields.items())
+    body = LOAD.replace(".param .align 64 .b8 tmap[128]", ".param .u64 scratch, .param .u64 src").replace(
+        ".shared .align 8 .b8 bar[8];", ".shared .align 128 .b8 map[128];\n  .shared .align 8 .b8 bar[8];")
+    for key, value in {**_LOAD, "MAP": BUILD.replace("FIELDS", lines), "OPERAND": "%rd5"}.items():
+        body = body.replace(key, value)
+    gpu = emulator.Device("sm_90")
+    x = _tensor()
+    scratch, out = gpu.alloc(128), gpu.alloc(TILE)
+    gpu.load_ptx(HEADER + body).launch("load", (1, 1, 1), (N, 1, 1), [scratch, gpu.upload(x), *coords, out])
+    return gpu.download(out, np.uint8, (TILE,))
+
+
+def test_a_tensor_map_built_by_the_kernel_field_by_field():
+    np.testing.assert_array_equal(_built(FIELDS), _expected(_tensor(), (8, 4), (32, 16), "128B"))
+    # A field never replaced reads as zero: no swizzle.
+    unswizzled = {field: operands for field, operands in FIELDS.items() if field != "swizzle_mode"}
+    np.testing.assert_array_equal(_built(unswizzled), _expected(_tensor(), (8, 4), (32, 16), "none"))
+
+
+@pytest.mark.parametrize("edit,message", [
+    ({"box_dim1": None}, r"the tensor map at generic address 0x[0-9a-f]+: box dim 1 is 0, outside 1..256"),
+    ({"box_dim0": ".b32 [map], 0, 300"}, "box dim 0 is 300, outside 1..256"),
+    ({"box_dim0": ".b32 [map], 0, 70000"}, r"\.box_dim of 70000 does not fit the map's field"),
+    ({"elemtype": ".b32 [map], 8"}, r"element type \.f32\.ftz .* is not supported by the emulator"),
+    ({"global_address": ".b32 [map], %r15"}, r"\.global_address takes a \.b64 value"),
+    ({"rank": ".b32 [map+16], 1"}, r"the tensor map at shared address 0x[0-9a-f]+ is not 64-byte aligned"),
+    ({"rank": ".b32 [map], 0"}, r"a \.2d copy of a rank-1 tensor map"),
+])
+def test_a_tensor_map_built_wrong_is_an_error(edit, message):
+    fields = {**FIELDS, **edit}
+    with pytest.raises(tessel.RuntimeError, match=message):
+        _built({k: v for k, v in fields.items() if v is not None})
+
+
+def test_encode_tensor_map_writes_the_fields_and_checks_them_as_the_driver():
+    raw = encode_tensor_map(1 << 44, np.float16, (72, 40, 3), [160, 160 * 40], (64, 16, 1), swizzle="128B", fill="nan")
+    tmap = decode_tensor_map(raw)
+    assert (tmap.address, tmap.element, tmap.dims, tmap.strides, tmap.box, tmap.swizzle, tmap.nan) == \
+        (1 << 44, 2, (72, 40, 3), (2, 160, 6400), (64, 16, 1), 128, True)
+    assert raw[:4] == b"TTM2" and raw[4] == 2 and raw[5] == 6  # rank - 1, PTX's .f16
+    for kwargs, message in [({"box": (128, 16, 1)}, "more than the 128B swizzle's span"),
+                            ({"strides": [150, 6000]}, "global stride 1 is 150 bytes"),
+                            ({"dtype": np.int16, "fill": "nan"}, "floating-point elements only"),
+                            ({"dtype": np.bool_}, "dtype bool is not an integer or floating-point type")]:
+        args = {"dtype": np.float16, "strides": [160, 6400], "box": (64, 16, 1), "swizzle": "128B", **kwargs}
+        with pytest.raises(tessel.RuntimeError, match=message):
+            encode_tensor_map(1 << 44, args.pop("dtype"), (72, 40, 3), args.pop("strides"), args.pop("box"), **args)

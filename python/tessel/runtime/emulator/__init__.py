@@ -6,8 +6,10 @@ independently. Each block's threads are lanes of numpy arrays with their
 own program counters; every block of every grid runs. What it checks, and
 what a GPU would not tell you: out-of-bounds and misaligned accesses,
 reads of memory nothing wrote, shared-memory races between barriers,
-``cp.async`` data read before its ``wait_group``, warp-collective
-instructions reached by part of a warp, launch shapes and shared memory
+``cp.async`` data read before its ``wait_group`` (a bulk copy's before its
+mbarrier phase, a ``wgmma``'s accumulators before its ``wgmma.wait_group``),
+warp- and warpgroup-collective instructions reached by part of a warp or
+warpgroup, launch shapes and shared memory
 over the chip's limits (those of its ``tessel.targets`` description). What
 it cannot tell: timing, bank conflicts, the memory model between blocks
 (blocks never wait for each other here).

@@ -23,7 +23,7 @@ from .machine import EXIT, NORMAL, SPECIAL_REGISTERS, WIDE_SPECIAL_REGISTERS, Ke
 from .inline import inlined
 from .numerics import DTYPES, STORAGE
 from .ptx import (TYPES, Address, EmulationError, Function, Immediate, Instruction, Module, PredicatePair,
-                  Register, Symbol, Vector)
+                  Register, Symbol, TensorAddress, Vector)
 
 __all__ = ["OPCODES", "Decoder", "Mods", "decode_kernel"]
 
@@ -116,6 +116,7 @@ class Decoder:
                 offset += v.size
         self.local_bytes = offset
         self.params = {p.name: p for p in function.params}
+        self.wgmma_registers: set[int] = set()  # accumulator and A-fragment registers of wgmma.mma_async
 
     # -- operands
     def error(self, ins: Instruction, message: str) -> EmulationError:
@@ -327,9 +328,26 @@ def _symbols(operands) -> list[Symbol]:
     return out
 
 
+def _registers(operands) -> set[int]:
+    """The register slots an instruction's operands name."""
+    out = set()
+    for op in operands:
+        if isinstance(op, Register):
+            out.add(op.slot)
+        elif isinstance(op, Address) and isinstance(op.base, Register):
+            out.add(op.base.slot)
+        elif isinstance(op, TensorAddress):
+            out |= _registers([op.map, op.coords])
+        elif isinstance(op, Vector):
+            out |= _registers(op.elements)
+        elif isinstance(op, PredicatePair):
+            out |= _registers([op.first, op.second])
+    return out
+
+
 def decode_kernel(module: Module, function: Function, globals_: dict[str, int], target: int) -> Kernel:
     """Decodes every instruction of an entry; EmulationError on the first it cannot run."""
-    from . import instructions, warp  # noqa: F401 - they register their opcodes
+    from . import instructions, warp, warpgroup  # noqa: F401 - they register their opcodes
 
     function = inlined(module, function)
     decoder = Decoder(module, function, globals_, target)
@@ -349,9 +367,16 @@ def decode_kernel(module: Module, function: Function, globals_: dict[str, int], 
     # Falling off the end of an entry (or branching to a label there) is a ret.
     ops.append(Op(EXIT, None, Instruction("ret", [], None, function.body[-1].line if function.body else
                                           function.line, None)))
+    # Other instructions' accesses to the registers of wgmma operands are checked as they run (Wave.wgmma_touch).
+    if decoder.wgmma_registers:
+        for op in ops:
+            touches = _registers(op.ins.operands + [op.ins.guard]) & decoder.wgmma_registers
+            if touches and not op.ins.opcode.startswith("wgmma."):
+                op.touches = frozenset(touches)
     granule = 16
     for size in decoder.shared_sizes:
         granule = gcd(granule, size)
     return Kernel(function, ops, [s if s is not None else np.dtype(np.uint64) for s in decoder.storage],
                   decoder.static_shared, decoder.shared_vars, decoder.dynamic_offset, decoder.local_bytes,
-                  max(granule, 1), decoder.declares_shared or bool(decoder.shared_sizes))
+                  max(granule, 1), decoder.declares_shared or bool(decoder.shared_sizes),
+                  tuple(sorted(decoder.wgmma_registers)))

@@ -1,9 +1,9 @@
 """Semantics of PTX's per-thread instructions, from the PTX ISA (section 9.7):
 integer and bit arithmetic, floating point, comparison and selection,
-conversion and movement, memory (ld/st/atom, cp.async, cp.async.bulk),
-control flow, barriers and mbarriers. Each decoder checks the modifiers it
-is given and builds a function of (wave, mask) that computes on every lane
-at once.
+conversion and movement, memory (ld/st/atom, cp.async, cp.async.bulk,
+tensor maps), control flow, barriers and mbarriers. Each decoder checks
+the modifiers it is given and builds a function of (wave, mask) that
+computes on every lane at once.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from .decode import Decoder, Mods, opcode
-from .machine import BARRIER, BRANCH, EXIT, WAIT, Op, Wave
+from .machine import BARRIER, BRANCH, EXIT, WAIT, WARP, Op, Wave
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault
 from .numerics import DTYPES, bits_to_float, flush_f32, fma_f64, half, pack, round_bits, two_sum
 from .ptx import TYPES, Immediate, Instruction, PredicatePair, Register, Symbol, TensorAddress, Vector
+from .tensormap import FIELDS, replace_field
 
 FLOATS = {"f16", "bf16", "f32", "f64", "f16x2", "bf16x2"}
 _SIGNED = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
@@ -1304,7 +1305,11 @@ def _tensor_operands(d: Decoder, ins: Instruction, mods: Mods, operand):
 
     def read(w, lanes):
         coords = np.stack([np.broadcast_to(np.asarray(r(w)), (w.n,))[lanes].astype(np.int64) for r in readers], 1)
-        return w.tensor_maps(space, address(w, lanes), lanes), coords
+        maps = w.tensor_maps(space, address(w, lanes), lanes)
+        for k, tmap in enumerate(maps):
+            if len(tmap.dims) != rank:
+                raise Fault(f"{ins.opcode}: a .{dim} copy of a rank-{len(tmap.dims)} tensor map", lanes[k:k + 1])
+        return maps, coords
     return read
 
 
@@ -1344,6 +1349,88 @@ def _tensor_prefetch(d: Decoder, ins: Instruction, mods: Mods, operands: list) -
         lanes = w.lanes(m)
         if len(lanes):
             box(w, lanes)
+    return Decoder.normal(ins, run)
+
+
+@opcode("tensormap")
+def _tensormap(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    """tensormap.replace.tile.field{.global, .shared::cta}.b1024.type [addr],
+    {ord,} new_val (PTX ISA, sm_90a): one field of the tensor map at addr
+    (the emulator's encoding, :mod:`.tensormap`), read, changed and written
+    back by each executing thread in lane order; and tensormap.cp_fenceproxy."""
+    d.needs(ins, 90, arch_specific=True)
+    if mods.take("cp_fenceproxy"):
+        return _tensormap_copy(d, ins, mods)
+    if not mods.take("replace"):
+        raise mods.error("expects tensormap.replace or tensormap.cp_fenceproxy")
+    if not mods.take("tile"):
+        raise mods.error("only the .tile mode of tensormap.replace is supported by the emulator")
+    field = mods.take(*FIELDS)
+    if field is None:
+        raise mods.error(f"expects a field ({', '.join('.' + f for f in FIELDS)})")
+    space = {"global": "global", "shared::cta": "shared", None: "generic"}[mods.take("global", "shared::cta")]
+    if not mods.take("b1024"):
+        raise mods.error("needs .b1024, the size of a tensor map")
+    _, _, count, bits = FIELDS[field]
+    t = mods.type({"b32", "b64"})
+    if t != f"b{bits}":
+        raise mods.error(f".{field} takes a .b{bits} value")
+    operands = d.operands(ins, 3 if count > 1 else 2)
+    address, implied = d.address(ins, operands[0])
+    space = implied or space
+    ord_ = 0
+    if count > 1:
+        if not isinstance(operands[1], Immediate) or operands[1].is_float:
+            raise d.error(ins, "the dimension (ord) must be an integer immediate")
+        ord_ = int(operands[1].value)
+    value = d.reader(ins, operands[-1], t)
+    d.shared_access(space, 128)
+
+    def run(w, m):
+        lanes = w.lanes(m)
+        values = np.broadcast_to(np.asarray(value(w)), (w.n,))[lanes]
+        for k in range(len(lanes)):  # each thread's read-modify-write in turn
+            lane, at = lanes[k:k + 1], address(w, lanes[k:k + 1])
+            raw = w.tensor_map_bytes(space, at, lane)[0].tobytes()
+            try:
+                raw = replace_field(raw, field, ord_, int(values[k]))
+            except ValueError as error:
+                raise Fault(f"{ins.opcode}: {error}", lane) from None
+            w.store(space, at, np.frombuffer(raw, np.uint8)[None], lane, align=64)
+    return Decoder.normal(ins, run)
+
+
+def _tensormap_copy(d: Decoder, ins: Instruction, mods: Mods) -> Op:
+    """tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.scope.sync.aligned
+    [dst], [src], 128: a warp copies a tensor map from shared to global
+    memory (once: its threads give the same addresses), then a release
+    fence of the tensormap proxy, which orders nothing more here: the
+    emulator's tensor copies read the map from memory as it is."""
+    if not (mods.take("global") and mods.take("shared::cta") and mods.take("tensormap::generic") and
+            mods.take("release") and mods.take("cta", "cluster", "gpu", "sys")):
+        raise mods.error("expects tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.scope")
+    if not (mods.take("sync") and mods.take("aligned")):
+        raise mods.error("needs .sync.aligned")
+    dst, src, size = d.operands(ins, 3)
+    if not isinstance(size, Immediate) or size.value != 128:
+        raise d.error(ins, "the size must be 128, a tensor map's")
+    dst_address, _ = d.address(ins, dst)
+    src_address, _ = d.address(ins, src)
+    d.shared_access("shared", 128)
+
+    def run(w, m):
+        w.warp_check(m, ins.opcode)
+        lanes = w.lanes(m)
+        if not len(lanes):
+            return
+        targets, sources = dst_address(w, lanes), src_address(w, lanes)
+        first = np.flatnonzero(np.r_[True, lanes[1:] // WARP != lanes[:-1] // WARP])
+        leader = np.repeat(first, np.diff(np.r_[first, len(lanes)]))
+        differ = (targets != targets[leader]) | (sources != sources[leader])
+        if differ.any():
+            raise Fault(f"{ins.opcode}: the threads of a warp give different addresses", lanes[differ][:1])
+        raw = w.tensor_map_bytes("shared", sources[first], lanes[first])
+        w.store("global", targets[first], raw, lanes[first], align=64)
     return Decoder.normal(ins, run)
 
 
@@ -1478,7 +1565,9 @@ def _createpolicy(d: Decoder, ins: Instruction, mods: Mods) -> Op:
 @opcode("membar", "fence")
 def _fence(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     # One thread at a time is sequentially consistent: fences order nothing more. The async
-    # proxy's writes are ordered by their mbarrier and its reads by bulk wait_group here.
+    # proxy's writes are ordered by their mbarrier and its reads by bulk wait_group here; tensor
+    # copies read their tensor map from memory as it is, so the tensormap proxy's fences have nothing
+    # to order either (a missing one is not detected).
     if mods.take("proxy"):
         kind = mods.take("async", "alias", "tensormap::generic")
         if kind is None:
@@ -1569,5 +1658,12 @@ def _warp_sync(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     from .warp import check_members
 
     def run(w, m):
-        check_members(w, m, read, ins.opcode)
+        members = check_members(w, m, read, ins.opcode)
+        if w.shared is None:
+            return
+        # The warp barrier orders its threads' memory accesses (PTX ISA): for the race detector a
+        # barrier among them.
+        executing = members & (w.alive if m is None else m).reshape(-1, WARP)
+        for warp in np.flatnonzero(executing.sum(axis=1) > 1):
+            w.shared.join(warp * WARP + np.flatnonzero(executing[warp]))
     return Decoder.normal(ins, run)

@@ -28,6 +28,12 @@ run it again: a consumer spinning at a lower counter than its producer
 does not starve it. When nothing but such lanes (and lanes at bar.sync)
 is left, a ``test_wait`` returns false (it never blocks), and with only
 ``try_wait`` left the kernel is deadlocked: an error.
+
+Warpgroup MMA (:mod:`.warpgroup`): a ``wgmma.mma_async`` computes when
+issued and stays in flight, per warpgroup, until the ``wgmma.wait_group``
+that retires its group; meanwhile other instructions that name its
+registers (``Op.touches``, checked before they run) and writes to the
+shared memory it read are errors.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .memory import (LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, Fault, GlobalMemory, LocalMemory,
-                     MBarrier, SharedMemory)
+from .memory import (BULK_SOURCE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WGMMA_OPERAND, WINDOW_BYTES, Fault,
+                     GlobalMemory, LocalMemory, MBarrier, SharedMemory)
 from .ptx import TYPES, EmulationError, Function, Instruction
 from .tensormap import SIZE as TENSOR_MAP_BYTES
 from .tensormap import TensorMap, decode_tensor_map, swizzled
@@ -56,11 +62,13 @@ class Op:
     """One decoded instruction. ``run(wave, mask)`` does its work for the
     lanes in ``mask`` (None: every lane of the wave)."""
 
-    __slots__ = ("kind", "run", "target", "guard", "negate", "ins")
+    __slots__ = ("kind", "run", "target", "guard", "negate", "ins", "touches")
 
     def __init__(self, kind: int, run: Callable | None, ins: Instruction, target: int = -1) -> None:
         self.kind, self.run, self.ins, self.target = kind, run, ins, target
         self.guard, self.negate = (-1, False) if ins.guard is None else (ins.guard.slot, ins.guard.negated)
+        # The registers of wgmma.mma_async operands that this (other) instruction accesses, or None.
+        self.touches: frozenset[int] | None = None
 
 
 @dataclass
@@ -76,6 +84,7 @@ class Kernel:
     local_bytes: int
     granule: int  # of shared-memory race tracking
     uses_shared: bool
+    wgmma_registers: tuple[int, ...] = ()  # slots of wgmma.mma_async accumulators and A fragments
 
     @property
     def name(self) -> str:
@@ -140,6 +149,25 @@ WIDE_SPECIAL_REGISTERS = frozenset({"%clock64", "%globaltimer"})  # 64 bits; the
 _CLOCKS = frozenset({"%clock", "%clock64", "%globaltimer"})  # change as the wave runs: never cached
 
 
+@dataclass
+class _Wgmma:
+    """A warpgroup's wgmma.mma_async in flight: its lanes, the wgmma-group it
+    joins (the warpgroup's commits before it), its accumulator and A registers
+    (register slots), what may chain on its accumulators without a
+    wgmma.wait_group (its shape and types), the shared granules it reads and
+    the release counts of the lanes its reads are recorded as (the first of
+    each warp)."""
+
+    lanes: np.ndarray
+    group: int
+    accumulators: frozenset[int]
+    inputs: frozenset[int]
+    kind: tuple
+    cells: np.ndarray
+    clocks: np.ndarray
+    ins: Instruction
+
+
 class Wave:
     """The state of the blocks of one wave while they run."""
 
@@ -179,6 +207,13 @@ class Wave:
         self.touched: set[int] = set()
         self.waits_on = np.full(n, -1, np.int64)  # the mbarrier of a lane's last incomplete wait
         self.impatient = np.zeros(n, bool)  # lanes whose next test_wait returns false rather than waiting
+        # wgmma.mma_async in flight (a record per warpgroup), per lane the wgmma-groups committed so
+        # far, and per register of a wgmma operand the lanes that (or whose other instructions) may
+        # have accessed it since their last wgmma.fence: all of them before the first.
+        self.wgmma: list[_Wgmma] = []
+        self.wgmma_committed = np.zeros(n, np.int64)
+        self.wgmma_row = {slot: i for i, slot in enumerate(kernel.wgmma_registers)}
+        self.unfenced = np.ones((len(kernel.wgmma_registers), n), bool)
         self.steps = 0
 
     # -- registers
@@ -207,21 +242,22 @@ class Wave:
         return (b % gx, b // gx % gy, b // (gx * gy)), (t % bx, t // bx % by, t // (bx * by))
 
     # -- memory
-    def load(self, space: str, addresses: np.ndarray, size: int, lanes: np.ndarray) -> np.ndarray:
-        """``size`` bytes per lane as (k, size) uint8, from ``space`` (generic: by address)."""
+    def load(self, space: str, addresses: np.ndarray, size: int, lanes: np.ndarray,
+             align: int | None = None) -> np.ndarray:
+        """``size`` bytes per lane as (k, size) uint8, from ``space`` (generic:
+        by address), aligned to ``align`` (default: ``size``)."""
         if space == "generic":
             parts = self._windows(addresses)
             if len(parts) == 1:
-                return self.load(parts[0][0], parts[0][2], size, lanes)
+                return self.load(parts[0][0], parts[0][2], size, lanes, align)
             out = np.empty((len(lanes), size), np.uint8)
             for part, pick, offsets in parts:
-                out[pick] = self.load(part, offsets, size, lanes[pick])
+                out[pick] = self.load(part, offsets, size, lanes[pick], align)
             return out
         if space in ("global", "const"):
-            return self.memory.load(addresses.astype(np.uint64), size, lanes)
+            return self.memory.load(addresses.astype(np.uint64), size, lanes, align)
         if space == "shared":
-            positions = self._shared(addresses, size, lanes, "shared load")
-            return self.shared.read(positions, size, lanes, self.epochs(lanes))
+            return self.read_shared(addresses, size, lanes, "shared load", align)[0]
         if space == "local":
             local = self._local(lanes)
             return local.read(local.positions(addresses, size, lanes, "local load"), size, lanes)
@@ -232,16 +268,17 @@ class Wave:
             return self.params[offsets[:, None] + np.arange(size)]
         raise AssertionError(space)
 
-    def store(self, space: str, addresses: np.ndarray, data: np.ndarray, lanes: np.ndarray) -> None:
+    def store(self, space: str, addresses: np.ndarray, data: np.ndarray, lanes: np.ndarray,
+              align: int | None = None) -> None:
         if space == "generic":
             parts = self._windows(addresses)
             for part, pick, offsets in parts:
                 self.store(part, offsets, data if len(parts) == 1 else data[pick],
-                           lanes if len(parts) == 1 else lanes[pick])
+                           lanes if len(parts) == 1 else lanes[pick], align)
         elif space == "global":
-            self.memory.store(addresses.astype(np.uint64), data, lanes)
+            self.memory.store(addresses.astype(np.uint64), data, lanes, align)
         elif space == "shared":
-            positions = self._shared(addresses, data.shape[1], lanes, "shared store")
+            positions = self._shared(addresses, data.shape[1], lanes, "shared store", align)
             self.shared.write(positions, data, lanes, self.epochs(lanes))
         elif space == "local":
             local = self._local(lanes)
@@ -265,10 +302,19 @@ class Wave:
                 parts.append((space, pick, a[pick] - np.uint64(base)))
         return parts
 
-    def _shared(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str) -> np.ndarray:
+    def read_shared(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str,
+                    align: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``size`` bytes at each shared address read by ``lanes`` after the
+        checks of a load, named ``what`` in errors; also the granules read."""
+        positions = self._shared(addresses, size, lanes, what, align)
+        data = self.shared.read(positions, size, lanes, self.epochs(lanes), what)
+        return data, self.shared._cells(positions, size).reshape(-1)
+
+    def _shared(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str,
+                align: int | None = None) -> np.ndarray:
         if self.shared is None:
             raise Fault(f"{what}, but the kernel has no shared memory", lanes[:1])
-        return self.shared.offsets(addresses.astype(np.int64), size, lanes, what)
+        return self.shared.offsets(addresses.astype(np.int64), size, lanes, what, align)
 
     def _local(self, lanes: np.ndarray) -> LocalMemory:
         if self.local is None:
@@ -460,13 +506,17 @@ class Wave:
         self.bulk.append((int(lane[0]), where, size, int(self.bulk_committed[lane[0]])))
         return data
 
-    def tensor_maps(self, space: str, addresses: np.ndarray, lanes: np.ndarray) -> list[TensorMap]:
-        """The tensor maps (128 bytes, 64-byte aligned) at each lane's address."""
+    def tensor_map_bytes(self, space: str, addresses: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """The 128 bytes of the tensor map (64-byte aligned) at each lane's address, (k, 128)."""
         bad = addresses % np.uint64(64) != 0
         if bad.any():
             raise Fault(f"the tensor map at {space} address {int(addresses[bad][0]):#x} is not 64-byte aligned",
                         lanes[bad][:1])
-        raw = self.load(space, addresses, TENSOR_MAP_BYTES, lanes)
+        return self.load(space, addresses, TENSOR_MAP_BYTES, lanes, align=64)
+
+    def tensor_maps(self, space: str, addresses: np.ndarray, lanes: np.ndarray) -> list[TensorMap]:
+        """The tensor maps at each lane's address, checked (:func:`~.tensormap.decode_tensor_map`)."""
+        raw = self.tensor_map_bytes(space, addresses, lanes)
         maps = {}
         for k, row in enumerate(raw):
             key = row.tobytes()
@@ -474,7 +524,8 @@ class Wave:
                 try:
                     maps[key] = decode_tensor_map(key)
                 except ValueError as error:
-                    raise Fault(str(error), lanes[k:k + 1]) from None
+                    raise Fault(f"the tensor map at {space} address {int(addresses[k]):#x}: {error}",
+                                lanes[k:k + 1]) from None
         return [maps[row.tobytes()] for row in raw]
 
     def tensor_load(self, dst: np.ndarray, maps: list[TensorMap], coords: np.ndarray, bars: np.ndarray,
@@ -522,7 +573,7 @@ class Wave:
         for store in self.bulk:
             lane, where, size, group = store
             if group < limit[lane]:
-                self.shared.release_bulk(where, size)
+                self.shared.unhold(self.shared._cells(np.array([where]), size).reshape(-1), BULK_SOURCE)
             else:
                 remaining.append(store)
         self.bulk = remaining
@@ -534,6 +585,110 @@ class Wave:
         busy = np.zeros(self.n, bool)
         busy[[store[0] for store in self.bulk]] = True
         return lanes[busy[lanes]]
+
+    # -- warpgroup MMA (see :mod:`.warpgroup`)
+    def warpgroups(self, mask: np.ndarray | None, what: str) -> np.ndarray:
+        """The (warpgroups, 128) lanes of the warpgroups (threads 128i..128i+127
+        of a block) executing a warpgroup-collective .sync.aligned instruction,
+        after checking that all 128 threads of each execute it together."""
+        lanes = self.lanes(mask)
+        starts = np.unique(lanes - self.thread[lanes] % 128)
+        partial = self.thread[starts] + 128 > self.threads
+        if partial.any():
+            raise Fault(f"{what} is warpgroup-collective, but the block has {self.threads} threads: its last "
+                        "warpgroup is partial", starts[partial][:1])
+        groups = starts[:, None] + np.arange(128)
+        executing = np.zeros(self.n, bool)
+        executing[lanes] = True
+        missing = ~(executing[groups] & self.alive[groups])
+        if missing.any():
+            group, thread = np.argwhere(missing)[0]
+            raise Fault(f"{what} is warpgroup-collective (.sync.aligned), but thread {thread} of the warpgroup is "
+                        "not executing it with the others (divergent, waiting or exited)", starts[group:group + 1])
+        return groups
+
+    def wgmma_fence(self, lanes: np.ndarray) -> None:
+        """wgmma.fence: the lanes' earlier register accesses are ordered before their next wgmma.mma_async."""
+        self.unfenced[:, lanes] = False
+
+    def wgmma_operands_ready(self, groups: np.ndarray, accumulators: frozenset[int], inputs: frozenset[int],
+                             kind: tuple, what: str) -> None:
+        """Checks a wgmma.mma_async's registers: no other instruction has
+        accessed them since the warpgroup's wgmma.fence, and no wgmma in
+        flight uses them, but as the accumulators of the same shape and types
+        (the ISA orders those)."""
+        lanes = groups.reshape(-1)
+        self.shared.start_async()  # the wgmma's reads are recorded with the clocks its wait_group orders
+        for slot in sorted(accumulators | inputs):
+            unfenced = self.unfenced[self.wgmma_row[slot], lanes]
+            if unfenced.any():
+                raise Fault(f"{what} reads {self.kernel.function.registers[slot][0]}, which the thread may have "
+                            "accessed since its last wgmma.fence: a wgmma.fence must come before the first "
+                            "wgmma.mma_async and after other instructions access its accumulator or A registers",
+                            lanes[unfenced][:1])
+        for record in self.wgmma:
+            overlap = (accumulators | inputs) & (record.accumulators | record.inputs)
+            if not overlap or not np.isin(record.lanes[0], lanes):
+                continue
+            if record.kind != kind or not overlap <= accumulators & record.accumulators:
+                raise Fault(f"{what} uses {self.kernel.function.registers[min(overlap)][0]}, a register of the "
+                            f"wgmma.mma_async at line {record.ins.line} still in flight, other than as the "
+                            "accumulator of the same shape and types: a wgmma.wait_group must retire it first",
+                            record.lanes[:1])
+
+    def wgmma_issue(self, groups: np.ndarray, cells: list[np.ndarray], accumulators: frozenset[int],
+                    inputs: frozenset[int], kind: tuple, ins: Instruction) -> None:
+        """Wgmma.mma_async of each warpgroup in flight, holding the shared
+        granules ``cells[g]`` it read (as the first lane of each warp)."""
+        for g, lanes in enumerate(groups):
+            held = np.unique(cells[g])
+            self.shared.hold(held, WGMMA_OPERAND)
+            clocks = self.shared.close_reads(lanes[::WARP])
+            self.wgmma.append(_Wgmma(lanes, int(self.wgmma_committed[lanes[0]]), accumulators, inputs, kind, held,
+                                     clocks, ins))
+
+    def wgmma_commit(self, lanes: np.ndarray) -> None:
+        self.wgmma_committed[lanes] += 1
+
+    def wgmma_wait(self, lanes: np.ndarray, keep: int) -> None:
+        """The wgmma-groups of ``lanes`` older than their ``keep`` most recent
+        committed ones retire: their shared memory is free, and every thread
+        of the warpgroup is ordered after their reads."""
+        limit = np.full(self.n, -1, np.int64)
+        limit[lanes] = self.wgmma_committed[lanes] - keep
+        remaining = []
+        for record in self.wgmma:
+            if record.group < limit[record.lanes[0]]:
+                self.shared.unhold(record.cells, WGMMA_OPERAND)
+                self.shared.order_after(record.lanes, record.lanes[::WARP], record.clocks)
+            else:
+                remaining.append(record)
+        self.wgmma = remaining
+
+    def wgmma_touch(self, op: Op, mask: np.ndarray | None) -> None:
+        """Another instruction accesses registers of wgmma operands (``op.touches``):
+        an error while a wgmma in flight uses them, else they need a
+        wgmma.fence before the lanes' next wgmma.mma_async."""
+        lanes = self.lanes(mask)
+        if not len(lanes):
+            return
+        for record in self.wgmma:
+            used = op.touches & (record.accumulators | record.inputs)
+            if used:
+                busy = np.isin(lanes, record.lanes)
+                if busy.any():
+                    slot = min(used)
+                    role = "an accumulator" if slot in record.accumulators else "an A-fragment register"
+                    raise Fault(f"{op.ins.opcode} accesses {self.kernel.function.registers[slot][0]}, {role} of the "
+                                f"wgmma.mma_async at line {record.ins.line}, still in flight: no "
+                                "wgmma.wait_group has retired it", lanes[busy][:1])
+        self.unfenced[np.ix_([self.wgmma_row[slot] for slot in op.touches], lanes)] = True
+
+    def pending_wgmma(self, lanes: np.ndarray) -> np.ndarray:
+        """Those of ``lanes`` with a wgmma.mma_async in flight."""
+        if not self.wgmma:
+            return lanes[:0]
+        return lanes[np.isin(lanes, np.concatenate([record.lanes for record in self.wgmma]))]
 
     # -- warps
     def warp_check(self, mask: np.ndarray | None, what: str, full: bool = False) -> None:
@@ -659,6 +814,8 @@ def _execute(w: Wave) -> int:
                 eff = act
             kind = op.kind
             try:
+                if op.touches is not None:
+                    w.wgmma_touch(op, eff)
                 if kind == NORMAL:
                     op.run(w, eff)
                     if pcs is None:
@@ -707,6 +864,10 @@ def _execute(w: Wave) -> int:
                     if len(busy):
                         raise Fault("the thread exits with cp.async.bulk stores in flight that no "
                                     "cp.async.bulk.wait_group waited for", busy[:1])
+                    busy = w.pending_wgmma(leaving)
+                    if len(busy):
+                        raise Fault("the thread exits with a wgmma.mma_async in flight that no wgmma.wait_group "
+                                    "retired", busy[:1])
                     if pcs is None:
                         pcs = apart()
                     w.alive[leaving] = False

@@ -25,7 +25,10 @@ Every access is checked, as a GPU with a memory checker would:
   mbarrier phase the copy signals complete (a successful
   ``try_wait``/``test_wait``, or a ``bar.sync`` with a thread that has);
   the source of a bulk store is not to be overwritten before its
-  ``cp.async.bulk.wait_group.read``.
+  ``cp.async.bulk.wait_group.read``, nor the operands of a
+  ``wgmma.mma_async`` before the ``wgmma.wait_group`` that retires it;
+* ``bar.warp.sync`` orders the shared accesses of its threads as a
+  barrier among them (the ISA's memory ordering of the warp barrier).
 
 A failed check raises :class:`Fault` with the lanes at fault; the machine
 turns it into an EmulationError naming the block, thread and instruction.
@@ -37,8 +40,8 @@ import bisect
 
 import numpy as np
 
-__all__ = ["Fault", "GlobalMemory", "LocalMemory", "MBarrier", "SharedMemory", "GLOBAL_BASE", "LOCAL_WINDOW",
-           "PARAM_WINDOW", "SHARED_WINDOW", "WINDOW_BYTES"]
+__all__ = ["BULK_SOURCE", "Fault", "GlobalMemory", "LocalMemory", "MBarrier", "SharedMemory", "GLOBAL_BASE",
+           "LOCAL_WINDOW", "PARAM_WINDOW", "SHARED_WINDOW", "WGMMA_OPERAND", "WINDOW_BYTES"]
 
 # Generic address space: a window for shared memory, one for local memory,
 # one for the kernel's parameters (read-only, e.g. a grid-constant tensor map),
@@ -235,8 +238,11 @@ def scatter(buffer: np.ndarray, offsets: np.ndarray, data: np.ndarray, width: in
 
 
 # SharedMemory.proxy bits of a granule: part of an initialised mbarrier, landed by a
-# cp.async.bulk (readable once its phase is seen complete), read by a bulk store in flight.
-_MBARRIER, _LANDED, _READ = 1, 2, 4
+# cp.async.bulk (readable once its phase is seen complete), held by an asynchronous reader in flight
+# (a bulk store's source, a wgmma.mma_async's operand), which nothing may overwrite until it retires.
+_MBARRIER, _LANDED, BULK_SOURCE, WGMMA_OPERAND = 1, 2, 4, 8
+_HELD = {BULK_SOURCE: "the source of a cp.async.bulk store before its cp.async.bulk.wait_group.read",
+         WGMMA_OPERAND: "an operand of a wgmma.mma_async in flight, before the wgmma.wait_group that retires it"}
 _TX_LIMIT = (1 << 20) - 1  # the ISA's range of an mbarrier's counts
 
 
@@ -301,7 +307,7 @@ class SharedMemory:
         self.epoch = np.zeros(blocks, np.int32)  # barrier intervals completed, per block
         self.lanes_per_block = lanes_per_block
         # The asynchronous proxy's state, made by the first instruction that uses it.
-        self.proxy: np.ndarray | None = None  # per granule: _MBARRIER, _LANDED, _READ bits
+        self.proxy: np.ndarray | None = None  # per granule: _MBARRIER, _LANDED and _HELD bits
         self.mbarriers: dict[int, MBarrier] = {}  # byte position -> the mbarrier initialised there
         # Within a barrier interval an mbarrier orders accesses too (FastTrack on top of the epochs): each
         # lane's release count (``clock``), the counts of its block's threads it has acquired (``acq``),
@@ -438,13 +444,15 @@ class SharedMemory:
 
 
     # -- the asynchronous proxy: mbarriers and bulk copies
-    def _async(self) -> None:
+    def start_async(self) -> None:
+        """Makes the asynchronous proxy's state and the mbarrier-ordered race
+        detection (vector clocks), before the first access that needs them."""
         if self.proxy is None:
             cells = len(self.writer)
             self.proxy = np.zeros(cells, np.uint8)
             self.landed_at = np.full(cells, -1, np.int64)  # the mbarrier (byte position) a bulk copy signals
             self.landed_phase = np.zeros(cells, np.int64)  # and its phase
-            self.bulk_reads = np.zeros(cells, np.int32)  # bulk stores in flight reading the granule
+            self.holds = {flag: np.zeros(cells, np.int32) for flag in _HELD}  # its readers in flight, by kind
             lanes = self.blocks * self.lanes_per_block
             self.clock = np.zeros(lanes, np.int32)
             self.acq = np.zeros((lanes, self.lanes_per_block), np.int32)
@@ -499,10 +507,11 @@ class SharedMemory:
         if bad.any():
             raise Fault(f"{what} {verb} the bytes of an initialised mbarrier (only mbarrier instructions may "
                         "touch them until its mbarrier.inval)", lane[bad][:1])
-        bad = (flags & _READ) > 0
-        if writing and bad.any():
-            raise Fault(f"{what} overwrites the source of a cp.async.bulk store before its "
-                        "cp.async.bulk.wait_group.read", lane[bad][:1])
+        if writing:
+            for flag, held in _HELD.items():
+                bad = (flags & flag) > 0
+                if bad.any():
+                    raise Fault(f"{what} overwrites {held}", lane[bad][:1])
         landed = np.flatnonzero(flags & _LANDED)
         at, phase, lanes = self.landed_at[flat[landed]], self.landed_phase[flat[landed]], lane[landed]
         for position in np.unique(at):
@@ -537,7 +546,7 @@ class SharedMemory:
         return out
 
     def init_mbarrier(self, positions: np.ndarray, counts: np.ndarray, lanes: np.ndarray) -> None:
-        self._async()
+        self.start_async()
         for k, position in enumerate(positions.tolist()):
             count, lane = int(counts[k]), int(lanes[k])
             if position in self.mbarriers:
@@ -574,9 +583,9 @@ class SharedMemory:
         lanes = np.array([lane])
         if (self.proxy[cells] & _MBARRIER).any():
             raise Fault("cp.async.bulk writes the bytes of an initialised mbarrier", lanes)
-        if (self.proxy[cells] & _READ).any():
-            raise Fault("cp.async.bulk overwrites the source of a cp.async.bulk store before its "
-                        "cp.async.bulk.wait_group.read", lanes)
+        for flag, held in _HELD.items():
+            if (self.proxy[cells] & flag).any():
+                raise Fault(f"cp.async.bulk overwrites {held}", lanes)
         block = lane // self.lanes_per_block
         self.write(np.array([position]), data[None], lanes, self.epoch[block:block + 1], "cp.async.bulk",
                    landing=True)
@@ -587,20 +596,52 @@ class SharedMemory:
         self.landed_phase[cells] = barrier.phase
 
     def read_for_bulk(self, position: int, size: int, lane: int) -> np.ndarray:
-        """A bulk store's source bytes, held until :meth:`release_bulk`."""
-        self._async()
+        """A bulk store's source bytes, held until :meth:`unhold`."""
+        self.start_async()
         lanes = np.array([lane])
         block = lane // self.lanes_per_block
         data = self.read(np.array([position]), size, lanes, self.epoch[block:block + 1], "cp.async.bulk source")
-        cells = self._cells(np.array([position]), size).reshape(-1)
-        self.bulk_reads[cells] += 1
-        self.proxy[cells] |= _READ
+        self.hold(self._cells(np.array([position]), size).reshape(-1), BULK_SOURCE)
         return data[0]
 
-    def release_bulk(self, position: int, size: int) -> None:
-        cells = self._cells(np.array([position]), size).reshape(-1)
-        self.bulk_reads[cells] -= 1
-        self.proxy[cells[self.bulk_reads[cells] == 0]] &= ~np.uint8(_READ)
+    def hold(self, cells: np.ndarray, flag: int) -> None:
+        """Granules ``cells`` are read by an asynchronous reader of kind ``flag`` until :meth:`unhold`."""
+        self.start_async()
+        np.add.at(self.holds[flag], cells, 1)
+        self.proxy[cells] |= np.uint8(flag)
+
+    def unhold(self, cells: np.ndarray, flag: int) -> None:
+        np.subtract.at(self.holds[flag], cells, 1)
+        self.proxy[cells[self.holds[flag][cells] == 0]] &= ~np.uint8(flag)
+
+    def close_reads(self, readers: np.ndarray) -> np.ndarray:
+        """The release counts at which ``readers`` made the reads of an
+        asynchronous reader (a wgmma's), which end there: their later
+        accesses are not part of it (:meth:`order_after`)."""
+        self.start_async()
+        clocks = self.clock[readers].copy()
+        self.clock[readers] += 1
+        return clocks
+
+    def order_after(self, lanes: np.ndarray, readers: np.ndarray, clocks: np.ndarray) -> None:
+        """``lanes`` are ordered after the accesses ``readers`` made up to release counts ``clocks``."""
+        index = np.ix_(lanes, readers % self.lanes_per_block)
+        self.acq[index] = np.maximum(self.acq[index], clocks + 1)
+
+    def join(self, lanes: np.ndarray) -> None:
+        """A barrier among ``lanes`` (the members of one warp's bar.warp.sync):
+        each is ordered after every shared access the others made before it
+        and has seen every mbarrier phase one of them had."""
+        self.start_async()
+        threads = lanes % self.lanes_per_block
+        self.clock[lanes] += 1
+        seen = self.acq[lanes].max(axis=0)
+        seen[threads] = np.maximum(seen[threads], self.clock[lanes])
+        self.acq[lanes] = np.maximum(self.acq[lanes], seen)
+        block = int(lanes[0]) // self.lanes_per_block
+        for position, barrier in self.mbarriers.items():
+            if position // self.stride == block:
+                barrier.seen[threads] = barrier.seen[threads].max()
 
 
 class LocalMemory:

@@ -19,14 +19,15 @@ from .machine import WARP, Op, Wave
 from .memory import Fault
 from .numerics import bits_to_float, half, pack, round_bits, tf32_truncate
 
-__all__ = ["check_members"]
+__all__ = ["by_warp", "check_members", "fragment_layout", "gather_fragments", "write_warps"]
 from .ptx import Immediate, Instruction, PredicatePair, Vector
 
 _LANE = np.arange(WARP)
 _GROUP, _IN_GROUP = _LANE >> 2, _LANE % 4  # the ISA's groupID and threadID_in_group
 
 
-def _warps(values, w: Wave) -> np.ndarray:
+def by_warp(values, w: Wave) -> np.ndarray:
+    """Per-lane ``values`` (or a scalar) as (warps, 32)."""
     return np.broadcast_to(np.asarray(values), (w.n,)).reshape(-1, WARP)
 
 
@@ -39,7 +40,7 @@ def check_members(w: Wave, m, read_mask, what: str) -> np.ndarray:
     after checking that the executing lanes of a warp agree on the mask,
     are in it, and that every live lane it names is executing with them."""
     active = _active(w, m)
-    members = _warps(read_mask(w), w)
+    members = by_warp(read_mask(w), w)
     if m is None and w.alive.all() and (members == np.uint32(0xFFFFFFFF)).all():
         return np.ones_like(active)
     rows = np.arange(active.shape[0])
@@ -75,8 +76,8 @@ def _shfl(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         members = check_members(w, m, rm, ins.opcode)
         active = _active(w, m)
         lane = _LANE[None, :]
-        bval = _warps(rb(w), w) & np.uint32(0x1F)
-        cval = _warps(rc(w), w)
+        bval = by_warp(rb(w), w) & np.uint32(0x1F)
+        cval = by_warp(rc(w), w)
         segmask = (cval >> np.uint32(8)) & np.uint32(0x1F)
         clamp = cval & np.uint32(0x1F)
         max_lane = (lane & segmask) | (clamp & ~segmask)
@@ -101,7 +102,7 @@ def _shfl(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             raise Fault(f"{ins.opcode} reads lane {int(j[warp, lane_])}, which is not executing it (exited, "
                         "divergent or outside the membermask): its value is undefined",
                         np.array([warp * WARP + lane_]))
-        values = _warps(ra(w), w)[rows, j].reshape(-1)
+        values = by_warp(ra(w), w)[rows, j].reshape(-1)
         wd(w, values, m)
         wp(w, valid.reshape(-1), m)
     return Decoder.normal(ins, run)
@@ -157,7 +158,7 @@ def _vote(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     def run(w, m):
         members = check_members(w, m, rm, ins.opcode)
         taking = members & _active(w, m)
-        value = _warps(ra(w), w) & taking
+        value = by_warp(ra(w), w) & taking
         if mode == "ballot":
             ballot = (value.astype(np.uint64) << _LANE.astype(np.uint64)).sum(axis=1).astype(np.uint32)
             result = np.repeat(ballot, WARP)
@@ -188,7 +189,7 @@ def _redux(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     def run(w, m):
         members = check_members(w, m, rm, ins.opcode)
         taking = members & _active(w, m)
-        values = _warps(ra(w), w).astype(np.int64)
+        values = by_warp(ra(w), w).astype(np.int64)
         result = reduce_.reduce(np.where(taking, values, fill), axis=1)
         write(w, np.repeat(result, WARP).astype(np.uint32 if t != "s32" else np.int32), m)
     return Decoder.normal(ins, run)
@@ -243,7 +244,7 @@ def _matrix_operands(d: Decoder, ins: Instruction, mods: Mods, registers: int):
     return count, vector.elements, address, space, _fragment_positions(trans)
 
 
-def _write_warps(w: Wave, write, warps: np.ndarray, value: np.ndarray, m) -> None:
+def write_warps(w: Wave, write, warps: np.ndarray, value: np.ndarray, m) -> None:
     """Writes (len(warps), 32) u32 ``value`` to the lanes of ``warps`` (the others keep theirs: ``m``)."""
     full = np.zeros((w.n // WARP, WARP), np.uint32)
     full[warps] = value
@@ -267,7 +268,7 @@ def _ldmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         data = w.load(space, address(w, lanes), 16, lanes).view(np.uint16).reshape(len(warps), count, 8, 8)
         for i, write in enumerate(writers):
             halves = data[:, i][:, rows, cols]  # (warps, lanes, 2)
-            _write_warps(w, write, warps, pack(halves[..., 0], halves[..., 1]), m)
+            write_warps(w, write, warps, pack(halves[..., 0], halves[..., 1]), m)
     return Decoder.normal(ins, run)
 
 
@@ -281,7 +282,7 @@ def _stmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         warps = np.flatnonzero(_active(w, m).any(axis=1))
         matrix = np.zeros((len(warps), count, 8, 8), np.uint16)
         for i, read in enumerate(readers):
-            value = _warps(read(w), w)[warps]
+            value = by_warp(read(w), w)[warps]
             matrix[:, i][:, rows[:, 0], cols[:, 0]] = half(value, False)
             matrix[:, i][:, rows[:, 1], cols[:, 1]] = half(value, True)
         lanes = _row_lanes_of(warps, count)
@@ -289,7 +290,7 @@ def _stmatrix(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     return Decoder.normal(ins, run)
 
 
-def _layout(kind: str, shape: str, element: str) -> tuple[np.ndarray, np.ndarray, int]:
+def fragment_layout(kind: str, shape: str, element: str) -> tuple[np.ndarray, np.ndarray, int]:
     """(rows, cols) of shape (32, elements) for operand ``kind`` (a, b, c) and elements per register."""
     g, t = _GROUP[:, None], _IN_GROUP[:, None]
     if kind == "c":
@@ -324,8 +325,11 @@ _MMA_SHAPES = {("m16n8k16", "f16"), ("m16n8k16", "bf16"), ("m16n8k8", "f16"), ("
                ("m16n8k8", "tf32"), ("m16n8k4", "tf32")}
 
 
-def _gather(regs: list, rows, cols, per_reg: int, element: str, shape: tuple[int, int], warps: int) -> np.ndarray:
-    """The (warps, R, C) f64 matrix whose fragments the registers hold."""
+def gather_fragments(regs: list, rows, cols, per_reg: int, element: str, shape: tuple[int, int],
+                     warps: int) -> np.ndarray:
+    """The (warps, R, C) f64 matrix whose fragments the registers hold:
+    ``regs`` (warps, 32) u32 each, element e of a lane at (``rows``,
+    ``cols``)[lane, e], ``per_reg`` elements a register."""
     out = np.zeros((warps,) + shape)
     for e in range(rows.shape[1]):
         bits = regs[e // per_reg]
@@ -354,9 +358,9 @@ def _mma(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             element == "tf32" and (dtype, ctype) != ("f32", "f32"):
         raise mods.error(f"mma {shape} .{dtype}.{element}.{element}.{ctype} is not supported by the emulator")
     k = int(shape.split("k")[1])
-    a_rows, a_cols, a_per = _layout("a", shape, element)
-    b_rows, b_cols, b_per = _layout("b", shape, element)
-    c_rows, c_cols, _ = _layout("c", shape, element)
+    a_rows, a_cols, a_per = fragment_layout("a", shape, element)
+    b_rows, b_cols, b_per = fragment_layout("b", shape, element)
+    c_rows, c_cols, _ = fragment_layout("c", shape, element)
     dst, a, b, c = d.operands(ins, 4)
     counts = {"a": a_rows.shape[1] // a_per, "b": b_rows.shape[1] // b_per}
     for name, operand, count in (("A", a, counts["a"]), ("B", b, counts["b"]),
@@ -372,9 +376,9 @@ def _mma(d: Decoder, ins: Instruction, mods: Mods) -> Op:
         w.warp_check(m, ins.opcode, full=True)
         warps = np.flatnonzero(_active(w, m).any(axis=1))
         nw = len(warps)
-        A = _gather([_warps(r(w), w)[warps] for r in ra], a_rows, a_cols, a_per, element, (16, k), nw)
-        B = _gather([_warps(r(w), w)[warps] for r in rb], b_rows, b_cols, b_per, element, (k, 8), nw)
-        C = _gather([_warps(r(w), w)[warps] for r in rc], c_rows, c_cols, 2 if ctype == "f16" else 1,
+        A = gather_fragments([by_warp(r(w), w)[warps] for r in ra], a_rows, a_cols, a_per, element, (16, k), nw)
+        B = gather_fragments([by_warp(r(w), w)[warps] for r in rb], b_rows, b_cols, b_per, element, (k, 8), nw)
+        C = gather_fragments([by_warp(r(w), w)[warps] for r in rc], c_rows, c_cols, 2 if ctype == "f16" else 1,
                     "f16" if ctype == "f16" else "f32", (16, 8), nw)
         D = np.matmul(A, B) + C
         values = D[:, c_rows, c_cols]  # (warps, 32, 4)
@@ -384,6 +388,6 @@ def _mma(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             halves = [round_bits(values[..., e], "f16") for e in range(4)]
             out = [pack(halves[0], halves[1]), pack(halves[2], halves[3])]
         for write, value in zip(writers, out):
-            _write_warps(w, write, warps, value, m)
+            write_warps(w, write, warps, value, m)
     return Decoder.normal(ins, run)
 
