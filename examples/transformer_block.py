@@ -64,7 +64,8 @@ def block(x: tessel.Tensor, p: Params, heads: int) -> tessel.Tensor:
     a = ops.layer_norm(x, p["ln1_w"], p["ln1_b"])
     q, k, v = (split_heads(a @ p[f"w_{n}"] + p[f"b_{n}"]) for n in "qkv")
     scores = (q @ k.transpose(0, 1, 3, 2)) * (1 / math.sqrt(d_head))
-    causal = np.tril(np.ones((seq, seq), dtype=bool))
+    # Query i sees keys 0..i; seq may be a size symbol, so indices, not a constant.
+    causal = ops.iota((seq, 1), 0) >= ops.iota((1, seq), 1)
     attn = ops.softmax(ops.where(causal, scores, float("-inf")), axis=-1) @ v
     h = x + attn.transpose(0, 2, 1, 3).reshape(batch, seq, d_model) @ p["w_o"] + p["b_o"]
 

@@ -32,6 +32,11 @@ namespace tessel {
 /// accepts composite ops directly.
 void populateGraphDecompositionPatterns(mlir::RewritePatternSet &patterns);
 
+/// The attribute of a function in destination-passing style (set by
+/// graph-to-linalg{destinations}, dropped by host-drop-destination-results):
+/// how many destination arguments end its argument list, one per result.
+constexpr llvm::StringLiteral kDestinationsAttr = "tessel.destinations";
+
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 

@@ -68,10 +68,23 @@ def ConvertGraphToLinalg : Pass<"graph-to-linalg", "mlir::ModuleOp"> {
     this pass to export a graph for other MLIR compilers, or after kernels
     have been outlined.
 
-    Shapes must be static; a dynamic dimension is reported at the op that
-    has it.
+    A `?` dim must be a size symbol (#graph.shape, docs/dynamic-shapes.md):
+    the types lose their encodings, and each dynamic size is computed
+    (`tensor.dim` of the function argument that has it, `affine.apply` of
+    its expression); a `?` without one is reported at the op that has it.
+
+    With `destinations` (the compile pipelines), a function with a dynamic
+    result takes a destination tensor per result, sized by its callers
+    (destination-passing style): kernels' results are sized by the host
+    program, the entry function's by the runtime that calls it.
   }];
+  let options = [
+    Option<"destinations", "destinations", "bool", /*default=*/"false",
+           "Functions with dynamically shaped results take destinations">,
+  ];
   let dependentDialects = [
+    "mlir::affine::AffineDialect",
+    "mlir::bufferization::BufferizationDialect",
     "mlir::arith::ArithDialect",
     "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect",
@@ -91,6 +104,18 @@ def HostDedupeKernelResults : Pass<"host-dedupe-kernel-results", "mlir::ModuleOp
     once; its calls are rewritten and their duplicate results forwarded.
     Run before bufferization: aliased results cannot become out-params.
   }];
+}
+
+def HostDropDestinationResults : Pass<"host-drop-destination-results", "mlir::ModuleOp"> {
+  let summary = "Results of functions in destination-passing style left in their destinations";
+  let description = [{
+    After bufferization, a function that graph-to-linalg{destinations} put
+    in destination-passing style (`tessel.destinations`) returns its
+    destination buffers: its results are dropped and each call uses the
+    destinations it passed. The public entry function's results are
+    dropped too: the runtime allocates them at the sizes of the call.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
 def HostReuseBuffers : Pass<"host-reuse-buffers", "mlir::func::FuncOp"> {

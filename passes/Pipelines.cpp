@@ -92,11 +92,12 @@ std::string graphStage() {
 /// faster than testing each element of the patches, and collapses
 /// reductions over several axes into one loop for loop.split_reduction.
 std::string linalgStage(const loop::TargetDescription &t) {
-  return std::string("graph-to-linalg,canonicalize,cse,func.func(cpu-fuse-"
+  return std::string("graph-to-linalg{destinations},canonicalize,cse,func.func(cpu-fuse-"
                      "elementwise,") +
          (t.isCpu() ? "cpu-collapse-reductions,linalg-im2col"
                     : "linalg-im2col{fold-padding}") +
-         ",linalg-sink-reshapes),canonicalize,host-dedupe-kernel-results";
+         ",linalg-sink-reshapes),resolve-ranked-shaped-type-result-dims,"
+         "canonicalize,host-dedupe-kernel-results";
 }
 
 /// Default schedules for kernels that have none, validated, then applied;
@@ -112,6 +113,7 @@ std::string scheduleStage(const loop::TargetDescription &t, bool allowTf32) {
 std::string bufferizeStage() {
   return "one-shot-bufferize{bufferize-function-boundaries "
          "function-boundary-type-conversion=identity-layout-map},"
+         "host-drop-destination-results,"
          "buffer-results-to-out-params{hoist-static-allocs "
          "modify-public-functions},"
          "func.func(buffer-hoisting,buffer-loop-hoisting),buffer-"

@@ -1,11 +1,13 @@
 //===- TileAndFuseRoot.cpp - tiling a kernel's root with its producers ----===//
 
 #include "passes/TileAndFuseRoot.h"
+#include "dialects/graph/Graph.h"
 #include "passes/linalg/Contractions.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 
 using namespace mlir;
 
@@ -80,17 +82,159 @@ FailureOr<TilingInterface> tessel::scheduledRoot(
   return failure();
 }
 
+/// The extent of each of `root`'s loops, `size` of its iteration domain's
+/// sizes. getIterationDomain builds dynamic sizes as IR (tensor.dim of the
+/// root's operands): those ops are erased after, so that no stray reader of
+/// the root's values stays behind.
+static std::optional<SmallVector<int64_t>>
+loopExtents(TilingInterface root,
+            function_ref<std::optional<int64_t>(OpFoldResult)> size) {
+  struct Created : OpBuilder::Listener {
+    SmallVector<Operation *> ops;
+    void notifyOperationInserted(Operation *op,
+                                 OpBuilder::InsertPoint) override {
+      ops.push_back(op);
+    }
+  } created;
+  OpBuilder b(root, &created);
+  std::optional<SmallVector<int64_t>> extents = SmallVector<int64_t>();
+  for (Range r : root.getIterationDomain(b)) {
+    std::optional<int64_t> extent = size(r.size);
+    if (!extent) {
+      extents = std::nullopt;
+      break;
+    }
+    extents->push_back(*extent);
+  }
+  for (Operation *op : llvm::reverse(created.ops))
+    if (op->use_empty())
+      op->erase();
+  return extents;
+}
+
 std::optional<SmallVector<int64_t>>
 tessel::staticLoopExtents(TilingInterface root) {
-  OpBuilder b(root);
-  SmallVector<int64_t> extents;
-  for (Range r : root.getIterationDomain(b)) {
-    std::optional<int64_t> extent = getConstantIntValue(r.size);
-    if (!extent)
-      return std::nullopt;
-    extents.push_back(*extent);
+  return loopExtents(root, [](OpFoldResult size) {
+    return getConstantIntValue(size);
+  });
+}
+
+/// `expr` with its dims and symbols replaced by `values` (dims first), if
+/// that is a constant.
+static std::optional<int64_t> evaluate(AffineExpr expr, unsigned numDims,
+                                       ArrayRef<int64_t> values) {
+  MLIRContext *ctx = expr.getContext();
+  SmallVector<AffineExpr> constants;
+  for (int64_t v : values)
+    constants.push_back(getAffineConstantExpr(v, ctx));
+  AffineExpr folded = simplifyAffineExpr(
+      expr.replaceDimsAndSymbols(ArrayRef(constants).take_front(numDims),
+                                 ArrayRef(constants).drop_front(numDims)),
+      0, 0);
+  if (auto c = dyn_cast<AffineConstantExpr>(folded))
+    return c.getValue();
+  return std::nullopt;
+}
+
+namespace {
+
+/// Sizes at their largest in a kernel: the IR's size computations
+/// (tensor.dim, affine.apply, the shapes of tensor and destination-style
+/// ops) followed back to the arguments, each argument dim its
+/// `kArgumentShape` expression at the symbols' largest values. Products of
+/// symbols (batch * seq) are not affine, so upstream's ValueBounds cannot
+/// follow them; sizes only grow with their symbols here, so plugging in
+/// the largest values gives the largest size.
+struct LargestSizes {
+  func::FuncOp func;
+  DictionaryAttr ranges;
+
+  std::optional<int64_t> ofValue(Value v) {
+    if (std::optional<int64_t> c = getConstantIntValue(v))
+      return c;
+    Operation *def = v.getDefiningOp();
+    if (auto dim = dyn_cast_if_present<tensor::DimOp>(def)) {
+      std::optional<int64_t> index = dim.getConstantIndex();
+      return index ? ofDim(dim.getSource(), *index) : std::nullopt;
+    }
+    if (auto apply = dyn_cast_if_present<affine::AffineApplyOp>(def)) {
+      SmallVector<int64_t> values;
+      for (Value operand : apply.getMapOperands()) {
+        std::optional<int64_t> size = ofValue(operand);
+        if (!size)
+          return std::nullopt;
+        values.push_back(*size);
+      }
+      return evaluate(apply.getMap().getResult(0), apply.getMap().getNumDims(),
+                      values);
+    }
+    return std::nullopt;
   }
-  return extents;
+
+  std::optional<int64_t> ofSize(OpFoldResult size) {
+    if (auto v = dyn_cast<Value>(size))
+      return ofValue(v);
+    return getConstantIntValue(size);
+  }
+
+  std::optional<int64_t> ofDim(Value tensor, int64_t d) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    if (!type.isDynamicDim(d))
+      return type.getDimSize(d);
+    if (auto arg = dyn_cast<BlockArgument>(tensor))
+      return ofArgument(arg, d);
+    Operation *def = tensor.getDefiningOp();
+    if (auto empty = dyn_cast<tensor::EmptyOp>(def))
+      return ofValue(empty.getDynamicSize(d));
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+      llvm::SmallBitVector dropped = slice.getDroppedDims();
+      SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
+      for (int64_t i = 0, kept = 0; i < int64_t(sizes.size()); ++i)
+        if (!dropped.test(i) && kept++ == d)
+          return ofSize(sizes[i]);
+      return std::nullopt;
+    }
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+      return ofSize(expand.getMixedOutputShape()[d]);
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
+      int64_t product = 1;
+      for (int64_t i : collapse.getReassociationIndices()[d]) {
+        std::optional<int64_t> size = ofDim(collapse.getSrc(), i);
+        if (!size)
+          return std::nullopt;
+        product *= *size;
+      }
+      return product;
+    }
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(def))
+      return ofDim(dps.getTiedOpOperand(cast<OpResult>(tensor))->get(), d);
+    return std::nullopt;
+  }
+
+  std::optional<int64_t> ofArgument(BlockArgument arg, int64_t d) {
+    auto shape = func.getArgAttrOfType<tessel::graph::ShapeAttr>(arg.getArgNumber(),
+                                                         tessel::kArgumentShape);
+    if (!shape || !ranges || arg.getOwner() != &func.getBody().front())
+      return std::nullopt;
+    SmallVector<int64_t> largest;
+    for (StringAttr name : shape.getNames()) {
+      auto range = dyn_cast_if_present<tessel::graph::DimAttr>(ranges.get(name));
+      if (!range)
+        return std::nullopt;
+      largest.push_back(range.getMax());
+    }
+    return evaluate(shape.getSizes().getResult(d), 0, largest);
+  }
+};
+
+} // namespace
+
+std::optional<SmallVector<int64_t>>
+tessel::largestLoopExtents(TilingInterface root) {
+  auto func = root->getParentOfType<func::FuncOp>();
+  LargestSizes largest{func, func->getAttrOfType<DictionaryAttr>("graph.dims")};
+  return loopExtents(root,
+                     [&](OpFoldResult size) { return largest.ofSize(size); });
 }
 
 FailureOr<TilingInterface>

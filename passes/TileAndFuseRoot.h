@@ -48,6 +48,19 @@ mlir::FailureOr<mlir::TilingInterface> scheduledRoot(
 std::optional<llvm::SmallVector<int64_t>>
 staticLoopExtents(mlir::TilingInterface root);
 
+/// The function argument attribute giving the argument's size symbols
+/// (#graph.shape), which graph-to-linalg keeps when it drops the encodings.
+constexpr llvm::StringLiteral kArgumentShape = "graph.shape";
+
+/// The extent of each loop of `root`, a dynamic one at its largest: its
+/// size in terms of the kernel's argument dims, each of them its
+/// `kArgumentShape` expression with every symbol at its largest value in
+/// the function's `graph.dims`. Nothing when a dynamic extent is not such
+/// an expression (no declared range, or a size the IR does not tie to the
+/// arguments).
+std::optional<llvm::SmallVector<int64_t>>
+largestLoopExtents(mlir::TilingInterface root);
+
 /// Tiles `root` by `sizes` (0 = untiled) into an scf.forall (with `mapping`,
 /// which may be empty) or, when `sequential`, scf.for loops, fuses every
 /// linalg producer into the innermost tile, and redirects later uses to the

@@ -465,12 +465,27 @@ LogicalResult ReshapeOp::verify() {
   if (in.getElementType() != out.getElementType())
     return emitOpError("cannot change the element type (")
            << in.getElementType() << " to " << out.getElementType() << ")";
-  if (in.hasStaticShape() && out.hasStaticShape() &&
-      in.getNumElements() != out.getNumElements())
+  if (in.hasStaticShape() && out.hasStaticShape()) {
+    if (in.getNumElements() != out.getNumElements())
+      return emitOpError("cannot reshape ")
+             << in.getNumElements() << " elements " << shapeString(in.getShape())
+             << " into " << out.getNumElements() << " elements "
+             << shapeString(out.getShape());
+    return success();
+  }
+  // With size symbols, the element counts must be the same product; a `?`
+  // without a symbol is left to graph-to-linalg's check.
+  SizeProduct inCount, outCount;
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    inCount.multiply(in, d);
+  for (int64_t d = 0; d < out.getRank(); ++d)
+    outCount.multiply(out, d);
+  if (inCount.unknown() || outCount.unknown())
+    return success();
+  if (!(inCount == outCount))
     return emitOpError("cannot reshape ")
-           << in.getNumElements() << " elements " << shapeString(in.getShape())
-           << " into " << out.getNumElements() << " elements "
-           << shapeString(out.getShape());
+           << inCount.str() << " elements into " << outCount.str()
+           << " elements (size symbols must appear as the same factors)";
   return success();
 }
 
@@ -486,6 +501,17 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
       dense && getType().hasStaticShape())
     return dense.reshape(getType());
   return {};
+}
+
+LogicalResult IotaOp::verify() {
+  RankedTensorType type = getType();
+  if (getDim() < 0 || getDim() >= type.getRank())
+    return emitOpError("dim ") << getDim() << " is not a dim of a tensor of rank "
+                               << type.getRank();
+  Type elem = type.getElementType();
+  if (elem.isInteger(1) || !(isa<IntegerType>(elem) || isa<FloatType>(elem)))
+    return emitOpError("needs an integer or float element type, not ") << elem;
+  return success();
 }
 
 LogicalResult BroadcastToOp::verify() {

@@ -120,6 +120,25 @@ def Graph_ConstantOp : Graph_Op<"constant",
   let hasFolder = 1;
 }
 
+def Graph_IotaOp : Graph_Op<"iota", [Pure, Graph_SymbolicSizes]> {
+  let summary = "Each element its index along one dimension";
+  let description = [{
+    numpy's `arange` along `dim`, repeated along the other dims, in the
+    result's element type (an integer or float type). Its size may be a
+    size symbol, so a causal mask over a sequence of any length is two
+    iotas and a comparison; fusion clones it into each group that reads it,
+    as it does small constants.
+
+    ```mlir
+    %rows = graph.iota dim 0 : tensor<?x1xi64, #graph.shape<[seq, 1]>>
+    ```
+  }];
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "`dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops
 //===----------------------------------------------------------------------===//
@@ -531,8 +550,13 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor, Graph_S
   let hasFolder = 1;
 }
 
-def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
-  let summary = "Same elements in row-major order, new static shape";
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, Graph_SymbolicSizes]> {
+  let summary = "Same elements in row-major order, new shape";
+  let description = [{
+    The result's shape is given. With size symbols (#graph.shape), both
+    element counts must be the same product of the same symbolic factors:
+    [batch, seq, 256] into [batch, seq, 4, 64] or [batch * seq, 256].
+  }];
   let arguments = (ins Graph_Tensor:$input);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
@@ -600,7 +624,8 @@ def Graph_FusionKind : I32EnumAttr<"FusionKind", "what a fusion group is built a
   let cppNamespace = "::tessel::graph";
 }
 
-def Graph_FusedOp : Graph_Op<"fused", [IsolatedFromAbove, RecursiveMemoryEffects]> {
+def Graph_FusedOp : Graph_Op<"fused", [IsolatedFromAbove, RecursiveMemoryEffects,
+                                       Graph_SymbolicSizes]> {
   let summary = "A group of graph ops that compiles to one kernel";
   let description = [{
     The body computes the results from the block arguments, which stand for
@@ -629,7 +654,7 @@ def Graph_FusedOp : Graph_Op<"fused", [IsolatedFromAbove, RecursiveMemoryEffects
 }
 
 def Graph_YieldOp : Graph_Op<"yield",
-    [Pure, Terminator, ReturnLike, HasParent<"FusedOp">]> {
+    [Pure, Terminator, ReturnLike, HasParent<"FusedOp">, Graph_SymbolicSizes]> {
   let summary = "Returns the results of a fusion group";
   let arguments = (ins Variadic<Graph_Tensor>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";

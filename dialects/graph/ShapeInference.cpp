@@ -335,4 +335,35 @@ LogicalResult inferMatmulResultType(std::optional<Location> loc, Type lhs,
   return success();
 }
 
+void SizeProduct::multiply(RankedTensorType type, int64_t d) {
+  if (!type.isDynamicDim(d)) {
+    constant *= type.getDimSize(d);
+    return;
+  }
+  auto shape = dyn_cast_if_present<ShapeAttr>(type.getEncoding());
+  if (!shape) {
+    factors.push_back("?");
+    return;
+  }
+  std::function<void(AffineExpr)> factor = [&](AffineExpr e) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      constant *= c.getValue();
+    } else if (e.getKind() == AffineExprKind::Mul) {
+      factor(cast<AffineBinaryOpExpr>(e).getLHS());
+      factor(cast<AffineBinaryOpExpr>(e).getRHS());
+    } else {
+      factors.insert(llvm::upper_bound(factors, sizeString(e, shape.getNames())),
+                     sizeString(e, shape.getNames()));
+    }
+  };
+  factor(shape.getSizes().getResult(d));
+}
+
+std::string SizeProduct::str() const {
+  std::string s;
+  for (const std::string &f : factors)
+    s += f + " * ";
+  return s + std::to_string(constant);
+}
+
 } // namespace tessel::graph

@@ -77,6 +77,24 @@ inline int64_t positiveAxis(int64_t axis, int64_t rank) {
 /// "[2, 3, ?]"
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 
+/// A product of sizes, as a constant times symbolic factors (sizes that are
+/// not products, printed over their symbols' names, kept sorted), so that
+/// products of the same sizes compare equal whatever their order or
+/// grouping: [batch, seq, 256] holds as many elements as [batch * seq, 4,
+/// 64]. A `?` without a size symbol is the factor "?", equal to nothing.
+struct SizeProduct {
+  int64_t constant = 1;
+  llvm::SmallVector<std::string> factors;
+
+  /// Multiplies in dim `d` of `type`.
+  void multiply(mlir::RankedTensorType type, int64_t d);
+  bool unknown() const { return llvm::is_contained(factors, "?"); }
+  bool operator==(const SizeProduct &other) const {
+    return !unknown() && constant == other.constant && factors == other.factors;
+  }
+  std::string str() const;
+};
+
 } // namespace tessel::graph
 
 #endif // TESSEL_DIALECTS_GRAPH_SHAPEINFERENCE_H

@@ -8,8 +8,11 @@
 
 #include "dialects/graph/Graph.h"
 #include "passes/Passes.h"
+#include "passes/TileAndFuseRoot.h"
 #include "passes/linalg/Contractions.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -48,26 +51,209 @@ AffineMap broadcastMap(RankedTensorType operand, ArrayRef<int64_t> resultShape,
 
 /// Booleans live in memory as one byte (as in numpy): i1 memrefs cannot be
 /// stored to by the LLVM lowering. Values are i1 only inside scalar bodies.
-struct BoolStorageConverter : TypeConverter {
-  BoolStorageConverter() {
+/// Size symbols (#graph.shape) leave the types: upstream dialects see plain
+/// `?` dims, whose sizes the lowering computes (see `mixedSizes`).
+struct StorageConverter : TypeConverter {
+  StorageConverter() {
     addConversion([](Type t) { return t; });
     addConversion([](RankedTensorType t) -> Type {
-      if (t.getElementType().isInteger(1))
-        return t.clone(IntegerType::get(t.getContext(), 8));
-      return t;
+      Type elem = t.getElementType();
+      if (elem.isInteger(1))
+        elem = IntegerType::get(t.getContext(), 8);
+      if (elem == t.getElementType() && !isa_and_present<graph::ShapeAttr>(t.getEncoding()))
+        return t;
+      Attribute encoding = t.getEncoding();
+      if (isa_and_present<graph::ShapeAttr>(encoding))
+        encoding = {};
+      return RankedTensorType::get(t.getShape(), elem, encoding);
     });
   }
 };
+
+/// The function attribute, set for the length of the pass, that says where
+/// each size symbol can be read: {name = [argument, dim]}.
+constexpr StringLiteral kSizeArguments = "graph.size_arguments";
+
+/// The sizes of `type`'s dims where `anchor` is: static ones as attributes,
+/// each `?` its #graph.shape expression over the size symbols, read with
+/// tensor.dim from the function's arguments (`kSizeArguments`).
+SmallVector<OpFoldResult> mixedSizes(OpBuilder &b, Location loc,
+                                     Operation *anchor, RankedTensorType type) {
+  SmallVector<OpFoldResult> sizes =
+      getAsIndexOpFoldResult(b.getContext(), type.getShape());
+  auto shape = dyn_cast_if_present<graph::ShapeAttr>(type.getEncoding());
+  if (!shape || type.hasStaticShape())
+    return sizes;
+  auto func = anchor->getParentOfType<FunctionOpInterface>();
+  auto where = func->getAttrOfType<DictionaryAttr>(kSizeArguments);
+  SmallVector<OpFoldResult> symbols;
+  for (StringAttr name : shape.getNames()) {
+    // The pass checked that every symbol of the function has an entry.
+    auto at = cast<DenseI64ArrayAttr>(where.get(name)).asArrayRef();
+    symbols.push_back(
+        tensor::DimOp::create(b, loc, func.getArgument(at[0]), at[1])
+            .getResult());
+  }
+  for (auto [i, size] : llvm::enumerate(sizes))
+    if (type.isDynamicDim(i))
+      size = affine::makeComposedFoldedAffineApply(
+          b, loc,
+          AffineMap::get(0, symbols.size(), shape.getSizes().getResult(i)),
+          symbols);
+  return sizes;
+}
+
+/// Records `kSizeArguments` on each function whose types name size
+/// symbols: for each, the first argument dim that is exactly that size;
+/// failure, with an error at the function, where a symbol has none.
+LogicalResult recordSizeArguments(FunctionOpInterface func) {
+  MLIRContext *ctx = func.getContext();
+  llvm::MapVector<StringAttr, Attribute> where;
+  for (auto [n, t] : llvm::enumerate(func.getArgumentTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    // Destinations (addDestinations) have plain types and the attribute.
+    auto shape = func.getArgAttrOfType<graph::ShapeAttr>(n, kArgumentShape);
+    if (!shape && tensor)
+      shape = dyn_cast_if_present<graph::ShapeAttr>(tensor.getEncoding());
+    if (!shape)
+      continue;
+    // The schedules read the arguments' symbols once the types lose them.
+    func.setArgAttr(n, kArgumentShape, shape);
+    for (auto [d, size] : llvm::enumerate(shape.getSizes().getResults()))
+      if (auto symbol = dyn_cast<AffineSymbolExpr>(size))
+        where.try_emplace(shape.getNames()[symbol.getPosition()],
+                          DenseI64ArrayAttr::get(ctx, {int64_t(n), int64_t(d)}));
+  }
+  WalkResult missing = func->walk([&](Operation *op) {
+    for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+      if (auto tensor = dyn_cast<RankedTensorType>(t))
+        if (auto shape = dyn_cast_if_present<graph::ShapeAttr>(tensor.getEncoding()))
+          for (StringAttr name : shape.getNames())
+            if (!where.count(name)) {
+              op->emitOpError("has a size over symbol '")
+                  << name.getValue() << "', which is not the size of any dim of "
+                  << "its function's arguments; graph-to-linalg reads each "
+                     "symbol from an argument";
+              return WalkResult::interrupt();
+            }
+    return WalkResult::advance();
+  });
+  if (missing.wasInterrupted())
+    return failure();
+  if (!where.empty())
+    func->setAttr(kSizeArguments,
+                  DictionaryAttr::get(ctx, llvm::to_vector(llvm::map_range(
+                                               where, [&](auto &entry) {
+                                                 return NamedAttribute(
+                                                     entry.first, entry.second);
+                                               }))));
+  return success();
+}
+
+bool hasDynamicResult(func::FuncOp func) {
+  return llvm::any_of(func.getResultTypes(), [](Type t) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    return tensor && !tensor.hasStaticShape();
+  });
+}
+
+/// Destination-passing style for the functions with a dynamically shaped
+/// result: one destination argument per result, appended in order (its
+/// type without the encoding, which it keeps as `kArgumentShape`), and
+/// every call passes tensors of the results' sizes, computed in the caller.
+/// Only the caller can size a kernel's results, a result may be the only
+/// tensor of a kernel that names a symbol, and the entry function's
+/// results become buffers its caller (the runtime) allocates. A call whose
+/// result the caller returns passes the caller's own destination. The
+/// results are written into the destinations once types are plain
+/// (writeDestinations). Sizes are read as `mixedSizes` reads them, so the
+/// callers' size arguments are recorded here too.
+LogicalResult addDestinations(ModuleOp module, const TypeConverter &converter) {
+  MLIRContext *ctx = module.getContext();
+  llvm::SmallPtrSet<Operation *, 8> converted;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || !hasDynamicResult(func))
+      continue;
+    unsigned first = func.getNumArguments();
+    for (auto [i, t] : llvm::enumerate(func.getResultTypes())) {
+      auto tensor = dyn_cast<RankedTensorType>(t);
+      if (!tensor)
+        return func.emitOpError("result ") << i << " is not a ranked tensor";
+      SmallVector<NamedAttribute> attrs;
+      if (auto shape = dyn_cast_if_present<graph::ShapeAttr>(tensor.getEncoding()))
+        attrs.push_back(NamedAttribute(kArgumentShape, shape));
+      if (failed(func.insertArgument(first + i, converter.convertType(tensor),
+                                     DictionaryAttr::get(ctx, attrs),
+                                     func.getLoc())))
+        return failure();
+    }
+    func->setAttr(kDestinationsAttr,
+                  IntegerAttr::get(IntegerType::get(ctx, 64), func.getNumResults()));
+    converted.insert(func);
+  }
+  for (auto func : module.getOps<FunctionOpInterface>())
+    if (failed(recordSizeArguments(func)))
+      return failure();
+  SymbolTable symbols(module);
+  WalkResult result = module.walk([&](func::CallOp call) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || !converted.contains(callee))
+      return WalkResult::advance();
+    auto caller = call->getParentOfType<func::FuncOp>();
+    OpBuilder b(call);
+    SmallVector<Value> destinations;
+    for (auto [i, r] : llvm::enumerate(call.getResults())) {
+      // The caller's own destination, when it returns this result.
+      auto returned = r.hasOneUse() ? dyn_cast<func::ReturnOp>(*r.user_begin())
+                                    : func::ReturnOp();
+      if (returned && caller->hasAttr(kDestinationsAttr)) {
+        unsigned position = r.use_begin()->getOperandNumber();
+        destinations.push_back(caller.getArgument(
+            caller.getNumArguments() - caller.getNumResults() + position));
+        continue;
+      }
+      auto type = cast<RankedTensorType>(r.getType());
+      destinations.push_back(tensor::EmptyOp::create(
+          b, call.getLoc(), mixedSizes(b, call.getLoc(), call, type),
+          cast<RankedTensorType>(converter.convertType(type)).getElementType()));
+    }
+    call.getOperandsMutable().append(destinations);
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// Each result of a function in destination-passing style written into its
+/// destination argument (see addDestinations).
+void writeDestinations(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto count = func->getAttrOfType<IntegerAttr>(kDestinationsAttr);
+    if (!count)
+      continue;
+    unsigned first = func.getNumArguments() - count.getInt();
+    func.walk([&](func::ReturnOp ret) {
+      OpBuilder b(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        Value destination = func.getArgument(first + operand.getOperandNumber());
+        if (operand.get() == destination)
+          continue;
+        operand.set(bufferization::MaterializeInDestinationOp::create(
+                        b, ret.getLoc(), operand.get(), destination)
+                        .getResult());
+      }
+    });
+  }
+}
 
 RankedTensorType storageType(const TypeConverter *converter, Type t) {
   return cast<RankedTensorType>(converter->convertType(t));
 }
 
 /// Emits `fn` on the scalars of `operands` as a parallel linalg.generic whose
-/// result has type `resultType`.
+/// result has type `resultType` and sizes `sizes`.
 Value buildElementwise(
     OpBuilder &b, Location loc, RankedTensorType resultType,
-    ValueRange operands,
+    ArrayRef<OpFoldResult> sizes, ValueRange operands,
     function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps;
@@ -77,13 +263,13 @@ Value buildElementwise(
   maps.push_back(b.getMultiDimIdentityMap(resultType.getRank()));
   SmallVector<utils::IteratorType> iterators(resultType.getRank(),
                                              utils::IteratorType::parallel);
-  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
-                                       resultType.getElementType());
+  Value init =
+      tensor::EmptyOp::create(b, loc, sizes, resultType.getElementType());
   auto generic = linalg::GenericOp::create(
       b, loc, resultType, operands, init, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value r = fn(nb, nloc, args.drop_back());
-        // Booleans are stored as i8 (see BoolStorageConverter).
+        // Booleans are stored as i8 (see StorageConverter).
         if (r.getType().isInteger(1) && !resultType.getElementType().isInteger(1))
           r = arith::ExtUIOp::create(nb, nloc, resultType.getElementType(), r);
         linalg::YieldOp::create(nb, nloc, r);
@@ -374,7 +560,9 @@ struct ElementwiseToLinalg : OpConversionPattern<OpTy> {
     auto resultType = storageType(this->getTypeConverter(), op.getType());
     Operation *raw = op.getOperation();
     Value result = buildElementwise(
-        rewriter, op.getLoc(), resultType, adaptor.getOperands(),
+        rewriter, op.getLoc(), resultType,
+        mixedSizes(rewriter, op.getLoc(), op, op.getType()),
+        adaptor.getOperands(),
         [&](OpBuilder &b, Location loc, ValueRange args) {
           SmallVector<Value> scalars(args);
           for (auto [scalar, operand] : llvm::zip(scalars, raw->getOperands()))
@@ -409,17 +597,51 @@ struct ConstantToArith : OpConversionPattern<graph::ConstantOp> {
   }
 };
 
+/// A linalg.generic without inputs whose body is the index along `dim`.
+struct IotaToLinalg : OpConversionPattern<graph::IotaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::IotaOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = storageType(getTypeConverter(), op.getType());
+    Value empty = tensor::EmptyOp::create(
+        rewriter, loc, mixedSizes(rewriter, loc, op, op.getType()),
+        type.getElementType());
+    int64_t rank = type.getRank();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{}, empty,
+        SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange) {
+          Value index = linalg::IndexOp::create(b, l, op.getDim());
+          Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), index);
+          linalg::YieldOp::create(
+              b, l, convertScalar(b, l, i64, type.getElementType()));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                   Type elem) {
   return tensor::EmptyOp::create(b, loc, shape, elem);
 }
 
-Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
                    TypedAttr value) {
   Value v = arith::ConstantOp::create(b, loc, value);
-  return linalg::FillOp::create(b, loc, v,
-                                emptyTensor(b, loc, shape, value.getType()))
+  return linalg::FillOp::create(
+             b, loc, v,
+             tensor::EmptyOp::create(b, loc, sizes, value.getType()).getResult())
       .result();
+}
+
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   TypedAttr value) {
+  return filledTensor(b, loc, getAsIndexOpFoldResult(b.getContext(), shape),
+                      value);
 }
 
 /// A 2-D weight makes one linalg.matmul (the lhs's batch dims fold into its
@@ -432,12 +654,12 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    auto resultType = cast<RankedTensorType>(op.getType());
+    auto resultType = storageType(getTypeConverter(), op.getType());
     Type elem = resultType.getElementType();
     Type acc = isLowPrecisionFloat(elem) ? rewriter.getF32Type() : elem;
     auto accType = resultType.clone(acc);
-    Value init = filledTensor(rewriter, loc, accType.getShape(),
-                              rewriter.getZeroAttr(acc));
+    SmallVector<OpFoldResult> sizes = mixedSizes(rewriter, loc, op, op.getType());
+    Value init = filledTensor(rewriter, loc, sizes, rewriter.getZeroAttr(acc));
 
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
     int64_t lhsRank = cast<RankedTensorType>(lhs.getType()).getRank();
@@ -455,7 +677,7 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
                     .getResult(0);
       if (lhsRank > 2)
         product = tensor::ExpandShapeOp::create(rewriter, loc, accType, product,
-                                                rows);
+                                                rows, sizes);
     } else {
       // Loops: batch dims of the result, then m, n, and the reduction k.
       int64_t rank = resultType.getRank();
@@ -484,7 +706,7 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
           v = tensor::ExtractSliceOp::create(
               rewriter, loc, type.clone(kept), v,
               getAsIndexOpFoldResult(ctx, SmallVector<int64_t>(operandRank, 0)),
-              getAsIndexOpFoldResult(ctx, type.getShape()),
+              tensor::getMixedSizes(rewriter, loc, v),
               getAsIndexOpFoldResult(ctx, SmallVector<int64_t>(operandRank, 1)));
         exprs.push_back(row);
         exprs.push_back(col);
@@ -512,7 +734,7 @@ struct MatmulToLinalg : OpConversionPattern<graph::MatmulOp> {
     }
     if (acc != elem)
       product = buildElementwise(
-          rewriter, loc, resultType, product,
+          rewriter, loc, resultType, sizes, product,
           [&](OpBuilder &b, Location l, ValueRange args) -> Value {
             return arith::TruncFOp::create(b, l, elem, args[0]);
           });
@@ -549,11 +771,17 @@ struct ReduceToLinalg : OpConversionPattern<graph::ReduceOp> {
     int64_t resultRank = resultType.getRank();
     int64_t numLoops = resultRank + dims.size();
     SmallVector<AffineExpr> inExprs;
-    int64_t kept = 0, count = 1;
+    int64_t kept = 0;
+    // The number of elements reduced, for a mean.
+    OpFoldResult count = rewriter.getIndexAttr(1);
     for (int64_t d = 0; d < inType.getRank(); ++d) {
       auto at = llvm::find(dims, d);
       if (at != dims.end()) {
-        count *= inType.getDimSize(d);
+        AffineExpr s0, s1;
+        bindSymbols(ctx, s0, s1);
+        count = affine::makeComposedFoldedAffineApply(
+            rewriter, loc, s0 * s1,
+            {count, tensor::getMixedSize(rewriter, loc, input, d)});
         inExprs.push_back(getAffineDimExpr(resultRank + (at - dims.begin()), ctx));
         if (op.getKeepdims())
           ++kept;
@@ -564,9 +792,9 @@ struct ReduceToLinalg : OpConversionPattern<graph::ReduceOp> {
     SmallVector<utils::IteratorType> iterators(resultRank,
                                                utils::IteratorType::parallel);
     iterators.append(dims.size(), utils::IteratorType::reduction);
-    ArrayRef<int64_t> accShape = resultType.getShape();
+    SmallVector<OpFoldResult> sizes = mixedSizes(rewriter, loc, op, resultType);
     TypedAttr init = graph::reductionInitialValue(rewriter, kind, acc);
-    Value out = filledTensor(rewriter, loc, accShape, init);
+    Value out = filledTensor(rewriter, loc, sizes, init);
     SmallVector<AffineMap> maps = {
         AffineMap::get(numLoops, 0, inExprs, ctx),
         AffineMap::getMinorIdentityMap(numLoops, numLoops, ctx)
@@ -598,14 +826,26 @@ struct ReduceToLinalg : OpConversionPattern<graph::ReduceOp> {
             .getResult(0);
 
     bool isMean = kind == graph::ReduceKind::mean;
+    Value scale;
+    if (isMean) {
+      if (std::optional<int64_t> c = getConstantIntValue(count)) {
+        scale = floatConstant(rewriter, loc, acc, 1.0 / *c);
+      } else {
+        Value n = arith::IndexCastOp::create(
+            rewriter, loc, rewriter.getI64Type(),
+            getValueOrCreateConstantIndexOp(rewriter, loc, count));
+        scale = arith::DivFOp::create(
+            rewriter, loc, floatConstant(rewriter, loc, acc, 1.0),
+            arith::SIToFPOp::create(rewriter, loc, acc, n));
+      }
+    }
     if (isMean || acc != elem)
       reduced = buildElementwise(
           rewriter, loc, cast<RankedTensorType>(reduced.getType()).clone(elem),
-          reduced, [&](OpBuilder &b, Location l, ValueRange args) {
+          sizes, reduced, [&](OpBuilder &b, Location l, ValueRange args) {
             Value v = args[0];
             if (isMean)
-              v = arith::MulFOp::create(b, l, v,
-                                        floatConstant(b, l, acc, 1.0 / count));
+              v = arith::MulFOp::create(b, l, v, scale);
             return convertScalar(b, l, v, elem);
           });
     rewriter.replaceOp(op, reduced);
@@ -619,8 +859,10 @@ struct TransposeToLinalg : OpConversionPattern<graph::TransposeOp> {
   matchAndRewrite(graph::TransposeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto type = storageType(getTypeConverter(), op.getType());
-    Value init = emptyTensor(rewriter, op.getLoc(), type.getShape(),
-                             type.getElementType());
+    Value init = tensor::EmptyOp::create(
+        rewriter, op.getLoc(),
+        mixedSizes(rewriter, op.getLoc(), op, op.getType()),
+        type.getElementType());
     rewriter.replaceOp(op, linalg::TransposeOp::create(
                                rewriter, op.getLoc(), adaptor.getInput(), init,
                                op.getPerm())
@@ -631,6 +873,59 @@ struct TransposeToLinalg : OpConversionPattern<graph::TransposeOp> {
 
 /// Row-major reshape: collapse to one dimension, then expand. Rank-0 sides
 /// need no collapse or expansion group.
+/// Groups of input and output dims of a reshape whose sizes multiply to the
+/// same product (graph::SizeProduct), each as small as can be: [b, s, 256]
+/// into [b, s, 4, 64] is [0], [1], [2] into [0], [1], [2, 3]. Nothing when
+/// the shapes do not split so (a `?` without a symbol, a group of only 1s).
+static std::optional<std::pair<SmallVector<ReassociationIndices>,
+                               SmallVector<ReassociationIndices>>>
+reshapeGroups(RankedTensorType in, RankedTensorType out) {
+  SmallVector<ReassociationIndices> inGroups, outGroups;
+  int64_t i = 0, j = 0;
+  while (i < in.getRank() && j < out.getRank()) {
+    graph::SizeProduct a, b;
+    ReassociationIndices ig = {i}, og = {j};
+    a.multiply(in, i++);
+    b.multiply(out, j++);
+    while (!(a == b)) {
+      if (a.unknown() || b.unknown())
+        return std::nullopt;
+      // Grow the side that holds less: fewer symbolic factors, else the
+      // smaller constant.
+      bool growIn = a.factors.size() != b.factors.size()
+                        ? a.factors.size() < b.factors.size()
+                        : a.constant < b.constant;
+      if (growIn ? i == in.getRank() : j == out.getRank())
+        return std::nullopt;
+      if (growIn) {
+        ig.push_back(i);
+        a.multiply(in, i++);
+      } else {
+        og.push_back(j);
+        b.multiply(out, j++);
+      }
+    }
+    inGroups.push_back(ig);
+    outGroups.push_back(og);
+  }
+  // Trailing 1s join the last group.
+  for (; i < in.getRank(); ++i) {
+    if (in.getDimSize(i) != 1 || inGroups.empty())
+      return std::nullopt;
+    inGroups.back().push_back(i);
+  }
+  for (; j < out.getRank(); ++j) {
+    if (out.getDimSize(j) != 1 || outGroups.empty())
+      return std::nullopt;
+    outGroups.back().push_back(j);
+  }
+  return std::make_pair(inGroups, outGroups);
+}
+
+/// A reshape as a collapse of its input's groups of dims and an expansion
+/// into the output's (reshapeGroups), or, when the shapes do not split into
+/// groups, through one dimension. Small groups keep each group's dynamic
+/// dims apart: memref lowering expands a group with one dynamic dim only.
 struct ReshapeToTensor : OpConversionPattern<graph::ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -638,7 +933,6 @@ struct ReshapeToTensor : OpConversionPattern<graph::ReshapeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value v = adaptor.getInput();
-    auto in = cast<RankedTensorType>(v.getType());
     auto out = storageType(getTypeConverter(), op.getType());
     auto all = [](int64_t rank) {
       SmallVector<ReassociationIndices> r;
@@ -646,6 +940,21 @@ struct ReshapeToTensor : OpConversionPattern<graph::ReshapeOp> {
         r.push_back(llvm::to_vector(llvm::seq<int64_t>(0, rank)));
       return r;
     };
+    SmallVector<OpFoldResult> sizes = mixedSizes(rewriter, loc, op, op.getType());
+    auto isIdentity = [](ArrayRef<ReassociationIndices> groups) {
+      return llvm::all_of(groups, [](auto &g) { return g.size() == 1; });
+    };
+    if (auto groups = reshapeGroups(op.getInput().getType(), op.getType())) {
+      auto [inGroups, outGroups] = *groups;
+      if (!isIdentity(inGroups))
+        v = tensor::CollapseShapeOp::create(rewriter, loc, v, inGroups);
+      if (!isIdentity(outGroups))
+        v = tensor::ExpandShapeOp::create(rewriter, loc, out, v, outGroups,
+                                          sizes);
+      rewriter.replaceOp(op, v);
+      return success();
+    }
+    auto in = cast<RankedTensorType>(v.getType());
     if (in.getRank() != 1 && out.getRank() != 0) {
       v = tensor::CollapseShapeOp::create(rewriter, loc, v, all(in.getRank()));
     } else if (out.getRank() == 0) {
@@ -654,8 +963,9 @@ struct ReshapeToTensor : OpConversionPattern<graph::ReshapeOp> {
       return success();
     }
     if (in.getRank() == 0 || out.getRank() != 1)
-      v = tensor::ExpandShapeOp::create(rewriter, loc, out, v,
-                                        all(in.getRank() == 0 ? 0 : out.getRank()));
+      v = tensor::ExpandShapeOp::create(
+          rewriter, loc, out, v, all(in.getRank() == 0 ? 0 : out.getRank()),
+          sizes);
     rewriter.replaceOp(op, v);
     return success();
   }
@@ -670,20 +980,24 @@ struct ConcatToTensor : OpConversionPattern<graph::ConcatOp> {
     Location loc = op.getLoc();
     auto type = storageType(getTypeConverter(), op.getType());
     int64_t axis = graph::positiveAxis(op.getAxis(), type.getRank());
-    Value result = emptyTensor(rewriter, loc, type.getShape(),
-                               type.getElementType());
-    int64_t offset = 0;
+    Value result = tensor::EmptyOp::create(
+        rewriter, loc, mixedSizes(rewriter, loc, op, op.getType()),
+        type.getElementType());
+    OpFoldResult offset = rewriter.getIndexAttr(0);
+    AffineExpr s0, s1;
+    bindSymbols(getContext(), s0, s1);
     for (Value in : adaptor.getInputs()) {
       auto inType = cast<RankedTensorType>(in.getType());
-      if (inType.getNumElements() == 0)
+      if (inType.hasStaticShape() && inType.getNumElements() == 0)
         continue; // nothing to insert, and its offset may be out of bounds
-      SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+      SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, in);
       offsets[axis] = offset;
-      offset += inType.getDimSize(axis);
-      result = tensor::InsertSliceOp::create(rewriter, loc, in, result,
-                                             ValueRange{}, ValueRange{},
-                                             ValueRange{}, offsets,
-                                             inType.getShape(), strides);
+      offset = affine::makeComposedFoldedAffineApply(rewriter, loc, s0 + s1,
+                                                     {offset, sizes[axis]});
+      result = tensor::InsertSliceOp::create(
+          rewriter, loc, in, result, offsets, sizes,
+          SmallVector<OpFoldResult>(type.getRank(), rewriter.getIndexAttr(1)));
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -977,7 +1291,7 @@ struct Pool2DToLinalg : OpConversionPattern<graph::Pool2DOp> {
     }
     bool includePad = op.getCountIncludePad();
     Value result = buildElementwise(
-        rewriter, loc, type, pooled,
+        rewriter, loc, type, tensor::getMixedSizes(rewriter, loc, pooled), pooled,
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value count;
           if (includePad) {
@@ -1029,25 +1343,52 @@ struct InlineFusedOp : OpConversionPattern<graph::FusedOp> {
   }
 };
 
+/// tensor.dim of a value whose type loses its size symbols: `mixedSizes`
+/// reads function arguments whose signature may not be converted yet.
+struct DimOfConverted : OpConversionPattern<tensor::DimOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(tensor::DimOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tensor::DimOp>(op, adaptor.getSource(),
+                                               adaptor.getIndex());
+    return success();
+  }
+};
+
 struct ConvertGraphToLinalgPass
     : tessel::impl::ConvertGraphToLinalgBase<ConvertGraphToLinalgPass> {
+  using ConvertGraphToLinalgBase::ConvertGraphToLinalgBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // A `?` without a size symbol has no size the lowering could compute.
     WalkResult dynamic = module.walk([](Operation *op) {
       if (!isa<graph::GraphDialect>(op->getDialect()))
         return WalkResult::advance();
       for (Type t : llvm::concat<Type>(op->getOperandTypes(),
                                        op->getResultTypes()))
-        if (auto shaped = dyn_cast<ShapedType>(t);
-            shaped && !shaped.hasStaticShape()) {
+        if (auto shaped = dyn_cast<RankedTensorType>(t);
+            shaped && !shaped.hasStaticShape() &&
+            !isa_and_present<graph::ShapeAttr>(shaped.getEncoding())) {
           op->emitOpError("has dynamic shape ")
-              << t << "; graph-to-linalg supports static shapes only";
+              << t << " without size symbols (#graph.shape); graph-to-linalg "
+              << "needs each `?` named";
           return WalkResult::interrupt();
         }
       return WalkResult::advance();
     });
     if (dynamic.wasInterrupted())
       return signalPassFailure();
+    StorageConverter converter;
+    if (destinations) {
+      if (failed(addDestinations(module, converter)))
+        return signalPassFailure();
+    } else {
+      for (auto func : module.getOps<FunctionOpInterface>())
+        if (failed(recordSizeArguments(func)))
+          return signalPassFailure();
+    }
 
     MLIRContext *ctx = &getContext();
     RewritePatternSet decompositions(ctx);
@@ -1055,11 +1396,13 @@ struct ConvertGraphToLinalgPass
     if (failed(applyPatternsGreedily(module, std::move(decompositions))))
       return signalPassFailure();
 
-    BoolStorageConverter converter;
     ConversionTarget target(*ctx);
     target.addIllegalDialect<graph::GraphDialect>();
-    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+    target.addLegalDialect<affine::AffineDialect, arith::ArithDialect,
+                           linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect>();
+    target.addDynamicallyLegalOp<tensor::DimOp>(
+        [&](tensor::DimOp op) { return converter.isLegal(op.getOperation()); });
     // Everything else is legal once no boolean tensor crosses it.
     target.markUnknownOpDynamicallyLegal([&](Operation *op) {
       if (auto func = dyn_cast<FunctionOpInterface>(op))
@@ -1073,7 +1416,7 @@ struct ConvertGraphToLinalgPass
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
     populateCallOpTypeConversionPattern(patterns, converter);
-    patterns.add<ConstantToArith, MatmulToLinalg, InlineFusedOp,
+    patterns.add<ConstantToArith, DimOfConverted, IotaToLinalg, MatmulToLinalg, InlineFusedOp,
                  ReduceToLinalg, TransposeToLinalg, ReshapeToTensor,
                  ConcatToTensor, SliceToTensor, GatherToLinalg, Conv2DToLinalg,
                  Pool2DToLinalg, ElementwiseToLinalg<graph::PowOp>,
@@ -1106,7 +1449,10 @@ struct ConvertGraphToLinalgPass
                  ElementwiseToLinalg<graph::SiluOp>,
                  ElementwiseToLinalg<graph::GeluOp>>(converter, ctx);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    writeDestinations(module);
+    for (auto func : module.getOps<FunctionOpInterface>())
+      func->removeAttr(kSizeArguments);
   }
 };
 

@@ -20,7 +20,7 @@ using namespace mlir;
 bool tessel::isSplittableReduction(linalg::LinalgOp op) {
   if (!isa<linalg::GenericOp>(op) || !op.hasPureTensorSemantics() ||
       op->getNumResults() != 1 || op.getNumReductionLoops() != 1 ||
-      ShapedType::isDynamicShape(op.getStaticLoopRanges()))
+      ShapedType::isDynamic(op.getStaticLoopRanges().back()))
     return false;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   return iterators.back() == utils::IteratorType::reduction &&
@@ -72,7 +72,7 @@ linalg::GenericOp peelTail(RewriterBase &rewriter, linalg::GenericOp op,
     auto type = cast<RankedTensorType>(operand->get().getType());
     SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes =
-        getAsIndexOpFoldResult(rewriter.getContext(), type.getShape());
+        tensor::getMixedSizes(rewriter, op.getLoc(), operand->get());
     SmallVector<OpFoldResult> strides(type.getRank(), rewriter.getIndexAttr(1));
     bool sliced = false;
     for (auto [pos, expr] :

@@ -282,10 +282,13 @@ linalg::LinalgOp tessel::findVectorizableMatmul(func::FuncOp func,
   linalg::LinalgOp matmul = findRootContraction(func, root, why);
   if (!matmul)
     return {};
-  if (!matmulBatchLoops(matmul, /*broadcast=*/true) ||
-      ShapedType::isDynamicShape(matmul.getStaticLoopRanges()) ||
+  // Batch, M and N may be dynamic (partial tiles are versioned); the K
+  // blocks are static.
+  std::optional<unsigned> batch = matmulBatchLoops(matmul, /*broadcast=*/true);
+  if (!batch ||
+      ShapedType::isDynamic(matmul.getStaticLoopRanges()[*batch + 2]) ||
       !matmul.hasPureTensorSemantics()) {
-    why = "its contraction is not a (batched) matmul of static shape on "
+    why = "its contraction is not a (batched) matmul of static depth on "
           "tensors, A (m, k) and B (k, n)";
     return {};
   }
@@ -324,16 +327,32 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
     }
   int64_t blockK =
       llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
-  if (ShapedType::isDynamicShape(op.getStaticLoopRanges())) {
-    FailureOr<std::pair<linalg::MatmulOp, linalg::MatmulOp>> versions =
-        versionFullTiles(rewriter, op);
-    if (failed(versions))
-      return failure();
-    return success(
-        succeeded(vectorizeBlocks(rewriter, versions->first, rows, blockK,
-                                  registerTile)) &&
-        succeeded(vectorizeBlocks(rewriter, versions->second, rows, blockK,
-                                  registerTile)));
-  }
-  return vectorizeBlocks(rewriter, op, rows, blockK, registerTile);
+  if (!ShapedType::isDynamicShape(op.getStaticLoopRanges()))
+    return vectorizeBlocks(rewriter, op, rows, blockK, registerTile);
+  FailureOr<std::pair<linalg::MatmulOp, linalg::MatmulOp>> versions =
+      versionFullTiles(rewriter, op);
+  if (failed(versions) ||
+      failed(vectorizeBlocks(rewriter, versions->first, rows, blockK,
+                             registerTile)))
+    return failure();
+  // The partial tile in chunks of a row block (and of a register block of
+  // columns, where those are partial too), each padded to that size: at
+  // most a block's rows of zeros, where padding the whole tile to its full
+  // size would multiply the work of a small one (a dynamic size of 1 in a
+  // tile of 512 rows). Not versioned again: an scf.if yielding either a
+  // chunk or its padded copy would leave deallocation to decide at run
+  // time which buffer to free.
+  linalg::MatmulOp partial = versions->second;
+  SmallVector<int64_t> chunk = {
+      std::max(rows, registerTile[0]),
+      ShapedType::isDynamic(partial.getStaticLoopRanges()[1]) ? registerTile[1]
+                                                              : 0,
+      0};
+  FailureOr<scf::SCFTilingResult> chunks = tileInLoops(
+      rewriter, cast<TilingInterface>(partial.getOperation()), chunk);
+  if (failed(chunks))
+    return partial.emitError("loop.vectorize could not split a partial tile");
+  return vectorizeBlocks(rewriter,
+                         cast<linalg::MatmulOp>(chunks->tiledOps.front()),
+                         rows, blockK, registerTile);
 }

@@ -62,7 +62,15 @@ OpClass classify(Operation *op) {
   return OpClass::injective;
 }
 
+/// An op each group that reads it computes for itself: a small constant,
+/// or an iota whose every user joins a group (recomputing it is cheaper
+/// than reading it from memory).
 bool isInlinedConstant(Operation *op) {
+  if (isa_and_present<IotaOp>(op))
+    return llvm::all_of(op->getUsers(), [](Operation *user) {
+      return isa<GraphDialect>(user->getDialect()) && !isa<FusedOp>(user) &&
+             !user->hasTrait<OpTrait::IsTerminator>();
+    });
   auto c = dyn_cast_if_present<ConstantOp>(op);
   if (!c)
     return false;
@@ -267,7 +275,8 @@ struct GraphFormFusionGroupsPass
     Block &block = func.getBody().front();
     GroupBuilder builder;
     for (Operation &op : block) {
-      if (isa<ConstantOp>(op) || op.hasTrait<OpTrait::IsTerminator>())
+      if (isa<ConstantOp>(op) || op.hasTrait<OpTrait::IsTerminator>() ||
+          (isa<IotaOp>(op) && isInlinedConstant(&op)))
         continue;
       if (isa<GraphDialect>(op.getDialect()) && !isa<FusedOp>(op))
         builder.visit(&op);
@@ -296,7 +305,7 @@ struct GraphFormFusionGroupsPass
     sortTopologically(&block);
     // Large constants no group inlined stay in the function; drop dead ones.
     for (Operation &op : llvm::make_early_inc_range(block))
-      if (isa<ConstantOp>(op) && op.use_empty())
+      if (isa<ConstantOp, IotaOp>(op) && op.use_empty())
         op.erase();
   }
 };

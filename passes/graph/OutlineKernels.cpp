@@ -40,6 +40,9 @@ struct GraphOutlineKernelsPass
         auto kernel = func::FuncOp::create(
             b, loc, (host.getSymName() + "_kernel" + Twine(i)).str(), type);
         kernel.setPrivate();
+        // The ranges of the size symbols its types name.
+        if (Attribute dims = host->getAttr("graph.dims"))
+          kernel->setAttr("graph.dims", dims);
         kernel->setAttr("tessel.kernel",
                         b.getStringAttr(stringifyFusionKind(group.getKind())));
         symbols.insert(kernel);

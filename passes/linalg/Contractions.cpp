@@ -2,6 +2,8 @@
 
 #include "passes/linalg/Contractions.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -77,9 +79,11 @@ Value tessel::multiplyAccumulate(OpBuilder &b, Location loc, Value lhs,
                                arith::MulIOp::create(b, loc, x, y));
 }
 
-/// `v` before any tensor.collapse_shape and tensor.expand_shape.
+/// `v` before any tensor.collapse_shape and tensor.expand_shape, and before
+/// the copy into its destination of a result in destination-passing style.
 static Value reshapeSource(Value v) {
-  while (isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
+  while (isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                         bufferization::MaterializeInDestinationOp>(
       v.getDefiningOp()))
     v = v.getDefiningOp()->getOperand(0);
   return v;
@@ -141,7 +145,8 @@ linalg::LinalgOp tessel::findRootContraction(func::FuncOp func,
   // (maybe reshaped), never by other computation; the contraction's result
   // is only read.
   auto isReturned = [&](Operation *user) {
-    while (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
+    while (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+               bufferization::MaterializeInDestinationOp>(user) &&
            user->hasOneUse())
       user = *user->getUsers().begin();
     return isa<func::ReturnOp>(user);

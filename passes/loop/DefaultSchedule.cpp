@@ -72,10 +72,16 @@ struct LoopDefaultSchedulePass
         auto [index, root] = indexAndRoot;
         if (done.contains(index) || (i == 0 && done.contains(-1)))
           continue;
-        std::optional<SmallVector<int64_t>> extents = staticLoopExtents(root);
+        // CPU schedules are chosen for the largest sizes of a dynamic
+        // kernel's range; their tiles take any size (remainder tiles).
+        std::optional<SmallVector<int64_t>> extents =
+            info.isCpu() ? largestLoopExtents(root) : staticLoopExtents(root);
         if (!extents) {
-          root->emitError("schedules need static shapes; this kernel's root "
-                          "has a dynamic loop");
+          root->emitError(info.isCpu()
+                              ? "has a dynamic loop whose largest size the "
+                                "kernel's size symbols (graph.dims) do not give"
+                              : "has a dynamic loop; GPU schedules need static "
+                                "shapes (size symbols are CPU-only so far)");
           return signalPassFailure();
         }
         if (llvm::is_contained(*extents, 0)) {

@@ -46,10 +46,14 @@ FailureOr<int64_t> validateSplitK(loop::ScheduleOp schedule, func::FuncOp func,
     return failure();
   std::optional<unsigned> batch =
       matmulBatchLoops(contraction, /*broadcast=*/true);
-  if (!batch || ShapedType::isDynamicShape(contraction.getStaticLoopRanges()))
+  if (!batch || ShapedType::isDynamic(contraction.getStaticLoopRanges()[*batch + 2]))
     return split.emitError("cannot apply to kernel '")
            << schedule.getKernel() << "': its contraction is not a (batched) "
-           << "matmul of static shape, A (m, k) and B (k, n)";
+           << "matmul of static depth, A (m, k) and B (k, n)";
+  if (parts != 1 && contraction.hasDynamicShape())
+    return split.emitError(name)
+           << " = " << parts << ": K is split only in matmuls of static size "
+           << "(the partial products would need a workspace of dynamic size)";
   int64_t depth = contraction.getStaticLoopRanges()[*batch + 2];
   if (depth % parts != 0)
     return split.emitError(name) << " = " << parts
@@ -97,11 +101,17 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   if (!*maybeRoot)
     return success(); // nothing to tile
   TilingInterface root = *maybeRoot;
-  std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
+  // A dynamic kernel's schedule is checked at the largest sizes of its
+  // range (docs/dynamic-shapes.md).
+  std::optional<SmallVector<int64_t>> maybeExtents =
+      gpu ? staticLoopExtents(root) : largestLoopExtents(root);
   if (!maybeExtents)
     return schedule.emitError("kernel '")
-           << schedule.getKernel() << "' has dynamic loops; schedules "
-           << "need static shapes";
+           << schedule.getKernel() << "' has dynamic loops"
+           << (gpu ? "; GPU schedules need static shapes (size symbols are "
+                     "CPU-only so far)"
+                   : " whose largest sizes its size symbols (graph.dims) "
+                     "do not give");
   SmallVector<int64_t> extents = *maybeExtents;
   SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
   if (gpu && llvm::is_contained(extents, 0))

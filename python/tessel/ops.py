@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
 
+import numpy as np
 from mlir import ir
 
 from .dialects import graph
-from .tracing import Axes, Tensor, TensorLike, as_tensor, build, enum_attr, error, tensors
+from .tracing import Axes, Tensor, TensorLike, as_tensor, build, element_type, enum_attr, error, tensor_type, tensors
 
 __all__ = [
     "matmul", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "erf", "exp", "log", "sqrt", "rsqrt",
     "floor", "ceil", "round", "abs", "neg", "pow", "fmod", "remainder", "maximum", "minimum", "where", "sum", "mean",
     "max", "min", "softmax",
-    "log_softmax", "layer_norm", "rms_norm", "batch_norm", "transpose", "reshape", "broadcast_to",
+    "log_softmax", "layer_norm", "rms_norm", "batch_norm", "transpose", "reshape", "broadcast_to", "iota", "arange",
     "squeeze", "unsqueeze", "flatten", "concatenate", "take", "cast", "conv2d", "max_pool2d",
     "avg_pool2d",
 ]
@@ -250,6 +251,18 @@ def transpose(x: TensorLike, perm: Optional[Sequence[int]] = None) -> Tensor:
 def reshape(x: TensorLike, shape: Union[int, Sequence[int]]) -> Tensor:
     """Same elements, new shape; one dim may be -1 (graph.reshape)."""
     return as_tensor(x).reshape(shape)
+
+
+def iota(shape: Sequence[Union[int, str]], dim: int, dtype: Any = np.int64) -> Tensor:
+    """Each element its index along ``dim``: ``numpy.arange`` along that dim,
+    repeated along the others (graph.iota). Dims may be size symbols, as a
+    traced tensor's ``shape`` gives them."""
+    return build(graph.IotaOp, tensor_type(shape, element_type(dtype)), _axis(dim, len(shape)))
+
+
+def arange(n: Union[int, str], dtype: Any = np.int64) -> Tensor:
+    """``numpy.arange(n)``, ``n`` an int or a size symbol (``x.shape[1]``)."""
+    return iota((n,), 0, dtype)
 
 
 def broadcast_to(x: TensorLike, shape: Sequence[int]) -> Tensor:

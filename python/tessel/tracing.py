@@ -22,13 +22,13 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import func
 
-from .backends.signature import TensorSpec
+from .backends.signature import TensorSpec, symbolic_shape
 from .dialects import graph
 from .dtypes import ELEMENT_DTYPES, words
 from .errors import CompileError, Diagnostic, UnsupportedError
 from .ir import compile_error, context, format_location, verify
 
-__all__ = ["Tensor", "TensorLike", "Axes", "trace"]
+__all__ = ["Tensor", "TensorLike", "Axes", "tensor_type", "trace"]
 
 _ELEMENT_TYPES = {dtype: name for name, dtype in ELEMENT_DTYPES.items()}
 
@@ -55,6 +55,24 @@ def location() -> ir.Location:
 def error(message: str, kind: type[CompileError] = CompileError) -> CompileError:
     """An error found in Python, located at the user's line like MLIR's own."""
     return kind("tracing failed", [Diagnostic("error", format_location(location()), message)])
+
+
+def tensor_type(shape: Sequence[Union[int, str]], element: ir.Type) -> ir.RankedTensorType:
+    """A tensor type of ``element`` and ``shape``, checked; a string dim is a
+    size over the function's symbols (``"seq"``, ``"2 * seq"``)."""
+    shape = [d if isinstance(d, str) else int(d) for d in shape]
+    static = [d for d in shape if not isinstance(d, str)]
+    if any(d < 0 for d in static):
+        raise error(f"invalid shape {tuple(shape)}: sizes must be non-negative")
+    check_int64(static, f"shape {tuple(shape)}")
+    if len(static) == len(shape):
+        return ir.RankedTensorType.get(shape, element)
+    try:
+        encoding = ir.Attribute.parse(f"#graph.shape<[{', '.join(map(str, shape))}]>")
+    except ir.MLIRError as e:
+        raise compile_error(f"invalid shape {tuple(shape)}", e) from None
+    return ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if isinstance(d, str) else d
+                                    for d in shape], element, encoding)
 
 
 def _value(arg: Any) -> Any:
@@ -191,8 +209,9 @@ class Tensor:
         self.value = value
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.value.type.shape)
+    def shape(self) -> tuple[Union[int, str], ...]:
+        """The dims: ints, and for size symbols the text of their size (``"seq"``, ``"2 * seq"``)."""
+        return symbolic_shape(self.value.type)
 
     @property
     def dtype(self) -> np.dtype:
@@ -286,24 +305,29 @@ class Tensor:
     def __ne__(self, other: TensorLike) -> Tensor:  # type: ignore[override]
         return self._compare("ne", other)
 
-    def _type(self, shape: Sequence[int]) -> ir.RankedTensorType:
-        """A tensor type of this element type and ``shape``, checked."""
-        shape = [int(d) for d in shape]
-        if any(d < 0 for d in shape):
-            raise error(f"invalid shape {tuple(shape)}: sizes must be non-negative")
-        check_int64(shape, f"shape {tuple(shape)}")
-        return ir.RankedTensorType.get(shape, self.value.type.element_type)
+    def _type(self, shape: Sequence[Union[int, str]]) -> ir.RankedTensorType:
+        """A tensor type of this element type and ``shape`` (see :func:`tensor_type`)."""
+        return tensor_type(shape, self.value.type.element_type)
 
     def reshape(self, *shape: Any) -> Tensor:
         """Same elements, new shape (``x.reshape(2, -1)`` or ``x.reshape((2, -1))``).
 
-        One dimension may be -1: it is inferred from the element count.
+        One dimension may be -1: it is inferred from the element count (with
+        size symbols, when the other dims name the same ones: a ``[batch,
+        seq, 256]`` tensor reshapes to ``(batch, seq, 4, -1)``). Dims may be
+        size symbols, as :attr:`shape` gives them.
         """
         dims = list(_dims(shape))
         if dims.count(-1) > 1:
             raise error(f"cannot reshape to {tuple(dims)}: only one dimension can be -1")
         if -1 in dims:
-            size, known = math.prod(self.shape), math.prod(d for d in dims if d != -1)
+            given = [d for d in dims if d != -1]
+            symbols = sorted(d for d in self.shape if isinstance(d, str))
+            if symbols != sorted(d for d in given if isinstance(d, str)):
+                raise error(f"cannot infer the -1 of {tuple(dims)} from {self.shape}: the other dims must name "
+                            "the same size symbols")
+            size = math.prod(d for d in self.shape if not isinstance(d, str))
+            known = math.prod(d for d in given if not isinstance(d, str))
             if known == 0 or size % known:
                 raise error(f"cannot reshape {self.shape} ({size} elements) into {tuple(dims)}")
             dims[dims.index(-1)] = size // known
@@ -425,14 +449,42 @@ class Tensor:
         return result
 
 
-def _tensor_type(example: Any, index: int) -> ir.RankedTensorType:
+def _tensor_type(example: Any, index: int, dims: dict[str, tuple[int, int]]) -> ir.RankedTensorType:
     if not isinstance(example, (np.ndarray, np.generic, TensorSpec)):
         kind = type(example).__name__
         raise TypeError(f"example {index} must be a numpy array or tessel.TensorSpec, got {kind}")
-    return ir.RankedTensorType.get(list(example.shape), element_type(example.dtype))
+    shape = list(example.shape)
+    symbols = [d for d in shape if isinstance(d, str)]
+    if not symbols:
+        return ir.RankedTensorType.get(shape, element_type(example.dtype))
+    for symbol in symbols:
+        if symbol not in dims:
+            raise error(f"example {index} has dim {symbol!r}, which dims= does not give a range "
+                        f"(dims={{{symbol!r}: (min, max)}})")
+    encoding = ir.Attribute.parse(f"#graph.shape<[{', '.join(map(str, shape))}]>")
+    return ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if isinstance(d, str) else d for d in shape],
+                                   element_type(example.dtype), encoding)
 
 
-def trace(fn: Callable[..., Any], *examples: Union[np.ndarray, TensorSpec], name: str = "main") -> ir.Module:
+def _dims_attribute(dims: dict[str, Any]) -> ir.Attribute:
+    """``graph.dims``: each symbol's ``(min, max)`` or ``(min, max, multiple_of)``."""
+    entries = []
+    for symbol, limits in dims.items():
+        if not isinstance(symbol, str) or not symbol.isidentifier():
+            raise error(f"dims: {symbol!r} is not a symbol name (an identifier)")
+        if not isinstance(limits, (tuple, list)) or len(limits) not in (2, 3) or not all(
+                isinstance(v, numbers.Integral) for v in limits):
+            raise error(f"dims[{symbol!r}] is {limits!r}; give (min, max) or (min, max, multiple_of)")
+        step = f", multiple_of {int(limits[2])}" if len(limits) == 3 else ""
+        entries.append(f"{symbol} = #graph.dim<{int(limits[0])}, {int(limits[1])}{step}>")
+    try:
+        return ir.Attribute.parse("{" + ", ".join(entries) + "}")
+    except ir.MLIRError as e:
+        raise compile_error("tracing failed: dims", e) from None
+
+
+def trace(fn: Callable[..., Any], *examples: Union[np.ndarray, TensorSpec], name: str = "main",
+          dims: Optional[dict[str, Any]] = None) -> ir.Module:
     """Builds a graph module by calling ``fn`` on symbolic tensors.
 
     Each example (a numpy array, whose values are not used, or a
@@ -442,12 +494,22 @@ def trace(fn: Callable[..., Any], *examples: Union[np.ndarray, TensorSpec], name
     results. Arrays and scalars ``fn`` uses become constants. Raises
     :class:`tessel.CompileError`, located at the offending line of ``fn``,
     when an op gets operands of the wrong shape or dtype.
+
+    A string in a TensorSpec's shape is a size symbol, known only at each
+    call: ``TensorSpec(("batch", "seq", 256), np.float32)`` with
+    ``dims={"batch": (1, 64), "seq": (1, 2048)}`` (each symbol's range,
+    ``(min, max)`` or ``(min, max, multiple_of)``). Specs that name the same
+    symbol have the same size there; one compile serves every size in the
+    ranges (docs/dynamic-shapes.md).
     """
+    dims = dict(dims or {})
     with context(), location():
-        types = [_tensor_type(e, i) for i, e in enumerate(examples)]
+        types = [_tensor_type(e, i, dims) for i, e in enumerate(examples)]
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
             function = func.FuncOp(name, ir.FunctionType.get(types, []))
+        if dims:
+            function.attributes["graph.dims"] = _dims_attribute(dims)
         with ir.InsertionPoint(function.add_entry_block()):
             outputs = fn(*(Tensor(arg) for arg in function.arguments))
             results = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]

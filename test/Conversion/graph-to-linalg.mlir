@@ -176,8 +176,8 @@ func.func @reduce_sum(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<2x3x4xf16>) outs(%{{.*}} : tensor<2x1x1xf32>)
 // CHECK: arith.extf %{{.*}} : f16 to f32
 // CHECK: arith.addf %{{.*}}, %{{.*}} : f32
-// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<2x1x1xf32>) outs(%{{.*}} : tensor<2x1x1xf16>)
 // CHECK: %[[INV:.*]] = arith.constant 0.0833333358 : f32
+// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<2x1x1xf32>) outs(%{{.*}} : tensor<2x1x1xf16>)
 // CHECK: arith.mulf %{{.*}}, %[[INV]] : f32
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 // CHECK: return %[[MEAN]] : tensor<2x1x1xf16>

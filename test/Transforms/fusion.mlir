@@ -399,3 +399,25 @@ func.func @cast_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x
 // Declarations have nothing to group.
 // CHECK-LABEL: func.func private @declaration
 func.func private @declaration(tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+// An iota is cloned into the group that reads it, as a small constant is:
+// the causal mask is computed inside the softmax's group, never stored.
+// CHECK-LABEL: func.func @iota_cloned
+// CHECK: graph.fused
+// CHECK: graph.iota dim 0
+// CHECK: graph.iota dim 1
+// CHECK: graph.compare ge
+// CHECK: graph.select
+// CHECK-NOT: graph.fused
+// CHECK: return
+func.func @iota_cloned(%s: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %rows = graph.iota dim 0 : tensor<8x1xi64>
+  %cols = graph.iota dim 1 : tensor<1x8xi64>
+  // expected-remark @+1 {{fusion group 0 (elementwise, 2 ops): graph.compare [starts the group], graph.select [R1 elementwise chain]}}
+  %mask = graph.compare ge, %rows, %cols : (tensor<8x1xi64>, tensor<1x8xi64>) -> tensor<8x8xi1>
+  %inf = graph.constant dense<0xFF800000> : tensor<f32>
+  %0 = graph.select %mask, %s, %inf : (tensor<8x8xi1>, tensor<8x8xf32>, tensor<f32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}

@@ -98,15 +98,22 @@ loop.schedule @row_blocks target "cpu" {
 // CHECK: tensor.cast %[[ZEROS]] : tensor<?x?xf32> to tensor<8x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+// The partial tile in chunks of a row block and of a register block of
+// columns (its columns are partial too), each padded to that size.
 // CHECK: } else {
+// CHECK: scf.for %[[CI:.*]] = %c0 to %[[M]] step %c8 iter_args(%[[ROWS:.*]] = %[[ZEROS]])
+// CHECK: scf.for %[[CJ:.*]] = %c0 to %[[N]] step %c16 iter_args(%[[PART:.*]] = %[[ROWS]])
+// CHECK: %[[CM:.*]] = affine.min
+// CHECK: %[[CN:.*]] = affine.min
+// CHECK: %[[CHUNK:.*]] = tensor.extract_slice %[[PART]][%[[CI]], %[[CJ]]] [%[[CM]], %[[CN]]]
 // CHECK: tensor.pad
 // CHECK: } : tensor<?x24xf32> to tensor<8x24xf32>
 // CHECK: tensor.pad
 // CHECK: } : tensor<24x?xf32> to tensor<24x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
-// CHECK: %[[SLICE:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<8x16xf32> to tensor<?x?xf32>
-// CHECK: bufferization.materialize_in_destination %[[SLICE]] in %[[ZEROS]]
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[CM]], %[[CN]]] [1, 1] : tensor<8x16xf32> to tensor<?x?xf32>
+// CHECK: bufferization.materialize_in_destination %[[SLICE]] in %[[CHUNK]]
 // CHECK: tensor.parallel_insert_slice %[[TILE]] into %[[OUT]][%[[I]], %[[J]]] [%[[M]], %[[N]]]
 func.func private @edges(%a: tensor<10x24xf32>, %b: tensor<24x20xf32>) -> tensor<10x20xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32

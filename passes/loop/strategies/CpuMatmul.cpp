@@ -80,10 +80,11 @@ LogicalResult validateVectorize(ScheduleCheck check,
   if (!matmul)
     return vectorize.emitError("cannot apply to kernel '")
            << schedule.getKernel() << "': " << why;
-  // The root's loops and the matmul's begin with the same batch, m and n.
+  // The root's loops and the matmul's begin with the same batch, m and n
+  // (dynamic ones at their largest in check.extents).
   unsigned batch = *matmulBatchLoops(matmul, /*broadcast=*/true);
-  SmallVector<int64_t> tile(
-      ArrayRef(matmul.getStaticLoopRanges()).drop_front(batch));
+  SmallVector<int64_t> tile = {check.extents[batch], check.extents[batch + 1],
+                               matmul.getStaticLoopRanges()[batch + 2]};
   const char *what[] = {"rows", "columns", "depth"};
   loop::TileOp parallelTile;
   for (auto t : schedule.getBody().getOps<loop::TileOp>()) {
@@ -185,7 +186,11 @@ struct CpuMatmul final : Strategy {
     // Parts of K computed in parallel when the blocks of the result are
     // too few for the cores (a long K of a small result).
     int64_t depth = matmul.getStaticLoopRanges()[batch + 2];
-    SmallVector<int64_t> parts = splitChoices(depth, 16, 1);
+    // (Not of a matmul of dynamic size: the partial products' workspace
+    // would be too.)
+    SmallVector<int64_t> parts = matmul.hasDynamicShape()
+                                     ? SmallVector<int64_t>{1}
+                                     : splitChoices(depth, 16, 1);
     int64_t tiles = tilesOf(bm);
     Value vparts;
     if (parts.size() > 1)

@@ -25,14 +25,14 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import llvm
 
-from .. import _tessel, cache as caching, dlpack
+from .. import _tessel, cache as caching, dlpack, shapes
 from .. import ir as tir
 from ..dtypes import described, host_array
 from ..tools import mlir_runtime_library
 from ..errors import CompileError, UnsupportedError
 from .. import targets
 from .pipelines import cpu_stages, run_stages, scheduled_for
-from .signature import TensorSpec, entry_function, signature
+from .signature import TensorSpec, entry_function, signature, size_ranges
 
 __all__ = ["CPUExecutable", "STAGES", "compile_cpu"]
 
@@ -145,15 +145,20 @@ class _Frame:
     __slots__ = ("descriptors", "pointers")
 
     def __init__(self, specs: Sequence[TensorSpec]) -> None:
-        self.descriptors = []
-        for spec in specs:
-            descriptor = _descriptor_type(len(spec.shape))()
-            descriptor.shape[:] = spec.shape
-            # Row-major strides, in elements.
-            descriptor.strides[:] = [int(np.prod(spec.shape[i + 1:], dtype=np.int64))
-                                     for i in range(len(spec.shape))]
-            self.descriptors.append(descriptor)
+        self.descriptors = [_descriptor_type(len(spec.shape))() for spec in specs]
+        for spec, descriptor in zip(specs, self.descriptors):
+            if spec.is_static:
+                self.shape(descriptor, spec.shape)
         self.pointers = tuple(map(ctypes.addressof, self.descriptors))
+
+    @staticmethod
+    def shape(descriptor: ctypes.Structure, shape: Sequence[int]) -> None:
+        """Sets a descriptor's shape and its row-major strides, in elements."""
+        descriptor.shape[:] = shape
+        stride = 1
+        for d in range(len(shape) - 1, -1, -1):
+            descriptor.strides[d] = stride
+            stride *= shape[d]
 
 
 # Result buffers start at a cache line, so that kernels store whole lines.
@@ -186,6 +191,12 @@ class CPUExecutable:
     kernel zeroes on first touch (4096x4096 softmax on the 2-core VM: 26 ms
     with a fresh result per call, 16-20 ms with pooled ones).
 
+    A function with size symbols (``inputs``' and ``outputs``' shapes name
+    them, ``ranges`` bounds them) takes any sizes in their ranges: each call
+    reads the symbols' values from the arguments' dims, checks them
+    (ValueError naming the argument, the dim, the value and the range) and
+    sizes the results with them.
+
     ``stage_seconds`` is the time of each compile stage; ``cache`` says
     whether the machine code came from the compile cache (``"hit"``: then
     the one stage is ``"cache"``), was made and stored there (``"miss"``),
@@ -194,7 +205,8 @@ class CPUExecutable:
 
     def __init__(self, jit: Any, address: int, name: str,
                  inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
-                 stage_seconds: dict[str, float], alignment: int) -> None:
+                 stage_seconds: dict[str, float], alignment: int,
+                 ranges: dict[str, shapes.DimRange] | None = None) -> None:
         self._jit = jit
         # What each input's address must be a multiple of.
         self._alignment = alignment
@@ -208,8 +220,12 @@ class CPUExecutable:
         self.cache_key: str | None = None
         # Where each schedule came from when compiled with a tuning database.
         self.tuning: dict[str, str] = {}
-        self._result_bytes = [int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
-                              for spec in self.outputs]
+        self.ranges = dict(ranges or {})
+        # Per argument and result, its dims as ints and size trees: None
+        # when all are static.
+        self._sizes = None
+        if not all(spec.is_static for spec in self.inputs + self.outputs):
+            self._sizes = [spec.sizes() for spec in self.inputs + self.outputs]
         # Per result: [buffer, its aligned address, weak reference to its
         # current _Lease].
         self._pools: tuple[list[list[Any]], ...] = tuple([] for _ in self.outputs)
@@ -238,7 +254,10 @@ class CPUExecutable:
                 raise ValueError(f"{self.name}: argument {index} (DLPack device {device}) cannot be read as CPU "
                                  f"memory: {e}") from None
         array = np.asarray(array)
-        if array.shape != spec.shape or array.dtype.newbyteorder("=") != spec.dtype:
+        if array.dtype.newbyteorder("=") != spec.dtype or (
+                array.shape != spec.shape if self._sizes is None else
+                array.ndim != len(spec.shape) or
+                any(isinstance(d, int) and d != n for d, n in zip(spec.shape, array.shape))):
             raise ValueError(f"{self.name}: argument {index} must be {spec}, "
                              f"got {described(array.dtype)}{list(array.shape)}")
         array = host_array(array, spec.dtype)
@@ -248,31 +267,45 @@ class CPUExecutable:
             address = array.ctypes.data
         return array, address
 
-    def _result(self, index: int) -> tuple[np.ndarray, int]:
-        """A new array for result ``index`` and its address, in a pooled
-        buffer whose previous arrays are all gone when there is one."""
-        spec, size = self.outputs[index], self._result_bytes[index]
+    def _result(self, index: int, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """A new array of ``shape`` for result ``index`` and its address, in
+        a pooled buffer (large enough, whose previous arrays are all gone)
+        when there is one."""
+        dtype = self.outputs[index].dtype
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         pool = self._pools[index]
         with self._pool_lock:
-            entry = next((e for e in pool if e[2]() is None), None)
+            free = [k for k, e in enumerate(pool) if e[2]() is None]
+            fits = [k for k in free if len(pool[k][0]) >= size + RESULT_ALIGNMENT]
+            entry = pool[fits[0]] if fits else None
             if entry is None:
                 buffer = np.empty(size + RESULT_ALIGNMENT, np.uint8)
                 entry = [buffer, buffer.ctypes.data + -buffer.ctypes.data % RESULT_ALIGNMENT, None]
                 if len(pool) < POOLED_RESULTS:
                     pool.append(entry)
+                elif free:  # a free buffer too small for this size: the new one replaces it
+                    pool[free[0]] = entry
             lease = _Lease(entry[0], entry[1], size)
             entry[2] = weakref.ref(lease)
-        return np.asarray(lease).view(spec.dtype).reshape(spec.shape), entry[1]
+        return np.asarray(lease).view(dtype).reshape(shape), entry[1]
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         if len(args) != len(self.inputs):
             raise TypeError(f"{self.name} takes {len(self.inputs)} arguments, got {len(args)}")
         # Arrays and addresses; the arrays stay referenced until the call returns.
         arguments = [self._check(i, a) for i, a in enumerate(args)]
-        results = [self._result(i) for i in range(len(self.outputs))]
         frame = getattr(self._frames, "frame", None)
         if frame is None:
             frame = self._frames.frame = _Frame(self.inputs + self.outputs)
+        if self._sizes is None:
+            results = [self._result(i, spec.shape) for i, spec in enumerate(self.outputs)]
+        else:
+            values = shapes.bind(self.name, self._sizes[:len(self.inputs)], [a.shape for a, _ in arguments],
+                                 self.ranges)
+            results = [self._result(i, tuple(shapes.evaluate(d, values) for d in sizes))
+                       for i, sizes in enumerate(self._sizes[len(self.inputs):])]
+            for descriptor, (array, _) in zip(frame.descriptors, arguments + results):
+                frame.shape(descriptor, array.shape)
         for descriptor, (_, address) in zip(frame.descriptors, arguments + results):
             descriptor.allocated = descriptor.aligned = address
         self._entry(*frame.pointers)
@@ -327,7 +360,8 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
             f"unknown target {schedules!r} for schedules; available: {', '.join(targets.names())}")
     work = tir.clone(module)
     func = entry_function(work, entry)
-    name, inputs, outputs = signature(func, "the CPU backend")
+    name, inputs, outputs = signature(func, "the CPU backend", symbolic=True)
+    ranges = size_ranges(func)
     # GPU schedules' kernels move vectors of their target's vector_bytes
     # (loop.vector_access); the CPU's own assume only aligned elements.
     target = targets.get(schedules)
@@ -341,7 +375,7 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
         linked = cache.load("cpu", key, functools.partial(_linked_payload, name=name))
         seconds["cache"] = time.perf_counter() - start
         if linked is not None:
-            compiled = CPUExecutable(*linked, name, inputs, outputs, seconds, alignment)
+            compiled = CPUExecutable(*linked, name, inputs, outputs, seconds, alignment, ranges)
             compiled.cache, compiled.cache_key = "hit", key
             return compiled
     with work.context:
@@ -362,7 +396,7 @@ def compile_cpu(module: ir.Module, *, entry: str | None = None, opt_level: int =
         except RuntimeError as e:
             raise CompileError(f"cannot make machine code for @{name}: {e}", diagnostics) from None
     seconds["jit"] = time.perf_counter() - start
-    compiled = CPUExecutable(jit, address, name, inputs, outputs, seconds, alignment)
+    compiled = CPUExecutable(jit, address, name, inputs, outputs, seconds, alignment, ranges)
     if cache is not None:
         start = time.perf_counter()
         cache.put("cpu", key, caching.pack({"entry": name, "symbols": declared}, objects))

@@ -2,42 +2,89 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 from mlir import ir
 from mlir.dialects import func
 
+from .. import shapes
 from ..dtypes import ELEMENT_DTYPES
 from ..errors import UnsupportedError
 from ..ir import format_location
 
-__all__ = ["TensorSpec", "entry_function", "signature"]
+__all__ = ["TensorSpec", "entry_function", "signature", "size_ranges", "symbolic_shape"]
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """Shape and numpy dtype of one argument or result."""
+    """Shape and numpy dtype of one argument or result. A dim of the shape
+    is an int, or a string: a size symbol (``"batch"``) or an expression
+    over symbols (``"2 * seq"``), whose value each call binds
+    (docs/dynamic-shapes.md)."""
 
-    shape: tuple[int, ...]
+    shape: tuple[Union[int, str], ...]
     dtype: np.dtype
 
     def __str__(self) -> str:
         return f"{self.dtype.name}[{', '.join(map(str, self.shape))}]"
 
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
 
-def _spec(t: ir.Type, what: str, backend: str) -> TensorSpec:
+    def sizes(self) -> tuple[shapes.Size, ...]:
+        """The shape with each symbolic dim as a :mod:`tessel.shapes` tree."""
+        return tuple(d if isinstance(d, int) else shapes.parse_size(d) for d in self.shape)
+
+
+_SHAPE_ENCODING = re.compile(r"#graph\.shape<\[(.*)\]>")
+_DIM_RANGE = re.compile(r"#graph\.dim<\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,\s*multiple_of\s+(\d+)\s*)?>")
+
+
+def symbolic_shape(t: ir.RankedTensorType, what: str = "a tensor") -> tuple[Union[int, str], ...]:
+    """The shape of ``t``, each dynamic dim the text of its size expression
+    in the type's ``#graph.shape`` encoding; UnsupportedError, naming
+    ``what``, for a dynamic dim that has none."""
+    if t.has_static_shape:
+        return tuple(t.shape)
+    encoding = t.encoding
+    match = _SHAPE_ENCODING.fullmatch(str(encoding)) if encoding is not None else None
+    if match is None:
+        raise UnsupportedError(f"{what} has dynamic shape {t} without size symbols (#graph.shape) naming its "
+                               "`?` dims")
+    # Entries are integers or affine expressions, which have no commas.
+    entries = [e.strip() for e in match.group(1).split(",")]
+    return tuple(int(e) if re.fullmatch(r"-?\d+", e) else e for e in entries)
+
+
+def size_ranges(func: Any) -> dict[str, shapes.DimRange]:
+    """The range of each size symbol of ``func`` (its ``graph.dims``)."""
+    if "graph.dims" not in func.attributes:
+        return {}
+    ranges = {}
+    for named in ir.DictAttr(func.attributes["graph.dims"]):
+        match = _DIM_RANGE.fullmatch(str(named.attr))
+        if match is None:
+            raise UnsupportedError(f"graph.dims entry {named.name} = {named.attr} is not a #graph.dim range")
+        ranges[named.name] = shapes.DimRange(int(match.group(1)), int(match.group(2)), int(match.group(3) or 1))
+    return ranges
+
+
+def _spec(t: ir.Type, what: str, backend: str, symbolic: bool) -> TensorSpec:
     if not isinstance(t, ir.RankedTensorType):
         raise UnsupportedError(f"{what} has type {t}; {backend} takes ranked tensors only")
     tensor = t
-    if not tensor.has_static_shape:
-        raise UnsupportedError(f"{what} has dynamic shape {t}; {backend} needs static shapes")
+    if not tensor.has_static_shape and not symbolic:
+        raise UnsupportedError(f"{what} has dynamic shape {t}; {backend} needs static shapes (size symbols run "
+                               "on the CPU backend so far)")
     element = str(tensor.element_type)
     if element not in ELEMENT_DTYPES:
         raise UnsupportedError(
             f"{what} has element type {element}; {backend} runs {', '.join(ELEMENT_DTYPES)}"
         )
-    return TensorSpec(tuple(tensor.shape), ELEMENT_DTYPES[element])
+    return TensorSpec(symbolic_shape(tensor, what), ELEMENT_DTYPES[element])
 
 
 def _name(func: Any) -> str:
@@ -117,10 +164,20 @@ def _check_calls(entry: Any, funcs: dict[str, Any]) -> None:
     visit_func(entry, ())
 
 
-def signature(func: Any, backend: str) -> tuple[str, list[TensorSpec], list[TensorSpec]]:
-    """Name, argument specs and result specs of a ``func.func`` on tensors."""
+def signature(func: Any, backend: str, symbolic: bool = False) -> tuple[str, list[TensorSpec], list[TensorSpec]]:
+    """Name, argument specs and result specs of a ``func.func`` on tensors;
+    with ``symbolic``, dims may be size symbols, each of which the arguments
+    must have as a dim of its own (the call reads it there)."""
     name = ir.StringAttr(func.attributes["sym_name"]).value
     ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    inputs = [_spec(t, f"argument {i} of @{name}", backend) for i, t in enumerate(ftype.inputs)]
-    outputs = [_spec(t, f"result {i} of @{name}", backend) for i, t in enumerate(ftype.results)]
+    inputs = [_spec(t, f"argument {i} of @{name}", backend, symbolic) for i, t in enumerate(ftype.inputs)]
+    outputs = [_spec(t, f"result {i} of @{name}", backend, symbolic) for i, t in enumerate(ftype.results)]
+    bound = {d for spec in inputs for d in spec.sizes() if isinstance(d, str)}
+    for i, spec in enumerate(inputs + outputs):
+        for d, size in enumerate(spec.sizes()):
+            unbound = shapes.symbols_of(size) - bound
+            if unbound:
+                what = f"argument {i}" if i < len(inputs) else f"result {i - len(inputs)}"
+                raise UnsupportedError(f"{what} of @{name} has dim {d} = {spec.shape[d]}, but no argument has a "
+                                       f"dim that is {sorted(unbound)[0]} alone, which a call could read it from")
     return name, inputs, outputs

@@ -62,16 +62,17 @@ def _all(x: Tensor, axis: int) -> Tensor:
 _TRIANGLE_CONSTANT_ELEMENTS = 1 << 22
 
 
-def triangle(rows: int, cols: int, diagonal: int = 0, upper: bool = False) -> Value:
+def triangle(rows: Union[int, str], cols: Union[int, str], diagonal: int = 0, upper: bool = False) -> Value:
     """The bool ``[rows, cols]`` mask of ``numpy.triu`` (``upper``) or
     ``numpy.tril`` of ones at ``diagonal``: a constant up to 4M elements,
-    beyond that a comparison of a column and a row of indices, so that a
-    long sequence's causal mask costs ``rows + cols`` constants, not
-    ``rows * cols``."""
-    row = np.arange(rows, dtype=np.int64).reshape(rows, 1) + diagonal
-    col = np.arange(cols, dtype=np.int64)
-    if rows * cols > _TRIANGLE_CONSTANT_ELEMENTS:
-        col = as_tensor(col)
+    beyond that, or when a size is a size symbol, a comparison of a column
+    and a row of indices (graph.iota), which costs no memory at all."""
+    if isinstance(rows, int) and isinstance(cols, int) and rows * cols <= _TRIANGLE_CONSTANT_ELEMENTS:
+        row = np.arange(rows, dtype=np.int64).reshape(rows, 1) + diagonal
+        col = np.arange(cols, dtype=np.int64)
+    else:
+        row = ops.iota((rows, 1), 0) + diagonal
+        col = ops.iota((1, cols), 1)
     return col >= row if upper else col <= row
 
 

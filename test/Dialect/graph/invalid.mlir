@@ -973,3 +973,19 @@ func.func @sparse() {
   %0 = graph.constant sparse<[[0]], [1.0]> : tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @iota_dim() {
+  // expected-error @+1 {{'graph.iota' op dim 2 is not a dim of a tensor of rank 2}}
+  %0 = graph.iota dim 2 : tensor<2x3xi64>
+  return
+}
+
+// -----
+
+func.func @iota_bool() {
+  // expected-error @+1 {{'graph.iota' op needs an integer or float element type, not 'i1'}}
+  %0 = graph.iota dim 0 : tensor<4xi1>
+  return
+}

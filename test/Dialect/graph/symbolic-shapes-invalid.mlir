@@ -152,3 +152,19 @@ func.func @concat_mismatch(%x: tensor<?x?xf32, #graph.shape<[seq, seq]>>, %y: te
   %0 = graph.concat %x, %y axis 0 : (tensor<?x?xf32, #graph.shape<[seq, seq]>>, tensor<?x?xf32, #graph.shape<[seq, batch]>>) -> tensor<?x?xf32, #graph.shape<[seq * 2, seq]>>
   return
 }
+
+// -----
+
+func.func @reshape_loses_a_symbol(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>) attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<1, 2048>}} {
+  // expected-error @+1 {{'graph.reshape' op cannot reshape batch * seq * 256 elements into seq * 512 elements (size symbols must appear as the same factors)}}
+  %0 = graph.reshape %x : tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>> -> tensor<?x512xf32, #graph.shape<[seq, 512]>>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<?x8xf32, #graph.shape<[seq, 8]>>) attributes {graph.dims = {seq = #graph.dim<1, 64>}} {
+  // expected-error @+1 {{'graph.reshape' op cannot reshape seq * 8 elements into seq * 6 elements}}
+  %0 = graph.reshape %x : tensor<?x8xf32, #graph.shape<[seq, 8]>> -> tensor<?x2x3xf32, #graph.shape<[seq, 2, 3]>>
+  return
+}

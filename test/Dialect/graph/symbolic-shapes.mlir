@@ -83,3 +83,29 @@ func.func @concats(%x: tensor<?x8xf32, #graph.shape<[seq, 8]>>, %y: tensor<3x8xf
   %1 = graph.concat %x, %y axis 0 : (tensor<?x8xf32, #graph.shape<[seq, 8]>>, tensor<3x8xf32>) -> tensor<?x8xf32, #graph.shape<[seq + 3, 8]>>
   return
 }
+
+// A reshape keeps the element count as the same product of symbols: heads
+// split out of [batch, seq, 256], rows of batch * seq, the symbols in
+// another order.
+// CHECK-LABEL: func.func @reshapes
+// CHECK: graph.reshape {{.*}} -> tensor<?x?x4x64xf32, #graph.shape<[batch, seq, 4, 64]>>
+// CHECK: graph.reshape {{.*}} -> tensor<?x256xf32, #graph.shape<[batch * seq, 256]>>
+// CHECK: graph.reshape {{.*}} -> tensor<?x?x256xf32, #graph.shape<[seq, batch, 256]>>
+func.func @reshapes(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>) attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<1, 2048>}} {
+  %0 = graph.reshape %x : tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>> -> tensor<?x?x4x64xf32, #graph.shape<[batch, seq, 4, 64]>>
+  %1 = graph.reshape %x : tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>> -> tensor<?x256xf32, #graph.shape<[batch * seq, 256]>>
+  %2 = graph.reshape %x : tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>> -> tensor<?x?x256xf32, #graph.shape<[seq, batch, 256]>>
+  return
+}
+
+// An iota's size may be a symbol: a causal mask over any sequence length.
+// CHECK-LABEL: func.func @causal_mask
+// CHECK: graph.iota dim 0 : tensor<?x1xi64, #graph.shape<[seq, 1]>>
+// CHECK: graph.iota dim 1 : tensor<1x?xi64, #graph.shape<[1, seq]>>
+// CHECK: graph.compare ge, {{.*}} -> tensor<?x?xi1, #graph.shape<[seq, seq]>>
+func.func @causal_mask(%x: tensor<?xf32, #graph.shape<[seq]>>) -> tensor<?x?xi1, #graph.shape<[seq, seq]>> attributes {graph.dims = {seq = #graph.dim<1, 2048>}} {
+  %rows = graph.iota dim 0 : tensor<?x1xi64, #graph.shape<[seq, 1]>>
+  %cols = graph.iota dim 1 : tensor<1x?xi64, #graph.shape<[1, seq]>>
+  %0 = graph.compare ge, %rows, %cols : (tensor<?x1xi64, #graph.shape<[seq, 1]>>, tensor<1x?xi64, #graph.shape<[1, seq]>>) -> tensor<?x?xi1, #graph.shape<[seq, seq]>>
+  return %0 : tensor<?x?xi1, #graph.shape<[seq, seq]>>
+}
