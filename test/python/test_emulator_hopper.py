@@ -410,6 +410,24 @@ def test_a_bulk_store_holds_its_source_until_wait_group_read():
         _store(before="", body=STORE.replace("[%rd1], [%r3], 512", "[%rd1], [%r3+4], 512"))
 
 
+
+def test_a_bulk_store_of_generic_writes_needs_a_proxy_fence_between():
+    # Without the fence, or with the source written again after it (thread 0's store after the wait
+    # overwrites its element; a second bulk store of it reads that unfenced write).
+    with pytest.raises(tessel.RuntimeError, match=r"\(cp.async.bulk.global.shared::cta.bulk_group\): cp.async.bulk "
+                                                  r"source reads shared memory at shared address 0x0 that thread "
+                                                  r"\(0, 0, 0\) wrote at line \d+ \(st.shared.f32\) through the "
+                                                  r"generic proxy, with no fence.proxy.async between"):
+        _store(body=STORE.replace("  fence.proxy.async.shared::cta;\n", ""))
+    again = "@%p1 st.shared.f32 [%r3], %f1;\n  @%p1 cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r3], 512;\n" \
+        "  @%p1 cp.async.bulk.commit_group;\n  @%p1 cp.async.bulk.wait_group.read 0;"
+    with pytest.raises(tessel.RuntimeError, match=r"line (\d+) \(cp.async.bulk.global.*address 0x0 that thread "
+                                                  r"\(0, 0, 0\) wrote at line \d+ \(st.shared.f32\)"):
+        _store(after=again)
+    np.testing.assert_array_equal(_store(after=again.replace("[%r3], %f1;", "[%r3], %f1;\n  @%p1 fence.proxy.async;")),
+                                  np.arange(N, dtype=np.float32))
+
+
 ELECT = """
 .visible .entry elect(.param .u64 out)
 {

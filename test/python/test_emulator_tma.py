@@ -227,6 +227,30 @@ def test_a_tensor_store_writes_the_unswizzled_box_clipped_to_the_tensor(swizzle,
     np.testing.assert_array_equal(_store(tile, coords, swizzle), expected[256:296, 256:328])
 
 
+@pytest.mark.parametrize("fence,thread", [
+    ("", 0),  # none: the tensor store (the async proxy) may read the tile before the threads' stores reach it
+    ("fence.proxy.async.global;", 0),  # of global memory: it orders nothing in shared memory
+    # The writers fence after the barrier, and nothing orders their fences before thread 0's store.
+    ("bar.sync 0;\n  @!%p1 fence.proxy.async.shared::cta;", 0),
+    ("@%p1 fence.proxy.async.shared::cta;", 1),  # thread 0 fences its own write only
+])
+def test_a_tensor_store_of_generic_writes_needs_a_proxy_fence_between(fence, thread):
+    with pytest.raises(tessel.RuntimeError, match=r"PTX line \d+ \(cp.async.bulk.tensor.2d.global.shared::cta.tile."
+                                                   r"bulk_group\): cp.async.bulk source reads shared memory at shared "
+                                                   rf"address {16 * thread:#x} that thread \({thread}, 0, 0\) wrote at "
+                                                   r"line \d+ \(st.shared.v4.u32\) through the generic proxy, with no "
+                                                   r"fence.proxy.async between"):
+        _store(np.arange(TILE // 4, dtype=np.float32).view(np.uint8), (0, 0), "none", fence=fence)
+
+
+def test_a_proxy_fence_by_the_issuing_thread_after_the_barrier_orders_every_write_before_it():
+    # The fence is on the causality path from each thread's write (then bar.sync) to thread 0's tensor store.
+    tile = np.arange(TILE // 4, dtype=np.float32)
+    got = _store(tile.view(np.uint8), (0, 0), "none",
+                 fence="bar.sync 0;\n  @%p1 fence.proxy.async.shared::cta;")
+    np.testing.assert_array_equal(got[:16, :32], tile.reshape(16, 32))
+
+
 # A kernel builds the map itself, as Triton's device-side descriptors do: warp 0 zeroes 128 bytes of shared
 # memory, thread 0 sets each field with tensormap.replace, warp 0 copies the map to global scratch with
 # tensormap.cp_fenceproxy (and an acquire fence), then the LOAD kernel's copy uses it.

@@ -328,6 +328,10 @@ def _assert_caught(run, message: str | None) -> None:
      r"cp.async overwrites an operand of a wgmma.mma_async in flight"),
     # The fence before the wgmmas dropped: they read accumulators the initialisation wrote.
     (lambda p: _edit(p, r"wgmma.fence.sync.aligned;", lambda line: ""), "since its last wgmma.fence"),
+    # The proxy fence dropped: the wgmmas (the async proxy) read the tiles cp.async wrote (the generic proxy).
+    (lambda p: _edit(p, r"fence.proxy.async.shared::cta;", lambda line: ""),
+     r"wgmma.mma_async's [AB] reads shared memory at shared address 0x[0-9a-f]+ that thread \(\d+, 0, 0\) wrote at "
+     r"line \d+ \(cp.async.cg.shared.global\) through the generic proxy, with no fence.proxy.async between"),
     # B's descriptor one 128-byte row of the tile on: each k step multiplies the next rows of B.
     (lambda p: _descriptor(p, 1, lambda bits: bits + (128 >> 4)), None),
     # B's descriptor with the 64B swizzle, the data in 128B.
@@ -346,6 +350,10 @@ def test_a_broken_hopper_matmul_is_caught(mutation, message):
     # The consumer waits on the wrong phase parity: for the phase after the one its copies complete (they land
     # when issued here), which nothing completes.
     (lambda p: _flip_parity(p), "every thread waits on an mbarrier phase nothing can complete"),
+    # The proxy fences dropped: the tensor store (the async proxy) reads the C tile stmatrix wrote.
+    (lambda p: _edit(p, r"fence.proxy.async.shared::cta;", lambda line: "", count=2),
+     r"cp.async.bulk source reads shared memory at shared address 0x[0-9a-f]+ that thread \(\d+, 0, 0\) wrote at "
+     r"line \d+ \(stmatrix.sync.aligned.m8n8.x4.shared.b16\) through the generic proxy"),
     # A's tensor map with the 128B swizzle (A is written and read in 64B).
     (lambda p: _edit(p, r"tensormap.replace.tile.swizzle_mode.*0x2;", lambda line: line.replace("0x2", "0x3")),
      None),

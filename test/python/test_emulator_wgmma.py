@@ -304,6 +304,14 @@ def test_wait_group_retires_the_groups_older_than_its_count():
         _mma(64, edit=lambda ptx: _two_groups(ptx, "  st.global.b32 [%rd12], %e0;"))
 
 
+def test_a_proxy_fence_by_the_writers_before_the_barrier_orders_their_writes():
+    # CUTLASS's order (fence_view_async_shared, then the barrier) as well as Triton's (the barrier, then a
+    # fence by the warpgroup that issues the wgmma) put a proxy fence between each write and the wgmma.
+    got, want = _mma(64, edit=lambda ptx: ptx.replace("  bar.sync 0;\n  fence.proxy.async.shared::cta;",
+                                                      "  fence.proxy.async.shared::cta;\n  bar.sync 0;"))
+    np.testing.assert_array_equal(got, want)
+
+
 def test_once_retired_its_operands_are_the_warpgroups_to_overwrite():
     # After wgmma.wait_group every thread of the warpgroup is ordered after the wgmma's reads: each may
     # overwrite B's bytes with no bar.sync between (the race detector's view of the retired reads).
@@ -332,6 +340,14 @@ def test_once_retired_its_operands_are_the_warpgroups_to_overwrite():
     # The thread leaves with the wgmma in flight.
     (lambda p: p.replace("  wgmma.wait_group.sync.aligned 0;\n", "  ret;\n"),
      "exits with a wgmma.mma_async in flight"),
+    # No proxy fence: the wgmma (the async proxy) reads the tiles the threads wrote with st.shared.
+    (lambda p: p.replace("  fence.proxy.async.shared::cta;\n", ""),
+     r"wgmma.mma_async's B reads shared memory at shared address 0x[0-9a-f]+ that thread \(\d+, 0, 0\) wrote at "
+     r"line \d+ \(st.shared.v4.b32\) through the generic proxy, with no fence.proxy.async between"),
+    # The fence before the writes orders nothing written after it.
+    (lambda p: p.replace("  fence.proxy.async.shared::cta;\n", "").replace(
+        "  ld.param.u64 %rd1, [image];", "  fence.proxy.async.shared::cta;\n  ld.param.u64 %rd1, [image];"),
+     "through the generic proxy, with no fence.proxy.async between"),
     # Threads of the warpgroup give different descriptors.
     (lambda p: p.replace("  add.s64 %rd8, %rd5, %rd4;", "  add.s64 %rd8, %rd5, %rd4;\n  cvt.u64.u32 %rd16, %r1;\n"
                          "  shr.u64 %rd16, %rd16, 6;\n  add.s64 %rd8, %rd8, %rd16;"),

@@ -278,7 +278,7 @@ def _mutations(saved: Path, rng: random.Random):
             yield f"{where} nested", edited(put(path, [value]))
     for whole in ([manifest], "manifest", None, 1, []):
         yield f"manifest is {type(whole).__name__}", {"manifest.json": json.dumps(whole).encode()}
-    for version in ("2", 2.0, True, 1, 3, 0, None):
+    for version in ("3", 3.0, True, 1, 2, 4, 0, None):
         yield f"version {version!r}", edited(lambda m, v=version: m.update(version=v))
     yield "incomplete", edited(lambda m: m.update(incomplete=True))
     yield "deeply nested", {"manifest.json": b"[" * 200_000 + b"]" * 200_000}
@@ -342,7 +342,7 @@ def test_mutated_artifacts_load_or_fail_with_a_tessel_error(saved, tmp_path, wor
           + ", ".join(f"{len(v)} {k}" for k, v in sorted(outcomes.items())))
     assert not bad, bad[:10]
     assert len(outcomes.get("tessel", [])) > len(cases) // 2  # most mutations are caught, by the reader
-    assert "manifest is list" in outcomes["tessel"] and "version '2'" in outcomes["tessel"]
+    assert "manifest is list" in outcomes["tessel"] and "version '3'" in outcomes["tessel"]
 
 
 def _refusal(saved: Path, directory: Path, edit) -> str:
@@ -358,10 +358,11 @@ def test_malformed_manifests_name_the_file_and_the_field(saved, tmp_path):
     def message(edit) -> str:
         return _refusal(saved, tmp_path, edit)
 
-    text = message(lambda m: m.update(version="2"))
-    assert "artifact version '2', this runtime reads 2" in text
-    # Version 1 had no target description: such artifacts are rebuilt, not read.
-    assert "artifact version 1, this runtime reads 2" in message(lambda m: m.update(version=1))
+    text = message(lambda m: m.update(version="3"))
+    assert "artifact version '3', this runtime reads 3" in text
+    # Version 1 had no target description, version 2 no tensor maps: such artifacts are rebuilt, not read.
+    assert "artifact version 1, this runtime reads 3" in message(lambda m: m.update(version=1))
+    assert "artifact version 2, this runtime reads 3" in message(lambda m: m.update(version=2))
     text = message(lambda m: m["buffers"][1].update(shape="2,8"))
     assert "manifest.json: malformed manifest: buffers[1].shape must be a list of integers, not '2,8'" in text
     assert "buffers[0].shape[1] must be >= 0, not -4" in message(lambda m: m["buffers"][0].update(shape=[2, -4]))
@@ -370,6 +371,7 @@ def test_malformed_manifests_name_the_file_and_the_field(saved, tmp_path):
     assert "frees buffer 0, which is not a temporary" in message(lambda m: m["steps"].append({"op": "free",
                                                                                                "buffer": 0}))
     assert "whose PTX takes 4" in message(lambda m: m["steps"][1]["args"].pop())
+    assert "the manifest has no 'tensor_maps'" in message(lambda m: m.pop("tensor_maps"))
     assert "buffers[2].dtype must be one of" in message(lambda m: m["buffers"][2].update(dtype="object"))
     assert "manifest.json: malformed manifest: the manifest has no 'target_description'" in message(
         lambda m: m.pop("target_description"))

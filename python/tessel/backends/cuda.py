@@ -36,7 +36,9 @@ from .. import cache as caching
 from .. import ir as tir
 from .. import targets
 from ..errors import CompileError, UnsupportedError
-from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo, read, saved_manifest
+from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo, TensorMapInfo, read, saved_manifest, \
+    tensor_map_info
+from ..runtime.fields import FieldError
 from ..runtime.executor import Executable
 from ..tools import ptxas
 from .pipelines import cuda_stages, run_stages, scheduled_for
@@ -58,7 +60,8 @@ class CudaArtifact:
     def __init__(self, target: str, name: str, inputs: Sequence[TensorSpec],
                  outputs: Sequence[TensorSpec], kernels: Sequence[KernelInfo],
                  buffers: Sequence[BufferInfo], constants: dict[int, np.ndarray],
-                 steps: Sequence[dict[str, Any]], stage_seconds: dict[str, float]) -> None:
+                 steps: Sequence[dict[str, Any]], stage_seconds: dict[str, float],
+                 tensor_maps: Sequence[TensorMapInfo] = ()) -> None:
         self.target = target
         self.name = name
         self.inputs = tuple(inputs)
@@ -66,7 +69,8 @@ class CudaArtifact:
         self.kernels = tuple(kernels)
         self.buffers = tuple(buffers)
         self.constants = dict(constants)
-        self.steps = tuple(steps)
+        self.steps = tuple(steps)  # JSON data: a launch's args are buffer ids and {"tensor_map": index}
+        self.tensor_maps = tuple(tensor_maps)
         self.stage_seconds = dict(stage_seconds)
         # Where each schedule came from when compiled with a tuning database.
         self.tuning: dict[str, str] = {}
@@ -99,9 +103,11 @@ class CudaArtifact:
             def spec(s: dict[str, Any]) -> TensorSpec:
                 return TensorSpec(tuple(s["shape"]), dtype_named(s["dtype"]))
 
+            tensor_maps = [tensor_map_info(t, f"tensor_maps[{i}]", by_id)
+                           for i, t in enumerate(m.get("tensor_maps", []))]
             return cls(m["target"], m["entry"], [spec(s) for s in m["inputs"]], [spec(s) for s in m["outputs"]],
-                       kernels, buffers, constants, m["steps"], stage_seconds)
-        except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
+                       kernels, buffers, constants, m["steps"], stage_seconds, tensor_maps)
+        except (KeyError, TypeError, ValueError, UnicodeDecodeError, FieldError) as e:
             raise ValueError(f"not a packed artifact: {e!r}") from None
 
     def manifest(self) -> dict[str, Any]:
@@ -129,6 +135,7 @@ class CudaArtifact:
                  "ptxas": k.ptxas}
                 for i, k in enumerate(self.kernels)
             ],
+            "tensor_maps": [m.to_json() for m in self.tensor_maps],
             "steps": list(self.steps),
         }
 

@@ -14,8 +14,10 @@ from pathlib import Path
 from ..errors import RuntimeError
 from .artifact import Artifact, read
 from .executor import DeviceArray, DryDriver, Executable
+from .tensormaps import TensorMapInfo
 
-__all__ = ["Artifact", "DeviceArray", "DryDriver", "Executable", "RuntimeError", "cuda_target", "load", "read"]
+__all__ = ["Artifact", "DeviceArray", "DryDriver", "Executable", "RuntimeError", "TensorMapInfo", "cuda_target", "load",
+           "read"]
 
 
 def load(path: str | Path, *, device: int = 0, dry: bool = False, emulate: bool = False) -> Executable:

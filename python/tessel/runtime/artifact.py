@@ -33,12 +33,15 @@ import numpy as np
 from ..dtypes import dtype_named
 from ..errors import RuntimeError
 from .fields import FieldError, field, integer, integers, shown, typed
+from .tensormaps import ELEMENT_TYPES, FILLS, INTERLEAVES, L2_PROMOTIONS, SWIZZLES, TensorMapError, TensorMapInfo, \
+    check, field_path
 
-__all__ = ["FORMAT", "VERSION", "Artifact", "BufferInfo", "KernelInfo", "TargetInfo", "read", "saved_manifest"]
+__all__ = ["FORMAT", "VERSION", "Artifact", "BufferInfo", "KernelInfo", "MapArgument", "TargetInfo", "TensorMapInfo",
+           "read", "saved_manifest", "tensor_map_info"]
 
 FORMAT = "tessel-cuda-artifact"
-# 2: the manifest carries its target's description.
-VERSION = 2
+# 2: the manifest carries its target's description. 3: tensor maps (TMA), which launches may pass.
+VERSION = 3
 
 BUFFER_KINDS = ("input", "output", "constant", "temporary", "view")
 _MANIFEST = "the manifest"  # what errors call its top-level object
@@ -86,6 +89,14 @@ class KernelInfo:
     # From `ptxas -v`: registers, spill_stores, spill_loads, shared_bytes,
     # stack_bytes; None when the compiler did not assemble the kernel.
     ptxas: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class MapArgument:
+    """A launch argument that is the manifest's tensor map ``index``: the
+    kernel gets the device address of its 128 encoded bytes."""
+
+    index: int
 
 
 @dataclass(frozen=True)
@@ -161,10 +172,66 @@ def _tensor(record: dict[str, Any], where: str) -> tuple[tuple[int, ...], np.dty
     return shape, dtype
 
 
-def _entry_parameters(ptx: str, name: str) -> int | None:
-    """How many parameters PTX entry ``name`` declares; None if it has none of that name."""
+def tensor_map_info(value: Any, where: str, buffers: dict[int, BufferInfo]) -> TensorMapInfo:
+    """The tensor map of record ``value`` (JSON data, field path ``where``)
+    over one of ``buffers`` (by id): every field typed, the map checked by
+    the driver's rules (:func:`tessel.runtime.tensormaps.check`), and its
+    dims and strides reaching no byte past its buffer."""
+    record = typed(value, dict, where, "an object")
+
+    def dims(key: str) -> tuple[int, ...]:  # bounded here, their count checked with the rest (check)
+        return integers(field(record, key, where), f"{where}.{key}", max_length=MAX_RANK)
+
+    names = {}
+    for key, table in (("dtype", ELEMENT_TYPES), ("swizzle", SWIZZLES), ("fill", FILLS),
+                       ("interleave", INTERLEAVES), ("l2_promotion", L2_PROMOTIONS)):
+        names[key] = field(record, key, where)
+        if not isinstance(names[key], str) or names[key] not in table:
+            raise FieldError(f"{where}.{key} must be one of {', '.join(table)}, not {shown(names[key])}")
+    buffer = integer(field(record, "buffer", where), f"{where}.buffer")
+    if buffer not in buffers:
+        raise FieldError(f"{where}.buffer is {buffer}, which is no buffer of the manifest")
+    info = TensorMapInfo(names["dtype"], dims("dims"), dims("strides"), dims("box"), dims("element_strides"),
+                         names["swizzle"], names["fill"], names["interleave"], names["l2_promotion"], buffer)
+    try:
+        check(info, name=field_path(where))
+    except TensorMapError as e:
+        raise FieldError(str(e)) from None
+    if info.extent > buffers[buffer].nbytes:
+        raise FieldError(f"{where} reaches {info.extent} bytes from the start of buffer {buffer}, which has "
+                         f"{buffers[buffer].nbytes}: its dims and strides describe memory past the buffer")
+    return info
+
+
+def _launch_arguments(value: Any, where: str, maps: int) -> list[int | MapArgument]:
+    """A launch's ``args``: buffer ids, and ``{"tensor_map": index}`` for a tensor map (of ``maps``)."""
+    arguments: list[int | MapArgument] = []
+    for k, item in enumerate(typed(value, list, where, "a list")):
+        at = f"{where}[{k}]"
+        if isinstance(item, dict):
+            index = integer(field(item, "tensor_map", at), f"{at}.tensor_map")
+            if len(item) != 1:
+                raise FieldError(f"{at} must be {{\"tensor_map\": index}} and nothing more, not {shown(item)}")
+            if index >= maps:
+                raise FieldError(f"{at}.tensor_map is {index}, but the manifest has {maps} tensor maps")
+            arguments.append(MapArgument(index))
+        elif type(item) is int:
+            arguments.append(integer(item, at))
+        else:
+            raise FieldError(f"{at} must be a buffer id or {{\"tensor_map\": index}}, not {shown(item)}")
+    return arguments
+
+
+def _entry_parameters(ptx: str, name: str) -> list[str] | None:
+    """The parameter declarations of PTX entry ``name`` (``.param .u64 x``);
+    None if the PTX has no entry of that name."""
     match = re.search(rf"\.entry\s+{re.escape(name)}\s*\(([^)]*)\)", ptx)
-    return None if match is None else match.group(1).count(".param")
+    return None if match is None else [p.strip() for p in match.group(1).split(",") if p.strip()]
+
+
+def _is_pointer(parameter: str) -> bool:
+    """Whether a parameter declaration is a 64-bit scalar: what a device pointer is passed as."""
+    return "[" not in parameter and any(t in (".u64", ".b64", ".s64") for t in parameter.split())
 
 
 def _open(root: Path, relative: Any, max_bytes: int) -> BinaryIO:
@@ -256,6 +323,9 @@ class Artifact:
                 None if ptxas is None else
                 {key: integer(v, f"{where}.ptxas.{key}") for key, v in ptxas.items()}))
         self.kernels = tuple(kernels)
+        by_id = {b.id: b for b in self.buffers}
+        self.tensor_maps: tuple[TensorMapInfo, ...] = tuple(
+            tensor_map_info(m, where, by_id) for where, m in _records(manifest, "tensor_maps"))
         steps: list[dict[str, Any]] = []
         for where, s in _records(manifest, "steps"):
             op = field(s, "op", where)
@@ -265,7 +335,7 @@ class Artifact:
                       "copy": ("source", "target")}[op]
             step: dict[str, Any] = {"op": op, **{f: integer(field(s, f, where), f"{where}.{f}") for f in fields}}
             if op == "launch":
-                step["args"] = list(integers(field(s, "args", where), f"{where}.args"))
+                step["args"] = _launch_arguments(field(s, "args", where), f"{where}.args", len(self.tensor_maps))
             steps.append(step)
         self.steps: tuple[dict[str, Any], ...] = tuple(steps)
 
@@ -341,8 +411,10 @@ class Artifact:
         live = {b.id for b in self.buffers if b.kind in ("input", "output", "constant")}
         for n, step in enumerate(self.steps):
             op = step["op"]
+            # A tensor map argument uses its buffer: the map is encoded with the buffer's address.
             used = ([step["buffer"]] if op in ("alloc", "free") else
-                    step["args"] if op == "launch" else [step["source"], step["target"]])
+                    [a if isinstance(a, int) else self.tensor_maps[a.index].buffer for a in step["args"]]
+                    if op == "launch" else [step["source"], step["target"]])
             if any(u not in ids for u in used):
                 fail(f"step {n} refers to an unknown buffer")
             if op == "alloc":
@@ -359,9 +431,17 @@ class Artifact:
             elif op == "launch":
                 if not step["kernel"] < len(self.kernels):
                     fail(f"step {n} launches unknown kernel {step['kernel']}")
-                if len(step["args"]) != parameters[step["kernel"]]:
-                    fail(f"step {n} passes {len(step['args'])} buffers to kernel "
-                         f"{self.kernels[step['kernel']].name}, whose PTX takes {parameters[step['kernel']]}")
+                kernel, declared = self.kernels[step["kernel"]].name, parameters[step["kernel"]]
+                if len(step["args"]) != len(declared):
+                    fail(f"step {n} passes {len(step['args'])} arguments to kernel {kernel}, whose PTX takes "
+                         f"{len(declared)}")
+                # Buffers and tensor maps alike reach a kernel as a device address (bare-pointer ABI; a
+                # map's 128 bytes are in device memory, not a grid-constant .param .b8 map[128]).
+                for k, (argument, parameter) in enumerate(zip(step["args"], declared)):
+                    if not _is_pointer(parameter):
+                        what = f"buffer {argument}" if isinstance(argument, int) else f"tensor map {argument.index}"
+                        fail(f"step {n} passes {what} as argument {k} of kernel {kernel}, whose PTX declares "
+                             f"{shown(parameter)}, not a 64-bit device pointer (.u64)")
             elif op == "copy" and ids[step["source"]].nbytes != ids[step["target"]].nbytes:
                 fail(f"step {n} copies between buffers of different sizes")
 

@@ -3,6 +3,10 @@
 Every call is checked: a failure raises tessel.RuntimeError with the CUDA
 error's name and, for kernel work, the kernel's name; a PTX the driver's JIT
 rejects carries the JIT's log. Modules are loaded once per context.
+
+Tensor maps are encoded by the driver's ``cuTensorMapEncodeTiled``, with
+the arguments :func:`tensor_map_arguments` builds (a function of its own,
+so that a machine without a GPU tests them against ``cuda.bindings``).
 """
 
 from __future__ import annotations
@@ -13,10 +17,31 @@ import numpy as np
 
 from ..errors import RuntimeError
 from .artifact import KernelInfo, TargetInfo
+from .tensormaps import FILLS, INTERLEAVES, L2_PROMOTIONS, TensorMapError, TensorMapInfo, check, field_path
 
-__all__ = ["CudaDriver"]
+__all__ = ["CudaDriver", "tensor_map_arguments"]
 
 _LOG_BYTES = 1 << 14
+
+
+def tensor_map_arguments(cu: Any, tensor_map: TensorMapInfo, address: int) -> tuple:
+    """The arguments of ``cu.cuTensorMapEncodeTiled`` (``cu``: the module
+    ``cuda.bindings.driver``) for ``tensor_map`` at device ``address``,
+    after checking them by the driver's documented rules (a broken map is
+    a tessel.RuntimeError naming the field, not the driver's bare
+    CUDA_ERROR_INVALID_VALUE)."""
+    try:
+        check(tensor_map, address, field_path(f"the tensor map of buffer {tensor_map.buffer}"))
+    except TensorMapError as e:
+        raise RuntimeError(str(e)) from None
+    m = tensor_map
+    return (getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{m.element.driver}"), m.rank, address,
+            [cu.cuuint64_t(d) for d in m.dims], [cu.cuuint64_t(s) for s in m.strides],
+            [cu.cuuint32_t(b) for b in m.box], [cu.cuuint32_t(e) for e in m.element_strides],
+            getattr(cu.CUtensorMapInterleave, f"CU_TENSOR_MAP_INTERLEAVE_{INTERLEAVES[m.interleave]}"),
+            getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{m.swizzle.upper()}"),
+            getattr(cu.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{L2_PROMOTIONS[m.l2_promotion]}"),
+            getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{FILLS[m.fill]}"))
 
 
 class CudaDriver:
@@ -84,8 +109,11 @@ class CudaDriver:
             self._modules[kernel.ptx] = module
         function = self._check(cu.cuModuleGetFunction(self._modules[kernel.ptx], kernel.name.encode()),
                                "cuModuleGetFunction", kernel.name)
-        # More dynamic shared memory than a block has without opting in must be asked for.
-        if kernel.dynamic_shared_bytes > self.target.static_shared_per_block:
+        # More shared memory than a block has without opting in (48 KB), static (mbarriers, say) and
+        # dynamic together, must be asked for: the dynamic part's maximum raised to what it asks.
+        static = self._check(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                                   function), "cuFuncGetAttribute", kernel.name)
+        if static + kernel.dynamic_shared_bytes > self.target.static_shared_per_block:
             self._check(cu.cuFuncSetAttribute(
                 function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 kernel.dynamic_shared_bytes), "cuFuncSetAttribute", kernel.name)
@@ -117,3 +145,9 @@ class CudaDriver:
 
     def synchronize(self) -> None:
         self._check(self._cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    def encode_tensor_map(self, tensor_map: TensorMapInfo, address: int) -> bytes:
+        """The 128-byte CUtensorMap ``cuTensorMapEncodeTiled`` encodes for ``tensor_map`` at ``address``."""
+        encoded = self._check(self._cu.cuTensorMapEncodeTiled(*tensor_map_arguments(self._cu, tensor_map, address)),
+                              "cuTensorMapEncodeTiled")
+        return b"".join(int(word).to_bytes(8, "little") for word in encoded.opaque)

@@ -5,6 +5,14 @@ against a :class:`Driver`: :class:`~tessel.runtime.cuda_driver.CudaDriver`
 on a GPU, :class:`DryDriver` anywhere (it checks every step, pointer and
 launch shape, and launches nothing). Temporaries and uploaded inputs are
 freed even when a step fails.
+
+Tensor maps (TMA): a launch argument may be one of the manifest's maps,
+which the executor has its driver encode for the address its buffer has in
+this call (``Driver.encode_tensor_map``: ``cuTensorMapEncodeTiled`` on a
+GPU, the emulator's encoding, the dry driver's checks) into 128 bytes of
+device memory of its own, whose address the kernel gets. A map is encoded
+again only when its buffer's address changed since (an input used in place,
+a pooled buffer handed out elsewhere).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from .. import dlpack
 from ..dtypes import described, host_array
 from ..errors import RuntimeError, UnsupportedError
 from .artifact import Artifact, BufferInfo, KernelInfo, TargetInfo
+from .tensormaps import ADDRESS_ALIGNMENT, SIZE, TensorMapError, TensorMapInfo, check, field_path
 
 __all__ = ["DeviceArray", "Driver", "DryDriver", "Executable"]
 
@@ -37,13 +46,17 @@ class Driver(Protocol):
     def copy(self, target: int, source: int, nbytes: int) -> None: ...
     def launch(self, function: Any, kernel: KernelInfo, pointers: Sequence[int]) -> None: ...
     def synchronize(self) -> None: ...
+    # The 128 bytes a kernel reads tensor map ``tensor_map`` from, its global address ``address``.
+    def encode_tensor_map(self, tensor_map: TensorMapInfo, address: int) -> bytes: ...
 
 
 class DryDriver:
     """A device that checks instead of running: allocations are address
     ranges, every pointer a step passes must be a live allocation, launch
     shapes and shared memory must fit ``target`` (the description of the
-    artifact's target). Kernels do not run; downloads give zeros."""
+    artifact's target), every tensor map must pass the driver's rules with
+    its address and lie inside a live allocation. Kernels do not run;
+    downloads give zeros."""
 
     device_name = "dry run (no device)"
     ordinal, stream_handle = 0, None
@@ -97,6 +110,15 @@ class DryDriver:
                 raise RuntimeError(f"dry run: kernel {kernel.name} gets {pointer:#x}, "
                                    "which is not a live allocation")
         self.launches.append((kernel.name, tuple(pointers)))
+
+    def encode_tensor_map(self, tensor_map: TensorMapInfo, address: int) -> bytes:
+        where = f"the tensor map of buffer {tensor_map.buffer}"
+        try:
+            check(tensor_map, address, field_path(where))
+        except TensorMapError as e:
+            raise RuntimeError(f"dry run: {e}") from None
+        self._check(address, tensor_map.extent, where)
+        return bytes(SIZE)  # no device reads it
 
     def synchronize(self) -> None:
         pass
@@ -186,10 +208,23 @@ class Executable:
         self._functions = [driver.load(k) for k in artifact.kernels]
         self._constants: dict[int, int] = {}
         self.pool: dict[int, list[int]] = {}  # bytes -> free device pointers
+        # Tensor map -> (device memory of its 128 bytes, the buffer address they were encoded for).
+        self._maps: dict[int, tuple[int, int | None]] = {}
         self._views: dict[int, list[int]] = {}  # buffer -> the views that alias it
         for b in artifact.buffers:
             if b.kind == "view":
                 self._views.setdefault(b.view_of, []).append(b.id)
+        # Kernels move vectors of the target's vector_bytes (cp.async, ld/st.global.v4), and a tensor
+        # map's address must be 16-byte aligned: the alignment a device input needs to be used in place.
+        self._input_alignment = {b.index: artifact.target_description.vector_bytes for b in artifact.buffers
+                                 if b.kind == "input"}
+        for m in artifact.tensor_maps:
+            described = artifact.buffers[m.buffer]
+            if described.kind == "view":
+                described = artifact.buffers[described.view_of]
+            if described.kind == "input":
+                self._input_alignment[described.index] = max(self._input_alignment[described.index],
+                                                             ADDRESS_ALIGNMENT)
         try:
             for b in artifact.buffers:
                 if b.kind == "constant":
@@ -200,16 +235,18 @@ class Executable:
             raise
 
     def close(self) -> None:
-        """Frees the constants and the pool (also done when collected)."""
+        """Frees the constants, the tensor maps and the pool (also done when collected)."""
         for pointer in self._constants.values():
+            self.driver.free(pointer)
+        for pointer, _ in self._maps.values():
             self.driver.free(pointer)
         for pointers in self.pool.values():
             for pointer in pointers:
                 self.driver.free(pointer)
-        self._constants, self.pool = {}, {}
+        self._constants, self._maps, self.pool = {}, {}, {}
 
     def __del__(self) -> None:
-        if getattr(self, "_constants", None) or getattr(self, "pool", None):
+        if getattr(self, "_constants", None) or getattr(self, "pool", None) or getattr(self, "_maps", None):
             self.close()
 
     def _alloc(self, nbytes: int) -> int:
@@ -235,9 +272,7 @@ class Executable:
                                f"got {described(view.dtype)}{list(view.shape)}")
         if device:
             held.append(view.owner)
-            # Kernels copy, load and store vectors of the target's
-            # vector_bytes (cp.async, ld/st.global.v4).
-            if view.pointer % self.artifact.target_description.vector_bytes == 0:
+            if view.pointer % self._input_alignment[index] == 0:
                 return view.pointer
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         pointer = self._alloc(nbytes)
@@ -249,6 +284,24 @@ class Executable:
         else:
             self.driver.upload(pointer, host_array(view, dtype))
         return pointer
+
+    def _tensor_map(self, index: int, pointers: dict[int, int]) -> int:
+        """The device address of tensor map ``index``'s 128 bytes, encoded
+        for the address its buffer has now (``pointers``: buffer -> address)."""
+        tensor_map = self.artifact.tensor_maps[index]
+        address = pointers[tensor_map.buffer]
+        slot, encoded_for = self._maps.get(index, (None, None))
+        if slot is not None and encoded_for == address:
+            return slot
+        raw = self.driver.encode_tensor_map(tensor_map, address)
+        if slot is None:
+            slot = self.driver.alloc(SIZE)
+            self._maps[index] = (slot, None)
+        # Calls end synchronized and a buffer has one address in a call: no kernel this executable
+        # launched still reads the bytes replaced here.
+        self.driver.upload(slot, np.frombuffer(raw, np.uint8))
+        self._maps[index] = (slot, address)
+        return slot
 
     def __call__(self, *args: Any, device_outputs: bool = False) -> Any:
         """Runs the program. Inputs: numpy arrays or CPU DLPack tensors
@@ -294,7 +347,8 @@ class Executable:
                 else:
                     kernel = artifact.kernels[step["kernel"]]
                     driver.launch(self._functions[step["kernel"]], kernel,
-                                  [pointers[a] for a in step["args"]])
+                                  [pointers[a] if isinstance(a, int) else self._tensor_map(a.index, pointers)
+                                   for a in step["args"]])
             driver.synchronize()
             results: list[Any] = []
             for b, pointer in sorted(outputs, key=lambda o: o[0].index):

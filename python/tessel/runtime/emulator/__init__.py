@@ -8,6 +8,8 @@ what a GPU would not tell you: out-of-bounds and misaligned accesses,
 reads of memory nothing wrote, shared-memory races between barriers,
 ``cp.async`` data read before its ``wait_group`` (a bulk copy's before its
 mbarrier phase, a ``wgmma``'s accumulators before its ``wgmma.wait_group``),
+shared memory threads wrote read by the async proxy (a bulk or tensor
+store, a ``wgmma``) with no ``fence.proxy.async`` between,
 warp- and warpgroup-collective instructions reached by part of a warp or
 warpgroup, launch shapes and shared memory
 over the chip's limits (those of its ``tessel.targets`` description). What
@@ -35,12 +37,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..artifact import KernelInfo, TargetInfo
+from ..tensormaps import TensorMapInfo
 from .decode import decode_kernel
 from .machine import Kernel, Launch, params_bytes, run
 from .memory import GlobalMemory
 from .ptx import EmulationError, parse
+from .tensormap import encode_tensor_map
 
-__all__ = ["Buffer", "Device", "EmulationError", "EmulatorDriver", "Module"]
+__all__ = ["Buffer", "Device", "EmulationError", "EmulatorDriver", "Module", "encode_tensor_map"]
 
 
 @dataclass(frozen=True)
@@ -257,3 +261,10 @@ class EmulatorDriver:
 
     def synchronize(self) -> None:
         pass
+
+    def encode_tensor_map(self, tensor_map: TensorMapInfo, address: int) -> bytes:
+        """The emulator's encoding of ``tensor_map`` at ``address`` (:mod:`.tensormap`), from the
+        same fields the CUDA driver gives cuTensorMapEncodeTiled."""
+        m = tensor_map
+        return encode_tensor_map(address, m.dtype, m.dims, m.strides, m.box, m.element_strides, swizzle=m.swizzle,
+                                 fill=m.fill, interleave=m.interleave, l2_promotion=m.l2_promotion)

@@ -1564,18 +1564,23 @@ def _createpolicy(d: Decoder, ins: Instruction, mods: Mods) -> Op:
 
 @opcode("membar", "fence")
 def _fence(d: Decoder, ins: Instruction, mods: Mods) -> Op:
-    # One thread at a time is sequentially consistent: fences order nothing more. The async
-    # proxy's writes are ordered by their mbarrier and its reads by bulk wait_group here; tensor
-    # copies read their tensor map from memory as it is, so the tensormap proxy's fences have nothing
-    # to order either (a missing one is not detected).
+    # One thread at a time is sequentially consistent: fences order nothing more, but for
+    # fence.proxy.async of shared memory, which makes the generic proxy's writes visible to the async
+    # proxy's reads (bulk and tensor stores, wgmma operands: memory.py checks that one is ordered between
+    # them). The async proxy's writes are ordered by their mbarrier and its reads by bulk wait_group
+    # here; tensor copies read their tensor map from memory as it is, so the tensormap proxy's fences
+    # have nothing to order (a missing one is not detected), nor has a .global proxy fence (the emulator
+    # does not follow which proxy wrote global memory).
     if mods.take("proxy"):
         kind = mods.take("async", "alias", "tensormap::generic")
         if kind is None:
             raise mods.error("unknown proxy fence")
         operands = 0
+        run = None
         if kind == "async":
             d.needs(ins, 90)
-            mods.take("shared::cta", "shared::cluster", "global")
+            if mods.take("shared::cta", "shared::cluster", "global") != "global":
+                run = lambda w, m: w.proxy_fence(w.lanes(m))  # noqa: E731
         elif kind == "tensormap::generic":
             d.needs(ins, 90)
             if mods.take("release", "acquire") == "acquire":
@@ -1583,7 +1588,7 @@ def _fence(d: Decoder, ins: Instruction, mods: Mods) -> Op:
             if not mods.take("cta", "cluster", "gpu", "sys"):
                 raise mods.error("needs a scope")
         d.operands(ins, operands)
-        return Decoder.normal(ins, lambda w, m: None)
+        return Decoder.normal(ins, run or (lambda w, m: None))
     if mods.take("mbarrier_init"):
         d.needs(ins, 90)
         if not mods.take("release") or not mods.take("cluster"):

@@ -190,11 +190,12 @@ class Wave:
         self.R = [np.zeros(n, dtype) for dtype in kernel.storage]
         self.carry = np.zeros(n, np.uint8)  # CC.CF of add.cc, addc, mad.cc, ...
         size, layout = shared  # the launch's kernel.shared_layout, computed once for all its waves
-        self.shared = SharedMemory(len(blocks), size, layout, kernel.granule, self.per_block) \
+        self.shared = SharedMemory(len(blocks), size, layout, kernel.granule, self.per_block,
+                                   [op.ins for op in kernel.ops]) \
             if kernel.uses_shared else None
         self.local = LocalMemory(n, kernel.local_bytes, memory.check_initialized) if kernel.local_bytes else None
         self.params = np.frombuffer(launch.params, np.uint8)
-        # cp.async: copies in flight as [lanes, byte positions, data, group], and per lane the
+        # cp.async: copies in flight as [lanes, byte positions, data, group, the cp.async's op], and per lane the
         # number of groups committed so far.
         self.copies: list[list[np.ndarray]] = []
         self.committed = np.zeros(n, np.int64)
@@ -303,11 +304,12 @@ class Wave:
         return parts
 
     def read_shared(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str,
-                    align: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    align: int | None = None, async_proxy: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``size`` bytes at each shared address read by ``lanes`` after the
-        checks of a load, named ``what`` in errors; also the granules read."""
+        checks of a load, named ``what`` in errors (``async_proxy``: read
+        through the async proxy, a wgmma's operands); also the granules read."""
         positions = self._shared(addresses, size, lanes, what, align)
-        data = self.shared.read(positions, size, lanes, self.epochs(lanes), what)
+        data = self.shared.read(positions, size, lanes, self.epochs(lanes), what, async_proxy)
         return data, self.shared._cells(positions, size).reshape(-1)
 
     def _shared(self, addresses: np.ndarray, size: int, lanes: np.ndarray, what: str,
@@ -346,7 +348,7 @@ class Wave:
             raise Fault("cp.async into shared memory that another cp.async is still copying into",
                         lanes[:1])
         self.shared.pending[cells] += 1
-        self.copies.append([lanes, positions, data, self.committed[lanes].copy()])
+        self.copies.append([lanes, positions, data, self.committed[lanes].copy(), self.shared.op])
 
     def async_commit(self, lanes: np.ndarray) -> None:
         self.committed[lanes] += 1
@@ -357,16 +359,18 @@ class Wave:
         limit[lanes] = self.committed[lanes] - keep
         remaining = []
         for copy in self.copies:
-            copy_lanes, positions, data, groups = copy
+            copy_lanes, positions, data, groups, op = copy
             done = groups < limit[copy_lanes]
             if done.any():
                 cells = self.shared._cells(positions[done], data.shape[1]).reshape(-1)
                 self.shared.pending[cells] -= 1
+                # Written by the thread's cp.async (the generic proxy), as of now: a fence before its
+                # wait_group does not order it.
                 self.shared.write(positions[done], data[done], copy_lanes[done], self.epochs(copy_lanes[done]),
-                                  "cp.async")
+                                  "cp.async", op=op)
                 if done.all():
                     continue
-                copy = [copy_lanes[~done], positions[~done], data[~done], groups[~done]]
+                copy = [copy_lanes[~done], positions[~done], data[~done], groups[~done], op]
             remaining.append(copy)
         self.copies = remaining
 
@@ -561,6 +565,11 @@ class Wave:
             addresses, inside = tmap.elements(coords[k])
             if inside.any():
                 self.memory.store(addresses[inside].astype(np.uint64), box[inside], np.repeat(lane, inside.sum()))
+
+    def proxy_fence(self, lanes: np.ndarray) -> None:
+        """fence.proxy.async of shared memory by ``lanes`` (see :meth:`SharedMemory.proxy_fence`)."""
+        if self.shared is not None and len(lanes):
+            self.shared.proxy_fence(lanes)
 
     def bulk_commit(self, lanes: np.ndarray) -> None:
         self.bulk_committed[lanes] += 1
@@ -765,6 +774,7 @@ def _execute(w: Wave) -> int:
     mask: np.ndarray | None = None if w.alive.all() else w.alive.copy()  # the runnable lanes, with pc
     runnable = w.live_count
     limit = w.launch.max_steps
+    shared = w.shared
 
     def apart() -> np.ndarray:
         spread = np.full(n, _IDLE, np.int64)
@@ -813,6 +823,8 @@ def _execute(w: Wave) -> int:
             else:
                 eff = act
             kind = op.kind
+            if shared is not None:
+                shared.op = cur  # the instruction its writes are by, for errors
             try:
                 if op.touches is not None:
                     w.wgmma_touch(op, eff)

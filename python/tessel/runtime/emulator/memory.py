@@ -27,6 +27,14 @@ Every access is checked, as a GPU with a memory checker would:
   the source of a bulk store is not to be overwritten before its
   ``cp.async.bulk.wait_group.read``, nor the operands of a
   ``wgmma.mma_async`` before the ``wgmma.wait_group`` that retires it;
+  and what the async proxy reads (a bulk or tensor store's source, a
+  wgmma's operands) that threads wrote through the generic proxy (st,
+  stmatrix, cp.async) must have a ``fence.proxy.async`` ordered between
+  the write and the read: by the writer after its write and before the
+  barrier or mbarrier that orders the write before the reader, or by the
+  reading thread after it (the ISA's proxy fence on the causality path);
+  without one the hardware may read stale data, here it is an error naming
+  the granule and the writer's instruction;
 * ``bar.warp.sync`` orders the shared accesses of its threads as a
   barrier among them (the ISA's memory ordering of the warp barrier).
 
@@ -37,8 +45,12 @@ turns it into an EmulationError naming the block, thread and instruction.
 from __future__ import annotations
 
 import bisect
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .ptx import Instruction
 
 __all__ = ["BULK_SOURCE", "Fault", "GlobalMemory", "LocalMemory", "MBarrier", "SharedMemory", "GLOBAL_BASE",
            "LOCAL_WINDOW", "PARAM_WINDOW", "SHARED_WINDOW", "WGMMA_OPERAND", "WINDOW_BYTES"]
@@ -291,7 +303,8 @@ class SharedMemory:
     variables) is not memory a kernel may touch.
     """
 
-    def __init__(self, blocks: int, size: int, layout: np.ndarray, granule: int, lanes_per_block: int) -> None:
+    def __init__(self, blocks: int, size: int, layout: np.ndarray, granule: int, lanes_per_block: int,
+                 instructions: Sequence[Instruction] = ()) -> None:
         self.blocks, self.size, self.granule = blocks, size, granule
         self.stride = size + 15 & ~15
         self.data = np.zeros(blocks * self.stride, np.uint8)
@@ -302,6 +315,10 @@ class SharedMemory:
         self.write_epoch = np.zeros(cells, np.int32)
         self.reader = np.full(cells, -1, np.int32)
         self.read_epoch = np.full(cells, -1, np.int32)
+        # The instruction (index into ``instructions``, the kernel's) that last wrote each granule, for
+        # errors; ``op`` is the one running, which the machine sets.
+        self.instructions, self.op = instructions, 0
+        self.write_op = np.zeros(cells, np.int32)
         self.many_readers = np.zeros(cells, bool)
         self.pending = np.zeros(cells, np.uint8)  # cp.async copies in flight
         self.epoch = np.zeros(blocks, np.int32)  # barrier intervals completed, per block
@@ -314,6 +331,12 @@ class SharedMemory:
         # the clock of each granule's last writer and reader, and for granules that several threads read
         # in the interval, {lane: clock} of every reader (``readers``, granule -> (epoch, that dict)).
         self.acq: np.ndarray | None = None
+        # The proxy fences (fence.proxy.async), made with the rest of the async state: per granule the
+        # count of its writer's fences when it wrote (``write_fences``; -1: the async proxy wrote it, a bulk
+        # copy landing), per lane how many fences followed a generic write of its (``fences``; the k-th one's
+        # barrier epoch and release count in ``fence_log[lane, :, k]``) and whether it wrote since the
+        # last (``wrote``), and its latest fence's epoch and acquired clocks (``fence_epoch``, ``fence_acq``).
+        self.write_fences: np.ndarray | None = None
 
     def sync(self, done: np.ndarray | None = None) -> None:
         """A bar.sync of the blocks ``done`` (None: all) completed: a new
@@ -356,8 +379,10 @@ class SharedMemory:
         return first[:, None] + np.arange(size // g) if size > g else first[:, None]
 
     def read(self, positions: np.ndarray, size: int, lanes: np.ndarray, epochs: np.ndarray,
-             what: str = "shared load") -> np.ndarray:
-        """(k, size) bytes, after the checks; records the reads."""
+             what: str = "shared load", async_proxy: bool = False) -> np.ndarray:
+        """(k, size) bytes, after the checks; records the reads. ``async_proxy``:
+        the async proxy reads them for the lanes (a bulk store, a wgmma), so
+        generic writes need a proxy fence ordered before (:meth:`_check_fenced`)."""
         cells = self._cells(positions, size)
         lane = np.repeat(lanes, cells.shape[1]).astype(np.int32)
         epoch = np.repeat(epochs, cells.shape[1])
@@ -377,6 +402,8 @@ class SharedMemory:
             k = np.flatnonzero(race)[0]
             raise Fault(f"race: {what} of shared memory that {{other}} wrote, with no bar.sync between",
                         lane[k:k + 1], int(writer[k]))
+        if async_proxy:
+            self._check_fenced(flat, lane, epoch, what)
         same = self.read_epoch[flat] == epoch
         other = same & (self.reader[flat] != lane)
         before, before_clock = self.reader[flat], None if self.acq is None else self.read_clock[flat]
@@ -390,9 +417,11 @@ class SharedMemory:
         return gather(self.data, positions, size, _width(size, size))
 
     def write(self, positions: np.ndarray, data: np.ndarray, lanes: np.ndarray, epochs: np.ndarray,
-              what: str = "shared store", pending_ok: bool = False, landing: bool = False) -> None:
+              what: str = "shared store", pending_ok: bool = False, landing: bool = False,
+              op: int | None = None) -> None:
         """Writes (k, size) bytes, after the race checks (``landing``: a bulk
-        copy's, which :meth:`land` checks against the async proxy)."""
+        copy's, which :meth:`land` checks against the async proxy; else the
+        generic proxy's) by instruction ``op`` (default: the one running)."""
         size = data.shape[1]
         cells = self._cells(positions, size)
         per = cells.shape[1]
@@ -428,8 +457,14 @@ class SharedMemory:
         scatter(self.data, positions, data, width)
         self.writer[flat] = lane
         self.write_epoch[flat] = epoch
+        self.write_op[flat] = self.op if op is None else op
         if self.acq is not None:
             self.write_clock[flat] = self.clock[lane]
+            if landing:
+                self.write_fences[flat] = -1
+            else:
+                self.write_fences[flat] = self.fences[lane]
+                self.wrote[lanes] = True
         if self.proxy is not None:
             self.proxy[flat] &= ~np.uint8(_LANDED)  # the thread has seen the copy's phase: plain data now
         # Lanes of this one access that stored to the same place: a race unless the values agree.
@@ -459,6 +494,13 @@ class SharedMemory:
             self.write_clock = np.zeros(cells, np.int32)  # accesses so far were all at clock 0
             self.read_clock = np.zeros(cells, np.int32)
             self.readers: dict[int, tuple[int, dict[int, int]]] = {}
+            # Writes so far were generic (nothing asynchronous ran yet) and before any proxy fence.
+            self.write_fences = np.zeros(cells, np.int32)
+            self.fences = np.zeros(lanes, np.int32)
+            self.wrote = np.ones(lanes, bool)
+            self.fence_log = np.zeros((lanes, 2, 4), np.int64)
+            self.fence_epoch = np.full(lanes, -1, np.int64)
+            self.fence_acq = np.zeros((lanes, self.lanes_per_block), np.int32)
 
     def _after(self, lane: np.ndarray, other: np.ndarray, clocks: np.ndarray) -> np.ndarray:
         """Whether each lane has acquired the access ``other`` made at its release count ``clocks``."""
@@ -497,6 +539,63 @@ class SharedMemory:
     def acquire(self, barrier: MBarrier, lanes: np.ndarray) -> None:
         """``lanes`` saw the barrier's latest phase complete: they are ordered after its releases."""
         self.acq[lanes] = np.maximum(self.acq[lanes], barrier.released)
+
+    def proxy_fence(self, lanes: np.ndarray) -> None:
+        """fence.proxy.async (of shared memory) by ``lanes``: each orders the
+        generic writes it made before it, and those it is ordered after (it
+        saw them through a barrier or an mbarrier), before the async proxy's
+        later reads (:meth:`_check_fenced`)."""
+        self.start_async()
+        epochs = self.epoch[lanes // self.lanes_per_block]
+        # Only the first fence after a thread's writes is logged: a later one orders them no earlier.
+        logged = self.wrote[lanes]
+        if logged.any():
+            first, count = lanes[logged], self.fences[lanes[logged]]
+            if count.max() >= self.fence_log.shape[2]:
+                self.fence_log = np.concatenate([self.fence_log, np.zeros_like(self.fence_log)], axis=2)
+            self.fence_log[first, 0, count] = epochs[logged]
+            self.fence_log[first, 1, count] = self.clock[first]
+            self.fences[first] += 1
+        self.wrote[lanes] = False
+        self.fence_epoch[lanes] = epochs
+        self.fence_acq[lanes] = self.acq[lanes]
+
+    def _check_fenced(self, flat: np.ndarray, lane: np.ndarray, epoch: np.ndarray, what: str) -> None:
+        """Granules ``flat`` read by the async proxy for ``lane`` (in barrier
+        ``epoch``): each written through the generic proxy needs a proxy
+        fence on the causality path from its write to this read (PTX ISA,
+        memory consistency model: proxies): its writer's first fence after
+        the write, ordered before the read by a bar.sync (an earlier epoch)
+        or a release the reader acquired; or the reader's latest fence,
+        ordered after the write the same ways. Data a bulk copy landed is
+        the async proxy's own. A fence by a third thread between them is not
+        followed: an error here, though the ISA would allow it."""
+        k = self.write_fences[flat]
+        generic = k >= 0
+        if not generic.any():
+            return
+        flat, lane, epoch, k = flat[generic], lane[generic], epoch[generic], k[generic]
+        writer = self.writer[flat]
+        writer_thread = writer % self.lanes_per_block
+        fenced = self.fences[writer] > k
+        slot = np.minimum(k, self.fence_log.shape[2] - 1)
+        fence_epoch, fence_clock = self.fence_log[writer, 0, slot], self.fence_log[writer, 1, slot]
+        ordered = fenced & ((writer == lane) | (fence_epoch < epoch) | (
+            (fence_epoch == epoch) & (self.acq[lane, writer_thread] > fence_clock)))
+        seen = self.fence_epoch[lane]
+        write_epoch = self.write_epoch[flat]
+        ordered |= (seen >= 0) & ((write_epoch < seen) | (
+            (write_epoch == seen) & (self.fence_acq[lane, writer_thread] > self.write_clock[flat])))
+        if ordered.all():
+            return
+        bad = np.flatnonzero(~ordered)[0]
+        ins = self.instructions[int(self.write_op[flat[bad]])] if self.instructions else None
+        site = f" at line {ins.line} ({ins.opcode})" if ins is not None else ""
+        raise Fault(f"{what} reads shared memory at shared address {int(flat[bad]) * self.granule % self.stride:#x} "
+                    f"that {{other}} wrote{site} through the generic proxy, with no fence.proxy.async between the "
+                    "write and this read of the async proxy (which may read stale data): the writing thread fences "
+                    "after its write and before the barrier that orders it for this one, or this thread after that "
+                    "barrier", lane[bad:bad + 1], int(writer[bad]))
 
     def _check_proxy(self, flat: np.ndarray, lane: np.ndarray, what: str, writing: bool) -> None:
         flags = self.proxy[flat]
@@ -600,7 +699,8 @@ class SharedMemory:
         self.start_async()
         lanes = np.array([lane])
         block = lane // self.lanes_per_block
-        data = self.read(np.array([position]), size, lanes, self.epoch[block:block + 1], "cp.async.bulk source")
+        data = self.read(np.array([position]), size, lanes, self.epoch[block:block + 1], "cp.async.bulk source",
+                         async_proxy=True)
         self.hold(self._cells(np.array([position]), size).reshape(-1), BULK_SOURCE)
         return data[0]
 

@@ -11,7 +11,7 @@ offset bytes tensormap.replace      field
 ====== ===== ====================== ====================================
 0      4                            magic ``b"TTM2"`` (version: last byte)
 4      1     .rank                  rank - 1 (0..4)
-5      1     .elemtype              PTX's element type (:data:`ELEMENT_TYPES`)
+5      1     .elemtype              PTX's element type (``tensormaps.ELEMENT_TYPES``)
 6      1     .swizzle_mode          0 none, 1 32B, 2 64B, 3 128B
 7      1     .fill_mode             0 zeros, 1 NaN
 8      1     .interleave_layout     0 none
@@ -31,8 +31,10 @@ descriptors do, has one once it has set every field its rank needs; a
 field never written reads as zero (rank 1, ``.u8``, no swizzle, zero
 fill), and a zero dim, stride, box dim or element stride is refused when
 the map is used (:func:`decode_tensor_map` checks a map as the CUDA
-driver checks its arguments). A kernel gets a map as a ``.param .align 64
-.b8 name[128]`` (a grid constant) or at a global address.
+driver checks its arguments, by the rules of :mod:`tessel.runtime.tensormaps`
+that the artifact reader checks a manifest's maps with). A kernel gets a
+map as a ``.param .align 64 .b8 name[128]`` (a grid constant) or at a
+global address.
 """
 
 from __future__ import annotations
@@ -43,20 +45,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..tensormaps import ELEMENT_TYPES, FILLS, MAX_RANK, SIZE, SWIZZLES, TensorMapInfo, check
 from .ptx import EmulationError
 
-__all__ = ["ELEMENT_TYPES", "FIELDS", "SIZE", "TensorMap", "decode_tensor_map", "encode_tensor_map",
-           "replace_field", "swizzled"]
+__all__ = ["FIELDS", "SIZE", "TensorMap", "decode_tensor_map", "encode_tensor_map", "replace_field", "swizzled"]
 
 MAGIC = b"TTM2"
-SIZE = 128
-# PTX's .elemtype values (tensormap.replace): name, bytes; 6 and up are floating point.
-ELEMENT_TYPES = {0: ("u8", 1), 1: ("u16", 2), 2: ("u32", 4), 3: ("s32", 4), 4: ("u64", 8), 5: ("s64", 8),
-                 6: ("f16", 2), 7: ("f32", 4), 8: ("f32.ftz", 4), 9: ("f64", 8), 10: ("bf16", 2),
-                 11: ("tf32", 4), 12: ("tf32.ftz", 4)}
-_FLOAT = 6
-_SPANS = (0, 32, 64, 128)  # by .swizzle_mode
-_SWIZZLES = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
+_BY_PTX = {t.ptx: t for t in ELEMENT_TYPES.values()}  # PTX's .elemtype -> the element type
+_SWIZZLE_NAMES = tuple(SWIZZLES)  # by .swizzle_mode
+_FILL_NAMES = tuple(FILLS)  # by .fill_mode
 # Field -> (byte offset, struct format of one value, values (ord 0..count-1), bits of its tensormap.replace
 # operand). Scalar fields have one value and no ord.
 FIELDS: dict[str, tuple[int, str, int, int]] = {
@@ -65,6 +62,17 @@ FIELDS: dict[str, tuple[int, str, int, int]] = {
     "global_address": (16, "Q", 1, 64), "global_dim": (24, "Q", 5, 32), "global_stride": (64, "Q", 4, 64),
     "box_dim": (96, "H", 5, 32), "element_stride": (106, "B", 5, 32),
 }
+# How errors of the shared rules (tensormaps.check) call the fields: by the map's fields, as a kernel
+# that sets them with tensormap.replace knows them; strides by the dim they step (1..rank-1).
+_NAMES = {"dims": "global dim", "strides": "global stride", "box": "box dim", "element_strides": "element stride",
+          "dtype": "element type", "swizzle": "swizzle mode", "fill": "fill mode", "interleave": "interleave layout",
+          "l2_promotion": "L2 promotion", "address": "the global address"}
+
+
+def _named(key: str, index: int | None = None) -> str:
+    if index is None:
+        return _NAMES[key] + ("s" if key in ("dims", "strides", "box", "element_strides") else "")
+    return f"{_NAMES[key]} {index + 1 if key == 'strides' else index}"
 
 
 @dataclass(frozen=True)
@@ -103,49 +111,48 @@ class TensorMap:
         return address, inside
 
 
-def _element_type(dtype) -> int:
-    """PTX's .elemtype for a numpy dtype (or "bfloat16"/"tfloat32"): integers by size, their bits copied."""
-    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
-    named = {"float16": 6, "float32": 7, "float64": 9, "bfloat16": 10, "tfloat32": 11, "int32": 3, "int64": 5}
-    if name in named:
-        return named[name]
+def _element_type(dtype) -> str:
+    """The tensor-map element type (a key of ``tensormaps.ELEMENT_TYPES``:
+    "bfloat16", "tfloat32", ...) of a numpy dtype or such a name: floats by
+    name, integers by size (their bits copied)."""
+    if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
+        return dtype
     kind = np.dtype(dtype)
+    if kind.name in ELEMENT_TYPES:
+        return kind.name
     if kind.kind not in "iu" or kind.itemsize not in (1, 2, 4, 8):
         raise EmulationError(f"encode_tensor_map: dtype {kind} is not an integer or floating-point type of 1, 2, 4 "
                              "or 8 bytes")
-    return {1: 0, 2: 1, 4: 2, 8: 4}[kind.itemsize]
+    return f"uint{8 * kind.itemsize}"
 
 
 def encode_tensor_map(device_address: int, dtype, dims, strides_bytes, box, element_strides=None,
-                      swizzle: str = "none", fill: str = "zero", interleave: str = "none") -> bytes:
+                      swizzle: str = "none", fill: str = "zero", interleave: str = "none",
+                      l2_promotion: str = "none") -> bytes:
     """The emulator's 128-byte tensor map, for ``cuTensorMapEncodeTiled``'s
     arguments (dims, box and element strides innermost first; strides of
-    dims 1..rank-1 in bytes), checked as the CUDA driver documents."""
-    if interleave != "none":
-        raise EmulationError(f"encode_tensor_map: interleave {interleave!r} is not supported by the emulator "
-                             "(only 'none')")
-    if swizzle not in _SWIZZLES:
-        raise EmulationError(f"encode_tensor_map: swizzle {swizzle!r} is not one of "
-                             f"{', '.join(map(repr, _SWIZZLES))}")
-    if fill not in ("zero", "nan"):
-        raise EmulationError(f"encode_tensor_map: fill {fill!r} is not 'zero' or 'nan'")
-    dims, strides, box = [int(v) for v in dims], [int(v) for v in strides_bytes], [int(v) for v in box]
-    rank = len(dims)
-    element_strides = [1] * rank if element_strides is None else [int(v) for v in element_strides]
-    if not 1 <= rank <= 5:
-        raise EmulationError(f"encode_tensor_map: rank {rank}: a tensor map has 1 to 5 dims")
-    if len(strides) != rank - 1 or len(box) != rank or len(element_strides) != rank:
-        raise EmulationError(f"encode_tensor_map: a rank-{rank} map takes {rank - 1} strides and {rank} box dims "
-                             f"and element strides, got {len(strides)}, {len(box)} and {len(element_strides)}")
-    fields = {"rank": [rank - 1], "elemtype": [_element_type(dtype)], "swizzle_mode": [_SWIZZLES[swizzle]],
-              "fill_mode": [fill == "nan"], "global_address": [device_address], "global_dim": dims,
-              "global_stride": strides, "box_dim": box, "element_stride": element_strides}
-    raw = bytes(SIZE)
+    dims 1..rank-1 in bytes; ``dtype`` a numpy dtype or a name of
+    ``tensormaps.ELEMENT_TYPES``; swizzle, fill, interleave and L2
+    promotion by their names there), checked as the CUDA driver documents
+    (``tensormaps.check``). The L2 promotion is checked and dropped: a
+    hint of the fetch size, it changes no result and the map has no field
+    for it."""
+    dims = tuple(int(v) for v in dims)
+    info = TensorMapInfo(_element_type(dtype), dims, tuple(int(v) for v in strides_bytes),
+                         tuple(int(v) for v in box),
+                         (1,) * len(dims) if element_strides is None else tuple(int(v) for v in element_strides),
+                         swizzle, fill, interleave, l2_promotion)
     try:
+        check(info, int(device_address), _named)
+        fields = {"rank": [info.rank - 1], "elemtype": [info.element.ptx],
+                  "swizzle_mode": [_SWIZZLE_NAMES.index(swizzle)], "fill_mode": [_FILL_NAMES.index(fill)],
+                  "global_address": [device_address], "global_dim": info.dims, "global_stride": info.strides,
+                  "box_dim": info.box, "element_stride": info.element_strides}
+        raw = bytes(SIZE)
         for field, values in fields.items():
             for ord_, value in enumerate(values):
                 raw = replace_field(raw, field, ord_, int(value))
-        decode_tensor_map(raw)
+        decode_tensor_map(raw)  # the emulator's own limits (no .ftz copies)
     except ValueError as error:
         raise EmulationError(f"encode_tensor_map: {error}") from None
     return raw
@@ -174,8 +181,9 @@ def _values(raw: bytes, field: str) -> tuple[int, ...]:
 
 def decode_tensor_map(raw: bytes) -> TensorMap:
     """The map in 128 bytes, checked as the CUDA driver checks
-    ``cuTensorMapEncodeTiled``'s arguments; ValueError naming what is wrong
-    (a driver's CUtensorMap, whose encoding is opaque, is never one)."""
+    ``cuTensorMapEncodeTiled``'s arguments (``tensormaps.check``);
+    ValueError naming what is wrong (a driver's CUtensorMap, whose
+    encoding is opaque, is never one)."""
     if len(raw) != SIZE or raw[:4] != MAGIC:
         raise ValueError("the 128 bytes are not a tensor map of the emulator (encode_tensor_map or "
                          "tensormap.replace writes one; a driver's CUtensorMap is opaque to the emulator)")
@@ -183,44 +191,29 @@ def decode_tensor_map(raw: bytes) -> TensorMap:
                                                                        "fill_mode"))
     (interleave,), (atomicity,), (address,) = (_values(raw, f) for f in ("interleave_layout", "swizzle_atomicity",
                                                                          "global_address"))
+    # Values the fields can hold but that name nothing the emulator copies; the rest are the driver's rules.
     rank += 1
-    if rank > 5:
-        raise ValueError(f"rank {rank}: a tensor map has 1 to 5 dims")
-    if kind not in ELEMENT_TYPES:
+    if rank > MAX_RANK:
+        raise ValueError(f"rank {rank}: a tensor map has 1 to {MAX_RANK} dims")
+    if kind not in _BY_PTX:
         raise ValueError(f"element type {kind} (a packed sub-byte type) is not supported by the emulator")
-    name, element = ELEMENT_TYPES[kind]
-    if name.endswith(".ftz"):
-        raise ValueError(f"element type .{name} (subnormals flushed in the copy) is not supported by the emulator")
-    if mode >= len(_SPANS):
+    element = _BY_PTX[kind]
+    if element.name.endswith("_ftz"):
+        raise ValueError(f"element type .{element.ptx_type} (subnormals flushed in the copy) is not supported by the "
+                         "emulator")
+    if mode >= len(_SWIZZLE_NAMES):
         raise ValueError(f"swizzle mode {mode} is not supported by the emulator (0 none, 1 32B, 2 64B, 3 128B)")
     if interleave or atomicity:
         raise ValueError("interleaved layouts and swizzle atomicities other than 16 bytes are not supported by "
                          "the emulator")
-    if fill > 1 or fill and kind < _FLOAT:
-        raise ValueError(f"fill mode {fill}: 0 fills with zeros, 1 with NaN (floating-point elements only)")
-    dims, box = _values(raw, "global_dim")[:rank], _values(raw, "box_dim")[:rank]
-    strides, element_strides = _values(raw, "global_stride")[:rank - 1], _values(raw, "element_stride")[:rank]
-    if address % 16:
-        raise ValueError(f"the global address {address:#x} is not 16-byte aligned")
-    for i, d in enumerate(dims):
-        if not 0 < d <= 1 << 32:
-            raise ValueError(f"global dim {i} is {d}, outside 1..2^32")
-    for i, s in enumerate(strides):
-        if s % 16 or not 0 < s < 1 << 40:
-            raise ValueError(f"global stride {i + 1} is {s} bytes: it must be a positive multiple of 16 below 2^40")
-    for i, b in enumerate(box):
-        if not 0 < b <= 256:
-            raise ValueError(f"box dim {i} is {b}, outside 1..256")
-    for i, e in enumerate(element_strides):
-        if not 0 < e <= 8:
-            raise ValueError(f"element stride {i} is {e}, outside 1..8")
-    span = _SPANS[mode]
-    if box[0] * element % 16:
-        raise ValueError(f"the box's inner dim is {box[0] * element} bytes, not a multiple of 16")
-    if span and box[0] * element > span:
-        raise ValueError(f"the box's inner dim is {box[0] * element} bytes, more than the {span}B swizzle's span")
-    return TensorMap(address, element, tuple(dims), (element, *strides), tuple(box), tuple(element_strides), span,
-                     bool(fill))
+    if fill >= len(_FILL_NAMES):
+        raise ValueError(f"fill mode {fill}: 0 fills with zeros, 1 with NaN")
+    info = TensorMapInfo(element.name, _values(raw, "global_dim")[:rank], _values(raw, "global_stride")[:rank - 1],
+                         _values(raw, "box_dim")[:rank], _values(raw, "element_stride")[:rank],
+                         _SWIZZLE_NAMES[mode], _FILL_NAMES[fill])
+    check(info, address, _named)
+    return TensorMap(address, element.bytes, info.dims, (element.bytes, *info.strides), info.box,
+                     info.element_strides, SWIZZLES[info.swizzle], info.fill == "nan")
 
 
 def swizzled(offsets: np.ndarray, span: int, base: int = 0) -> np.ndarray:

@@ -36,9 +36,11 @@ those bytes). A ``wgmma.mma_async`` whose registers other instructions may
 have accessed since the warpgroup's last ``wgmma.fence`` (every register
 before the first) is an error, as the ISA requires that fence, except for
 the accumulators of the wgmma of the same shape before it, which the ISA
-orders. The shared memory a wgmma reads must have been written through the
-generic proxy before a ``fence.proxy.async``; fences order nothing here,
-so a missing one is not detected.
+orders. The shared memory a wgmma reads is read through the async proxy:
+what threads wrote there through the generic proxy (st.shared, stmatrix,
+cp.async) needs a ``fence.proxy.async`` between the write and the wgmma,
+by the writer before the barrier that orders it or by the reader after
+(memory.py checks it), while what TMA landed there needs none.
 """
 
 from __future__ import annotations
@@ -152,9 +154,10 @@ def _shared_operand(w: Wave, bits: int, rows: int, mn_major: bool, input_type: s
     addresses, first = chunk_addresses(desc, rows, mn_major, element)
     flat = addresses.reshape(-1)
     if by_row:
-        data, cells = w.read_shared(flat, 16, readers[first.reshape(-1) // 16], what)
+        data, cells = w.read_shared(flat, 16, readers[first.reshape(-1) // 16], what, async_proxy=True)
     else:
-        data, cells = w.read_shared(np.tile(flat, len(readers)), 16, np.repeat(readers, len(flat)), what)
+        data, cells = w.read_shared(np.tile(flat, len(readers)), 16, np.repeat(readers, len(flat)), what,
+                                    async_proxy=True)
         data = data[:len(flat)]
     if input_type == "tf32":
         values = tf32_truncate(np.ascontiguousarray(data).view(np.uint32))
