@@ -296,6 +296,23 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
 }
 
 /// Output size of one spatial dimension of a window op.
+/// The result type of a windowed op (conv2d, pool2d) of `input` with
+/// static `shape`: only the batch dim may be a size symbol, which the result
+/// keeps; a symbol in the other dims is an error naming `op`.
+static FailureOr<RankedTensorType> windowedType(std::optional<Location> loc,
+                                                StringRef op,
+                                                RankedTensorType input,
+                                                ArrayRef<int64_t> shape) {
+  if (!isa_and_present<ShapeAttr>(input.getEncoding()))
+    return input.clone(shape);
+  for (int64_t d = 1; d < input.getRank(); ++d)
+    if (input.isDynamicDim(d))
+      return emitOptionalError(loc, op, " takes a size symbol as its batch "
+                                        "dim only; dim ",
+                               d, " of ", input, " is one");
+  return derivedType(input, shape, {0, -1, -1, -1});
+}
+
 static FailureOr<int64_t> windowOutput(std::optional<Location> loc,
                                        StringRef dimName, int64_t size,
                                        int64_t window, int64_t stride,
@@ -393,7 +410,10 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape =
       nchw ? SmallVector<int64_t>{n, f, *oh, *ow}
            : SmallVector<int64_t>{n, *oh, *ow, f};
-  results.push_back(input.clone(shape));
+  FailureOr<RankedTensorType> type = windowedType(loc, "conv2d", input, shape);
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
   return success();
 }
 
@@ -427,7 +447,10 @@ LogicalResult Pool2DOp::inferReturnTypes(MLIRContext *,
   shape[hDim] = *oh;
   shape[wDim] = *ow;
   (void)cDim;
-  results.push_back(input.clone(shape));
+  FailureOr<RankedTensorType> type = windowedType(loc, "pool2d", input, shape);
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
   return success();
 }
 
@@ -575,27 +598,12 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
-  auto input = tensorOf(adaptor.getInput().getType());
-  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
-                    steps = adaptor.getSteps();
-  int64_t rank = input.getRank();
-  if (int64_t(starts.size()) != rank || int64_t(limits.size()) != rank ||
-      int64_t(steps.size()) != rank)
-    return emitOptionalError(loc, "slice needs one start, limit and step per "
-                                  "dimension of ",
-                             input);
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t size = input.getDimSize(d);
-    if (steps[d] < 1 || starts[d] < 0 || starts[d] > limits[d] ||
-        (!ShapedType::isDynamic(size) && limits[d] > size))
-      return emitOptionalError(loc, "slice ", starts[d], ":", limits[d], ":",
-                               steps[d], " of dimension ", d, " (size ", size,
-                               ") needs 0 <= start <= limit <= size and "
-                               "step >= 1");
-    shape.push_back((limits[d] - starts[d] + steps[d] - 1) / steps[d]);
-  }
-  results.push_back(input.clone(shape));
+  FailureOr<RankedTensorType> type =
+      slicedType(loc, tensorOf(adaptor.getInput().getType()),
+                 adaptor.getStarts(), adaptor.getLimits(), adaptor.getSteps());
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
   return success();
 }
 
@@ -613,10 +621,7 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "gather of indices ", indices,
                              " from axis ", *axis, " of ", input,
                              ", which is empty");
-  SmallVector<int64_t> shape(input.getShape().take_front(*axis));
-  llvm::append_range(shape, indices.getShape());
-  llvm::append_range(shape, input.getShape().drop_front(*axis + 1));
-  results.push_back(input.clone(shape));
+  results.push_back(gatheredType(input, indices, *axis));
   return success();
 }
 

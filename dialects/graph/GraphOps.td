@@ -484,7 +484,7 @@ def Graph_ImageLayout : I32EnumAttr<"ImageLayout", "image tensor layout", [
   let cppNamespace = "::tessel::graph";
 }
 
-def Graph_Conv2DOp : Graph_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+def Graph_Conv2DOp : Graph_Op<"conv2d", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "2-D convolution (cross-correlation) with groups";
   let description = [{
     With layout `nchw` the input is `[N, C, H, W]` and the weight
@@ -515,7 +515,7 @@ def Graph_PoolKind : I32EnumAttr<"PoolKind", "how a pooling window combines", [
   let cppNamespace = "::tessel::graph";
 }
 
-def Graph_Pool2DOp : Graph_Op<"pool2d", [Pure, InferTypeOpAdaptor]> {
+def Graph_Pool2DOp : Graph_Op<"pool2d", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "2-D max or average pooling";
   let description = [{
     Windows of `kernel` cells every `strides`, over an input padded by
@@ -582,12 +582,13 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor, Graph_Symboli
   }];
 }
 
-def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "Strided slice: per dimension, start:limit:step with step >= 1";
   let description = [{
     One entry per dimension, all within bounds (front ends resolve negative
     and out-of-range Python indices first). Dimension i of the result has
-    ceil((limit - start) / step) elements.
+    ceil((limit - start) / step) elements. A dim whose size is a size
+    symbol is taken whole: 0, INT64_MAX (to the end), 1.
   }];
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
@@ -597,7 +598,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor, Graph_SymbolicSizes]> {
   let summary = "numpy.take along `axis` (embedding lookup)";
   let description = [{
     The result is `input.shape[:axis] + indices.shape + input.shape[axis+1:]`.

@@ -335,6 +335,72 @@ LogicalResult inferMatmulResultType(std::optional<Location> loc, Type lhs,
   return success();
 }
 
+RankedTensorType gatheredType(RankedTensorType input, RankedTensorType indices,
+                              int64_t axis) {
+  SymbolicSizes symbols(ArrayRef<RankedTensorType>{input, indices});
+  SmallVector<int64_t> shape(input.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, input.getShape().drop_front(axis + 1));
+  if (!symbols.any())
+    return RankedTensorType::get(shape, input.getElementType());
+  SmallVector<AffineExpr> in = symbols.of(input), idx = symbols.of(indices);
+  SmallVector<AffineExpr> sizes(ArrayRef<AffineExpr>(in).take_front(axis));
+  llvm::append_range(sizes, idx);
+  llvm::append_range(sizes, ArrayRef<AffineExpr>(in).drop_front(axis + 1));
+  Attribute encoding;
+  symbols.build(sizes, input.getContext(), shape, encoding);
+  return RankedTensorType::get(shape, input.getElementType(), encoding);
+}
+
+FailureOr<RankedTensorType> slicedType(std::optional<Location> loc,
+                                       RankedTensorType input,
+                                       ArrayRef<int64_t> starts,
+                                       ArrayRef<int64_t> limits,
+                                       ArrayRef<int64_t> steps) {
+  int64_t rank = input.getRank();
+  if (int64_t(starts.size()) != rank || int64_t(limits.size()) != rank ||
+      int64_t(steps.size()) != rank)
+    return emitOptionalError(loc, "slice needs one start, limit and step per "
+                                  "dimension of ",
+                             input);
+  SymbolicSizes symbols(ArrayRef<RankedTensorType>{input});
+  SmallVector<AffineExpr> in = symbols.of(input), sizes;
+  MLIRContext *context = input.getContext();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = input.getDimSize(d);
+    if (symbols.any() && ShapedType::isDynamic(size)) {
+      // A dim whose size is a symbol is taken whole: its size is unknown
+      // until the call, so no static bound could be checked.
+      if (starts[d] != 0 || steps[d] != 1 || limits[d] != kSliceToEnd)
+        return emitOptionalError(
+            loc, "slice ", starts[d], ":", limits[d], ":", steps[d],
+            " of dimension ", d, ", whose size is ", symbols.show(in[d]),
+            ": a dim of a size symbol is only taken whole (0:", kSliceToEnd,
+            ":1) so far");
+      sizes.push_back(in[d]);
+      continue;
+    }
+    if (steps[d] < 1 || starts[d] < 0 || starts[d] > limits[d] ||
+        (!ShapedType::isDynamic(size) && limits[d] > size))
+      return emitOptionalError(loc, "slice ", starts[d], ":", limits[d], ":",
+                               steps[d], " of dimension ", d, " (size ", size,
+                               ") needs 0 <= start <= limit <= size and "
+                               "step >= 1");
+    sizes.push_back(getAffineConstantExpr(
+        (limits[d] - starts[d] + steps[d] - 1) / steps[d], context));
+  }
+  if (!symbols.any())
+    return RankedTensorType::get(
+        llvm::map_to_vector(sizes, [](AffineExpr e) {
+          return cast<AffineConstantExpr>(e).getValue();
+        }),
+        input.getElementType());
+  SmallVector<int64_t> shape;
+  Attribute encoding;
+  symbols.build(sizes, context, shape, encoding);
+  return RankedTensorType::get(shape, input.getElementType(), encoding);
+}
+
 void SizeProduct::multiply(RankedTensorType type, int64_t d) {
   if (!type.isDynamicDim(d)) {
     constant *= type.getDimSize(d);

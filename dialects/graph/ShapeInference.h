@@ -9,6 +9,7 @@
 
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include <limits>
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Types.h"
 #include "llvm/ADT/SmallVector.h"
@@ -58,6 +59,23 @@ llvm::LogicalResult concatTypes(std::optional<mlir::Location> loc,
 mlir::RankedTensorType derivedType(mlir::RankedTensorType input,
                                    llvm::ArrayRef<int64_t> shape,
                                    llvm::ArrayRef<int64_t> from);
+
+/// The type of gathering `indices` from `axis` of `input`:
+/// input[:axis] + indices + input[axis+1:], with the symbols of both.
+mlir::RankedTensorType gatheredType(mlir::RankedTensorType input,
+                                    mlir::RankedTensorType indices,
+                                    int64_t axis);
+
+/// A slice's limit that means "to the end of the dim": the only limit of a
+/// dim whose size is a size symbol, taken whole.
+constexpr int64_t kSliceToEnd = std::numeric_limits<int64_t>::max();
+
+/// The type of slicing `input` by start:limit:step per dim, or failure with
+/// a located error (bounds; a size symbol's dim not taken whole).
+llvm::FailureOr<mlir::RankedTensorType>
+slicedType(std::optional<mlir::Location> loc, mlir::RankedTensorType input,
+           llvm::ArrayRef<int64_t> starts, llvm::ArrayRef<int64_t> limits,
+           llvm::ArrayRef<int64_t> steps);
 
 /// `size` over symbols `names`, as #graph.shape prints it ("2 * seq").
 std::string sizeString(mlir::AffineExpr size,

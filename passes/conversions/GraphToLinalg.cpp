@@ -1012,14 +1012,16 @@ struct SliceToTensor : OpConversionPattern<graph::SliceOp> {
     auto type = storageType(getTypeConverter(), op.getType());
     // An empty slice may start at the end of a dim, which extract_slice
     // rejects; it has nothing to read anyway.
-    if (type.getNumElements() == 0) {
+    if (type.hasStaticShape() && type.getNumElements() == 0) {
       rewriter.replaceOpWithNewOp<tensor::EmptyOp>(op, type.getShape(),
                                                    type.getElementType());
       return success();
     }
+    MLIRContext *ctx = getContext();
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-        op, type, adaptor.getInput(), ValueRange{}, ValueRange{}, ValueRange{},
-        op.getStarts(), type.getShape(), op.getSteps());
+        op, type, adaptor.getInput(), getAsIndexOpFoldResult(ctx, op.getStarts()),
+        mixedSizes(rewriter, op.getLoc(), op, op.getType()),
+        getAsIndexOpFoldResult(ctx, op.getSteps()));
     return success();
   }
 };
@@ -1047,11 +1049,16 @@ struct GatherToLinalg : OpConversionPattern<graph::GatherOp> {
                                    rewriter.getMultiDimIdentityMap(rank)};
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
-    int64_t n = inType.getDimSize(axis);
+    // The axis's size (maybe a size symbol's), for wrapping and clamping.
+    Value n = getValueOrCreateConstantIndexOp(
+        rewriter, loc, tensor::getMixedSize(rewriter, loc, input, axis));
     Value result =
         linalg::GenericOp::create(
             rewriter, loc, type, indices,
-            emptyTensor(rewriter, loc, type.getShape(), type.getElementType()),
+            tensor::EmptyOp::create(rewriter, loc,
+                                    mixedSizes(rewriter, loc, op, op.getType()),
+                                    type.getElementType())
+                .getResult(),
             maps, iterators,
             [&](OpBuilder &b, Location l, ValueRange args) {
               Value i = arith::IndexCastOp::create(b, l, b.getIndexType(),
@@ -1062,9 +1069,12 @@ struct GatherToLinalg : OpConversionPattern<graph::GatherOp> {
               Value negative = arith::CmpIOp::create(
                   b, l, arith::CmpIPredicate::slt, i, c(0));
               i = arith::SelectOp::create(
-                  b, l, negative, arith::AddIOp::create(b, l, i, c(n)), i);
+                  b, l, negative, arith::AddIOp::create(b, l, i, n), i);
               i = arith::MaxSIOp::create(
-                  b, l, arith::MinSIOp::create(b, l, i, c(n - 1)), c(0));
+                  b, l,
+                  arith::MinSIOp::create(b, l, i,
+                                         arith::SubIOp::create(b, l, n, c(1))),
+                  c(0));
               SmallVector<Value> coords;
               for (int64_t d = 0; d < axis; ++d)
                 coords.push_back(linalg::IndexOp::create(b, l, d));
@@ -1113,7 +1123,9 @@ struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = getContext();
     bool nchw = op.getLayout() == graph::ImageLayout::nchw;
-    auto type = op.getType();
+    auto type = storageType(getTypeConverter(), op.getType());
+    // A size symbol's batch dim is sized at run time.
+    SmallVector<OpFoldResult> sizes = mixedSizes(rewriter, loc, op, op.getType());
     Type elem = type.getElementType();
     Type acc = accumulatorType(rewriter, elem);
     int64_t groups = op.getGroups();
@@ -1123,8 +1135,7 @@ struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
     Value weight = adaptor.getWeight();
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
-    Value out = filledTensor(rewriter, loc, type.getShape(),
-                             rewriter.getZeroAttr(acc));
+    Value out = filledTensor(rewriter, loc, sizes, rewriter.getZeroAttr(acc));
     Value conv;
     if (groups == 1 && nchw) {
       conv = linalg::Conv2DNchwFchwOp::create(rewriter, loc, out.getType(),
@@ -1156,7 +1167,7 @@ struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
     Value result =
         linalg::GenericOp::create(
             rewriter, loc, type, operands,
-            emptyTensor(rewriter, loc, type.getShape(), elem), maps,
+            tensor::EmptyOp::create(rewriter, loc, sizes, elem).getResult(), maps,
             SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
             [&](OpBuilder &b, Location l, ValueRange args) {
               Value v = args[0];
@@ -1247,7 +1258,7 @@ struct Pool2DToLinalg : OpConversionPattern<graph::Pool2DOp> {
     Location loc = op.getLoc();
     bool nchw = op.getLayout() == graph::ImageLayout::nchw;
     bool isMax = op.getKind() == graph::PoolKind::max;
-    auto type = op.getType();
+    auto type = storageType(getTypeConverter(), op.getType());
     Type elem = type.getElementType();
     Type acc = isMax ? elem : accumulatorType(rewriter, elem);
     int64_t hDim = nchw ? 2 : 1, wDim = nchw ? 3 : 2;
@@ -1263,7 +1274,8 @@ struct Pool2DToLinalg : OpConversionPattern<graph::Pool2DOp> {
     Value input = padSpatial(rewriter, loc, adaptor.getInput(), hDim, wDim, pad,
                              padValue);
     TypedAttr init = isMax ? padValue : TypedAttr(rewriter.getZeroAttr(acc));
-    Value out = filledTensor(rewriter, loc, type.getShape(), init);
+    Value out = filledTensor(rewriter, loc,
+                             mixedSizes(rewriter, loc, op, op.getType()), init);
     Value window = emptyTensor(rewriter, loc, k, acc);
     auto strides = rewriter.getI64TensorAttr(st);
     auto dilations = rewriter.getI64TensorAttr({1, 1});

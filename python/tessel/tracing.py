@@ -37,6 +37,8 @@ _REDUCE_KINDS = {"sum": 0, "mean": 1, "max": 2, "min": 3}
 _COMPARE_PREDICATES = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5}
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# graph.slice's limit that takes a dim to its end (a size symbol's dim).
+_SLICE_TO_END = 2**63 - 1
 
 
 def location() -> ir.Location:
@@ -409,6 +411,16 @@ class Tensor:
                 continue
             dim = len(ranges)
             size = self.shape[dim]
+            if isinstance(size, str):
+                # A size symbol's dim is taken whole (graph.slice's 0:end:1),
+                # by ':' or by an array index (a gather along it).
+                if isinstance(entry, slice) and entry in (slice(None), slice(None, None, 1), slice(0, None, 1)):
+                    ranges.append((0, _SLICE_TO_END, 1))
+                    kept.append(dim)
+                    continue
+                if not isinstance(entry, (Tensor, np.ndarray, list)):
+                    raise error(f"index {entry!r} of dim {dim}, whose size is the size symbol {size}: such a dim is "
+                                "only indexed whole (':') or by an array so far", UnsupportedError)
             if isinstance(entry, slice):
                 if entry.step is not None and entry.step < 0:
                     raise error(f"slice step {entry.step} is negative; only positive steps are supported",
@@ -420,7 +432,7 @@ class Tensor:
                 if array is not None:
                     raise error("only one integer-array index is supported", UnsupportedError)
                 array = (position, len(kept), entry)
-                ranges.append((0, size, 1))
+                ranges.append((0, _SLICE_TO_END if isinstance(size, str) else size, 1))
                 kept.append(dim)
             else:
                 try:
@@ -439,7 +451,7 @@ class Tensor:
                 raise error("int and array indices separated by a slice are unsupported", UnsupportedError)
 
         result = self
-        if ranges != [(0, size, 1) for size in self.shape]:
+        if ranges != [(0, _SLICE_TO_END if isinstance(size, str) else size, 1) for size in self.shape]:
             result = build(graph.SliceOp, self, *(list(column) for column in zip(*ranges)))
         shape = [1 if d is None else result.shape[d] for d in kept]
         if tuple(shape) != result.shape:

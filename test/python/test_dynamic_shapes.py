@@ -13,6 +13,7 @@ import pytest
 import tessel
 from tessel import ops
 from tessel.shapes import DimRange, bind, evaluate, parse_size
+from tessel.testing.fuzz import conv2d_reference, pool2d_reference
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import transformer_block  # noqa: E402
@@ -136,6 +137,43 @@ def test_the_example_block_compiles_once_for_every_batch_and_sequence():
     params = transformer_block.init_params(32, 64, RNG)
     run_at_sizes(lambda x: transformer_block.block(x, params, 4), lambda x: transformer_block.reference(x, params, 4),
                  lambda batch, seq: (normal(batch, seq, 32),), args=[spec("batch", "seq", 32)], atol=2e-4)
+
+
+def test_embeddings_and_slices_over_symbolic_dims():
+    table = normal(50, 16)
+
+    def fn(ids, x):
+        e = ops.take(table, ids, 0)
+        return e + x, x[:, :, 2:10], x[..., None], e[:, :, ::2]
+
+    def reference(ids, x):
+        e = table[ids]
+        return e + x, x[:, :, 2:10], x[..., None], e[:, :, ::2]
+
+    run_at_sizes(fn, reference, lambda batch, seq: (RNG.integers(-50, 50, (batch, seq)), normal(batch, seq, 16)),
+                 args=[spec("batch", "seq", dtype=np.int64), spec("batch", "seq", 16)])
+    with pytest.raises(tessel.UnsupportedError, match=r"index slice\(None, 4, None\) of dim 1, whose size is the "
+                                                      "size symbol seq"):
+        tessel.trace(lambda x: x[:, :4], spec("batch", "seq", 16), dims=DIMS)
+
+
+def test_a_cnn_over_a_symbolic_batch():
+    w1, b1, w2 = normal(8, 3, 3, 3) * 0.3, normal(8), normal(10, 8) * 0.3
+    wd = normal(8, 1, 3, 3) * 0.3
+
+    def fn(x):
+        h = ops.relu(ops.conv2d(x, w1, b1, padding=1))
+        h = ops.conv2d(ops.max_pool2d(h, 2), wd, groups=8, padding=1, stride=2)
+        return ops.avg_pool2d(h, 3, stride=1, padding=1, count_include_pad=False).mean(axis=(2, 3)) @ w2.T
+
+    def reference(x):
+        h = np.maximum(conv2d_reference(x, w1, b1, stride=1, padding=1, dilation=1, groups=1, layout="NCHW"), 0)
+        h = pool2d_reference(h, "max", 2, 2, 0, True, "NCHW")
+        h = conv2d_reference(h, wd, stride=2, padding=1, dilation=1, groups=8, layout="NCHW")
+        return pool2d_reference(h, "avg", 3, 1, 1, False, "NCHW").mean(axis=(2, 3)) @ w2.T
+
+    run_at_sizes(fn, reference, lambda batch, _: (normal(batch, 3, 16, 16),), sizes=[(1, 0), (3, 0), (13, 0)],
+                 args=[spec("batch", 3, 16, 16)], dims={"batch": (1, 16)})
 
 
 def test_a_result_sized_by_an_expression_of_symbols():

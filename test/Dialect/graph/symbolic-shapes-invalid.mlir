@@ -129,9 +129,19 @@ func.func @result_symbols(%x: tensor<?xf32, #graph.shape<[seq]>>) attributes {gr
 
 // -----
 
-func.func @not_symbolic_yet(%x: tensor<?x4xf32, #graph.shape<[seq, 4]>>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
-  // expected-error @+1 {{'graph.slice' op does not take size symbols (#graph.shape) yet}}
-  %0 = graph.slice %x [[0, 0] : [2, 4] : [1, 1]] : tensor<?x4xf32, #graph.shape<[seq, 4]>> -> tensor<2x4xf32>
+func.func @slice_of_a_symbol(%x: tensor<?x4xf32, #graph.shape<[seq, 4]>>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
+  // expected-error @+2 {{slice 0:2:1 of dimension 0, whose size is seq: a dim of a size symbol is only taken whole (0:9223372036854775807:1) so far}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.slice %x[[0, 0] : [2, 4] : [1, 1]] : tensor<?x4xf32, #graph.shape<[seq, 4]>> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_of_a_symbolic_height(%x: tensor<1x3x?x8xf32, #graph.shape<[1, 3, h, 8]>>, %w: tensor<4x3x3x3xf32>) attributes {graph.dims = {h = #graph.dim<3, 64>}} {
+  // expected-error @+2 {{conv2d takes a size symbol as its batch dim only; dim 2 of 'tensor<1x3x?x8xf32, #graph.shape<[1, 3, h, 8]>>' is one}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.conv2d nchw %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 : (tensor<1x3x?x8xf32, #graph.shape<[1, 3, h, 8]>>, tensor<4x3x3x3xf32>) -> tensor<1x4x?x6xf32>
   return
 }
 

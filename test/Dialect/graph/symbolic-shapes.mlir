@@ -109,3 +109,22 @@ func.func @causal_mask(%x: tensor<?xf32, #graph.shape<[seq]>>) -> tensor<?x?xi1,
   %0 = graph.compare ge, %rows, %cols : (tensor<?x1xi64, #graph.shape<[seq, 1]>>, tensor<1x?xi64, #graph.shape<[1, seq]>>) -> tensor<?x?xi1, #graph.shape<[seq, seq]>>
   return %0 : tensor<?x?xi1, #graph.shape<[seq, seq]>>
 }
+
+// A gather keeps the symbols of its input and of its indices; a slice takes
+// a symbol's dim whole (0 to the end, step 1); conv2d and pool2d keep a
+// symbolic batch.
+// CHECK-LABEL: func.func @data_movement
+// CHECK: graph.gather {{.*}} -> tensor<?x?x16xf32, #graph.shape<[batch, seq, 16]>>
+// CHECK: graph.slice {{.*}} -> tensor<?x?x8xf32, #graph.shape<[batch, seq, 8]>>
+// CHECK: graph.conv2d {{.*}} -> tensor<?x4x8x8xf32, #graph.shape<[batch, 4, 8, 8]>>
+// CHECK: graph.pool2d {{.*}} -> tensor<?x4x4x4xf32, #graph.shape<[batch, 4, 4, 4]>>
+func.func @data_movement(%table: tensor<50x16xf32>, %ids: tensor<?x?xi64, #graph.shape<[batch, seq]>>,
+                         %x: tensor<?x?x16xf32, #graph.shape<[batch, seq, 16]>>,
+                         %img: tensor<?x3x8x8xf32, #graph.shape<[batch, 3, 8, 8]>>, %w: tensor<4x3x3x3xf32>)
+    attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<1, 2048>}} {
+  %0 = graph.gather %table[%ids] axis 0 : (tensor<50x16xf32>, tensor<?x?xi64, #graph.shape<[batch, seq]>>) -> tensor<?x?x16xf32, #graph.shape<[batch, seq, 16]>>
+  %1 = graph.slice %x[[0, 0, 2] : [9223372036854775807, 9223372036854775807, 10] : [1, 1, 1]] : tensor<?x?x16xf32, #graph.shape<[batch, seq, 16]>> -> tensor<?x?x8xf32, #graph.shape<[batch, seq, 8]>>
+  %2 = graph.conv2d nchw %img, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<?x3x8x8xf32, #graph.shape<[batch, 3, 8, 8]>>, tensor<4x3x3x3xf32>) -> tensor<?x4x8x8xf32, #graph.shape<[batch, 4, 8, 8]>>
+  %3 = graph.pool2d max nchw %2 kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] : tensor<?x4x8x8xf32, #graph.shape<[batch, 4, 8, 8]>> -> tensor<?x4x4x4xf32, #graph.shape<[batch, 4, 4, 4]>>
+  return
+}
