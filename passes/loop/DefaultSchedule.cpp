@@ -72,16 +72,12 @@ struct LoopDefaultSchedulePass
         auto [index, root] = indexAndRoot;
         if (done.contains(index) || (i == 0 && done.contains(-1)))
           continue;
-        // CPU schedules are chosen for the largest sizes of a dynamic
-        // kernel's range; their tiles take any size (remainder tiles).
-        std::optional<SmallVector<int64_t>> extents =
-            info.isCpu() ? largestLoopExtents(root) : staticLoopExtents(root);
+        // Schedules are chosen for the largest sizes of a dynamic kernel's
+        // range; their tiles take any size (remainder tiles).
+        std::optional<SmallVector<int64_t>> extents = largestLoopExtents(root);
         if (!extents) {
-          root->emitError(info.isCpu()
-                              ? "has a dynamic loop whose largest size the "
-                                "kernel's size symbols (graph.dims) do not give"
-                              : "has a dynamic loop; GPU schedules need static "
-                                "shapes (size symbols are CPU-only so far)");
+          root->emitError("has a dynamic loop whose largest size the "
+                          "kernel's size symbols (graph.dims) do not give");
           return signalPassFailure();
         }
         if (llvm::is_contained(*extents, 0)) {

@@ -13,8 +13,12 @@ using namespace tessel;
 
 std::optional<KernelRows> tessel::kernelRows(func::FuncOp func,
                                               TilingInterface root) {
-  std::optional<SmallVector<int64_t>> rootExtents = staticLoopExtents(root);
-  if (!rootExtents || rootExtents->empty())
+  // Rows may be as many as a size symbol says (at its largest here); the
+  // row itself must be static (checked where the columns are compared).
+  std::optional<SmallVector<int64_t>> rootExtents = largestLoopExtents(root);
+  auto rootOp = dyn_cast<linalg::LinalgOp>(root.getOperation());
+  if (!rootExtents || rootExtents->empty() || !rootOp ||
+      ShapedType::isDynamic(rootOp.getStaticLoopRanges().back()))
     return std::nullopt;
   KernelRows rows{rootExtents->back(), true};
   if (root.getLoopIteratorTypes().back() == utils::IteratorType::reduction)
@@ -23,9 +27,12 @@ std::optional<KernelRows> tessel::kernelRows(func::FuncOp func,
   // per-row results.
   func.walk([&](linalg::LinalgOp op) {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (ranges.empty() ||
+    std::optional<SmallVector<int64_t>> largest =
+        largestLoopExtents(cast<TilingInterface>(op.getOperation()));
+    if (ranges.empty() || !largest ||
+        ShapedType::isDynamic(ranges.back()) ||
         op.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
-        ArrayRef(ranges).drop_back() != ArrayRef(*rootExtents))
+        ArrayRef(*largest).drop_back() != ArrayRef(*rootExtents))
       return WalkResult::advance();
     rows = {ranges.back(), false};
     return WalkResult::interrupt();

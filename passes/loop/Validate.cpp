@@ -103,15 +103,11 @@ LogicalResult validate(loop::ScheduleOp schedule, func::FuncOp func) {
   TilingInterface root = *maybeRoot;
   // A dynamic kernel's schedule is checked at the largest sizes of its
   // range (docs/dynamic-shapes.md).
-  std::optional<SmallVector<int64_t>> maybeExtents =
-      gpu ? staticLoopExtents(root) : largestLoopExtents(root);
+  std::optional<SmallVector<int64_t>> maybeExtents = largestLoopExtents(root);
   if (!maybeExtents)
     return schedule.emitError("kernel '")
-           << schedule.getKernel() << "' has dynamic loops"
-           << (gpu ? "; GPU schedules need static shapes (size symbols are "
-                     "CPU-only so far)"
-                   : " whose largest sizes its size symbols (graph.dims) "
-                     "do not give");
+           << schedule.getKernel() << "' has dynamic loops whose largest "
+           << "sizes its size symbols (graph.dims) do not give";
   SmallVector<int64_t> extents = *maybeExtents;
   SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
   if (gpu && llvm::is_contained(extents, 0))

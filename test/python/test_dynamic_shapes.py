@@ -220,6 +220,32 @@ def test_a_symbol_without_a_range_or_read_from_no_argument_is_refused():
         tessel.compile(module, target="cpu")
 
 
+@pytest.mark.parametrize("name", ["bias_relu", "softmax", "matmul"])
+def test_gpu_schedules_of_symbolic_kernels_run_on_the_cpu(name):
+    # The GPU's default schedules, chosen at the largest sizes and applied to
+    # dynamic tiles, checked on the CPU (compile_cpu(schedules=...)) before
+    # the GPU backend takes size symbols: softmax rows share a block's
+    # threads (loop.warp_reduce) however many rows there are.
+    from tessel import schedules
+    from tessel.backends.cpu import compile_cpu
+
+    b, w = normal(64), normal(64, 32)
+    fn, reference = {
+        "bias_relu": (lambda x: ops.relu(x + b), lambda x: np.maximum(x + b, 0)),
+        "softmax": (lambda x: ops.softmax(x, axis=-1),
+                    lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(
+                        -1, keepdims=True)),
+        "matmul": (lambda x: x @ w, lambda x: x @ w),
+    }[name]
+    module = tessel.trace(fn, spec("n", 64), dims={"n": (1, 300)})
+    if name == "softmax":
+        assert "loop.warp_reduce" in str(schedules.default_schedules(module, "sm_90"))
+    exe = compile_cpu(module, schedules="sm_90")
+    for n in (1, 7, 300):
+        x = normal(n, 64)
+        np.testing.assert_allclose(exe(x), reference(x), rtol=1e-4, atol=1e-4)
+
+
 def test_gpu_targets_refuse_size_symbols_by_name():
     module = tessel.trace(lambda x: x + 1, spec("n", 4), dims={"n": (1, 8)})
     with pytest.raises(tessel.UnsupportedError, match=r"dynamic shape .*size symbols run on the CPU backend so far"):

@@ -46,7 +46,8 @@ int64_t blockSizeFor(int64_t n, int64_t limit) {
 std::optional<PointwiseTiling>
 tessel::gpuPointwiseTiling(TilingInterface root, bool rowwise,
                            const loop::TargetDescription &target) {
-  std::optional<SmallVector<int64_t>> maybeExtents = staticLoopExtents(root);
+  // A dynamic loop's tiles are chosen for its largest size.
+  std::optional<SmallVector<int64_t>> maybeExtents = largestLoopExtents(root);
   if (!maybeExtents)
     return std::nullopt;
   ArrayRef<int64_t> extents = *maybeExtents;
