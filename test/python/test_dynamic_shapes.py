@@ -246,6 +246,15 @@ def test_gpu_schedules_of_symbolic_kernels_run_on_the_cpu(name):
         np.testing.assert_allclose(exe(x), reference(x), rtol=1e-4, atol=1e-4)
 
 
+def test_tuning_reports_symbolic_kernels_as_not_tuned(tmp_path):
+    from tessel.tuning import tune
+
+    w = normal(64, 64)
+    module = tessel.trace(lambda x: ops.relu(x @ w), spec("n", 64), dims={"n": (1, 512)})
+    (summary,) = tune(module, target="cpu", trials=2, db=tmp_path / "db.sqlite", search="random")
+    assert summary.trials == 0 and summary.error.startswith("not tuned: its sizes are size symbols")
+
+
 def test_gpu_targets_refuse_size_symbols_by_name():
     module = tessel.trace(lambda x: x + 1, spec("n", 4), dims={"n": (1, 8)})
     with pytest.raises(tessel.UnsupportedError, match=r"dynamic shape .*size symbols run on the CPU backend so far"):

@@ -98,6 +98,13 @@ class Task:
         """Whether the schedule validator accepts ``values``."""
         return is_legal(self.candidate(values))
 
+    @property
+    def dynamic(self) -> bool:
+        """Whether the kernel's sizes include size symbols (a ``?`` dim)."""
+        kernel = ir.SymbolTable(self.module.operation)[self.kernel]
+        ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+        return any(isinstance(t, ir.RankedTensorType) and not t.has_static_shape for t in ftype.inputs)
+
     def schedule_text(self, module: ir.Module) -> str:
         """This task's ``loop.schedule`` op in ``module``, printed."""
         for op, kernel, result in _schedules(module):
@@ -223,6 +230,13 @@ def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str | 
         history: list[tuple[Features, float]] = []  # finished kernels' measurements, for the model
         try:
             for done, task in enumerate(all_tasks):
+                if task.dynamic:
+                    summaries.append(KernelSummary(
+                        task.kernel, task.result, math.inf, math.inf, "", 0, 0, 0,
+                        error="not tuned: its sizes are size symbols, and kernels are measured at static sizes "
+                              "only so far (its default schedule, chosen for the largest sizes of its range, "
+                              "serves every size; docs/dynamic-shapes.md, section 6)"))
+                    continue
                 report = None if progress is None else (
                     lambda trial, best, finished, t=task, d=done:
                     progress(t.name, d, len(all_tasks), trial, trials, best, finished))
