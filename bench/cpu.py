@@ -12,6 +12,15 @@ time, so > 1 means tessel is faster. ``--torch-compile`` adds torch.compile
 (Inductor, CPU) as a peer, compiled before it is timed (its compile takes
 seconds per workload). Exits 1 only when a result is wrong; missed goals are
 reported, not failed.
+
+Dynamic shapes (issue 30, docs/dynamic-shapes.md): matmul, softmax,
+layer_norm and the MLP also have a dynamic variant, their function traced
+with the leading dim of the first input a size symbol over a range that
+covers the static sizes, compiled once per family and timed in the same
+turns as the static compile at each row's size (goal: at least 0.9x as
+fast). Each of these families also has rows at small sizes (1 and a prime),
+where the same dynamic compile is measured against a static compile at that
+size, for the record.
 """
 
 from __future__ import annotations
@@ -26,9 +35,9 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -56,6 +65,34 @@ class Goal:
         return f">= {self.ratio:g}x {self.peer}"
 
 
+# The dynamic variant should be at least this times as fast as the static compile at the static sizes.
+DYNAMIC_GOAL = 0.9
+
+
+@dataclass
+class Symbolic:
+    """The dynamic variant of a workload family: its function traced with the
+    leading dim of the first input a size symbol ``symbol`` in [1, ``max``],
+    compiled once (cold) for every row of the family, each run at its own size."""
+
+    symbol: str
+    max: int
+    compiled: Optional[tuple[Any, float]] = field(default=None, repr=False)  # (executable, trace seconds)
+
+    def __str__(self) -> str:
+        return f"{self.symbol} in [1, {self.max}]"
+
+    def executable(self, workload: Workload) -> tuple[Any, float]:
+        """The compiled variant of ``workload``'s function and its trace time in seconds; compiled at the first call."""
+        if self.compiled is None:
+            first, *rest = workload.inputs
+            spec = tessel.TensorSpec((self.symbol, *first.shape[1:]), first.dtype)
+            module, trace_s = timed(lambda: tessel.trace(workload.traced, spec, *rest,
+                                                         dims={self.symbol: (1, self.max)}))
+            self.compiled = (tessel.compile(module, target="cpu", cache=False), trace_s)
+        return self.compiled
+
+
 @dataclass(frozen=True)
 class Workload:
     """One computation written three times: traced for tessel, in numpy and in torch."""
@@ -67,6 +104,8 @@ class Workload:
     torch: Callable[..., Any]
     goal: Optional[Goal]  # None: measured for the record, no goal set
     rtol: float
+    dynamic: Optional[Symbolic] = None  # the family's dynamic variant, also timed at this row's size
+    dynamic_goal: Optional[float] = None  # dynamic at least this times as fast as static; None: recorded
 
 
 @dataclass
@@ -76,6 +115,19 @@ class Timing:
     first_ms: float
     median_ms: float
     runs: int
+
+
+@dataclass
+class DynamicResult:
+    """The dynamic variant's measurements at one row's size; times in milliseconds."""
+
+    symbols: str
+    goal: str
+    timing: Timing
+    ratio: float  # static time / dynamic time: above 1, the dynamic compile runs faster
+    goal_met: Optional[bool]
+    trace_ms: float  # its one compile, shared by the family's rows
+    stage_ms: dict[str, float]
 
 
 @dataclass
@@ -95,6 +147,7 @@ class Result:
     error: Optional[str] = None
     ratios: dict[str, float] = field(default_factory=dict)
     goal_met: Optional[bool] = None
+    dynamic: Optional[DynamicResult] = None
 
 
 def _mlp_numpy(x: np.ndarray, *params: np.ndarray) -> np.ndarray:
@@ -132,10 +185,22 @@ def _softmax_numpy(x: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
+def with_dynamic(make: Callable[[int, bool], Workload], size: int, dynamic: Symbolic,
+                 small: Sequence[int] = ()) -> list[Workload]:
+    """The row ``make(size, True)`` (with its goal) and its dynamic variant
+    beside it, with DYNAMIC_GOAL; then the rows ``make(n, False)`` at the
+    ``small`` sizes of the symbol, the same dynamic compile beside each, for
+    the record. ``make(n, goal)`` is the static workload with the symbol's
+    dim at ``n``."""
+    rows = [replace(make(size, True), dynamic=dynamic, dynamic_goal=DYNAMIC_GOAL)]
+    return rows + [replace(make(n, False), dynamic=dynamic) for n in small]
+
+
 def workloads(quick: bool) -> list[Workload]:
     """The issue's workloads, plus a matmul that no register block divides,
     a sum to a single value, a batched matmul (attention scores) and a
-    convolution; ``quick`` shrinks every shape for a smoke run."""
+    convolution; ``quick`` shrinks every shape for a smoke run. Matmul,
+    softmax, layer_norm and the MLP have dynamic variants (:func:`with_dynamic`)."""
     rng = np.random.default_rng(0)
 
     def normal(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -151,29 +216,49 @@ def workloads(quick: bool) -> list[Workload]:
     mlp_params = []
     for _ in range(layers):
         mlp_params += [normal(width, width, scale=width**-0.5), normal(width)]
+    # Rows of the dynamic families at small sizes: a single row (batch * seq = 1) and a prime.
+    small = (1, 7) if quick else (1, 61)
 
-    result = [
-        Workload(
-            f"matmul {n}x{n}x{n}", (normal(n, n), normal(n, n)),
-            traced=lambda x, y: x @ y, numpy=lambda x, y: x @ y, torch=lambda x, y: x @ y,
-            goal=Goal("numpy", 0.6), rtol=1e-4,
-        )
-        # 1000 is divided by no register block: the tiles are padded.
-        for n in ((128, 200, 256) if quick else (1000, 1024, 2048))
-    ]
-    result += [
-        Workload(
-            f"softmax {rows}x{cols}", (normal(rows, cols),),
+    def matmul(n: int) -> Callable[[int, bool], Workload]:
+        """The matmuls of an n x n weight, by their rows M."""
+        a, b = normal(n, n), normal(n, n)
+
+        def make(m: int, goal: bool) -> Workload:
+            return Workload(
+                f"matmul {m}x{n}x{n}", (a[:m], b),
+                traced=lambda x, y: x @ y, numpy=lambda x, y: x @ y, torch=lambda x, y: x @ y,
+                goal=Goal("numpy", 0.6) if goal else None, rtol=1e-4,
+            )
+
+        return make
+
+    # 1000 is divided by no register block: the tiles are padded. Each
+    # dynamic variant takes M over a range that covers all three sizes;
+    # the middle one gets the small rows.
+    matmul_sizes = (128, 200, 256) if quick else (1000, 1024, 2048)
+    result = [row for i, n in enumerate(matmul_sizes)
+              for row in with_dynamic(matmul(n), n, Symbolic("m", max(matmul_sizes)), small if i == 1 else ())]
+    softmax_x = normal(rows, cols)
+
+    def softmax(n: int, goal: bool) -> Workload:
+        return Workload(
+            f"softmax {n}x{cols}", (softmax_x[:n],),
             traced=lambda x: ops.softmax(x, -1), numpy=_softmax_numpy,
-            torch=lambda x: torch.softmax(x, -1), goal=Goal("numpy", 2.0), rtol=1e-4,
-        ),
-        Workload(
-            f"layer_norm {ln_rows}x{ln_cols}", (normal(ln_rows, ln_cols), normal(ln_cols), normal(ln_cols)),
+            torch=lambda x: torch.softmax(x, -1), goal=Goal("numpy", 2.0) if goal else None, rtol=1e-4,
+        )
+
+    result += with_dynamic(softmax, rows, Symbolic("rows", rows), small)
+    ln_inputs = (normal(ln_rows, ln_cols), normal(ln_cols), normal(ln_cols))
+
+    def layer_norm(n: int, goal: bool) -> Workload:
+        return Workload(
+            f"layer_norm {n}x{ln_cols}", (ln_inputs[0][:n], *ln_inputs[1:]),
             traced=lambda x, w, b: ops.layer_norm(x, w, b, eps=EPS), numpy=_layer_norm_numpy,
             torch=lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, EPS),
-            goal=Goal("numpy", 2.0), rtol=1e-4,
-        ),
-    ]
+            goal=Goal("numpy", 2.0) if goal else None, rtol=1e-4,
+        )
+
+    result += with_dynamic(layer_norm, ln_rows, Symbolic("rows", ln_rows), small)
     # A reduction to a single value, in parts on all cores (loop.grid_reduce):
     # memory-bound, but not a fused kernel, so no goal.
     result.append(
@@ -208,12 +293,17 @@ def workloads(quick: bool) -> list[Workload]:
             numpy=lambda x, w: conv2d_reference(x, w, stride=1, padding=1, dilation=1, groups=1, layout="NCHW"),
             torch=lambda x, w: torch.nn.functional.conv2d(x, w, padding=1), goal=None, rtol=1e-4,
         ),
-        Workload(
-            f"mlp {layers}x{width} batch {batch}", (normal(batch, width), *mlp_params),
-            traced=_mlp_traced, numpy=_mlp_numpy, torch=_mlp_torch, goal=Goal("torch", 1.0), rtol=1e-4,
-        ),
     ]
-    return result
+    mlp_x = normal(batch, width)
+
+    def mlp(n: int, goal: bool) -> Workload:
+        return Workload(
+            f"mlp {layers}x{width} batch {n}", (mlp_x[:n], *mlp_params),
+            traced=_mlp_traced, numpy=_mlp_numpy, torch=_mlp_torch, goal=Goal("torch", 1.0) if goal else None,
+            rtol=1e-4,
+        )
+
+    return result + with_dynamic(mlp, batch, Symbolic("batch", batch), small)
 
 
 def timed(call: Callable[[], Any]) -> tuple[Any, float]:
@@ -223,7 +313,7 @@ def timed(call: Callable[[], Any]) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
-# Seconds of untimed calls that begin each turn of time_interleaved.
+# Seconds of untimed calls that begin each turn of time_interleaved (at most the budget).
 SETTLE_S = 0.2
 
 
@@ -240,8 +330,11 @@ def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s
     falls on all of them alike rather than on the one timed during it. Each
     turn begins with untimed calls for at least ``SETTLE_S``: the previous
     implementation's thread pool (OpenMP, OpenBLAS) keeps spinning for a
-    while after its last call and would slow the first calls of the next.
+    while after its last call and would slow the first calls of the next;
+    never for longer than the budget, so that a smoke run (``--budget
+    0.02``) does not spend most of its time settling.
     """
+    settle_s = min(SETTLE_S, budget_s)
     runs: dict[str, int] = {}
     for name, (call, first_s) in calls.items():
         warm = [first_s]
@@ -257,7 +350,7 @@ def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s
             if not share:
                 continue
             settled = 0.0
-            while settled < SETTLE_S:
+            while settled < settle_s:
                 settled += timed(call)[1]
             times[name] += [timed(call)[1] for _ in range(share)]
     return {name: Timing(first_s * 1e3, statistics.median(times[name]) * 1e3, runs[name])
@@ -292,8 +385,18 @@ def run(workload: Workload, budget_s: float, max_runs: int, torch_compile: bool 
     except AssertionError as e:
         result.error = str(e)
         return result
-    calls = {"tessel": (lambda: exe(*workload.inputs), tessel_first),
-             "numpy": (lambda: workload.numpy(*workload.inputs), numpy_first)}
+    calls = {"tessel": (lambda: exe(*workload.inputs), tessel_first)}
+    if workload.dynamic:
+        # Right after the static compile, so that the two take adjacent turns.
+        dynamic, dynamic_trace_s = workload.dynamic.executable(workload)
+        out, dynamic_first = timed(lambda: dynamic(*workload.inputs))
+        try:
+            check(f"tessel dynamic ({workload.dynamic}) vs numpy: {workload.name}", out, expected, workload.rtol)
+        except AssertionError as e:
+            result.error = str(e)
+            return result
+        calls["tessel dynamic"] = (lambda: dynamic(*workload.inputs), dynamic_first)
+    calls["numpy"] = (lambda: workload.numpy(*workload.inputs), numpy_first)
     # inference_mode only changes what torch records; numpy and tessel calls run alike inside it.
     with torch.inference_mode() if torch is not None else contextlib.nullcontext():
         if torch is not None:
@@ -314,6 +417,13 @@ def run(workload: Workload, budget_s: float, max_runs: int, torch_compile: bool 
             result.ratios[peer] = timings[peer].median_ms / result.tessel.median_ms
     if workload.goal and workload.goal.peer in result.ratios:
         result.goal_met = result.ratios[workload.goal.peer] >= workload.goal.ratio
+    if workload.dynamic:
+        timing, goal = timings["tessel dynamic"], workload.dynamic_goal
+        ratio = result.tessel.median_ms / timing.median_ms
+        result.dynamic = DynamicResult(
+            str(workload.dynamic), str(Goal("static", goal)) if goal else "none", timing, ratio,
+            None if goal is None else ratio >= goal, dynamic_trace_s * 1e3,
+            {stage: s * 1e3 for stage, s in dynamic.stage_seconds.items()})
     return result
 
 
@@ -369,6 +479,20 @@ def report(results: list[Result]) -> None:
     if compiled:
         print("torch.compile's compiles (its first calls, s): " + ", ".join(
             f"{r.name} {r.torch_compile_s:.1f}" for r in results if r.torch_compile_s is not None))
+    dynamic = [r for r in results if r.dynamic]
+    if dynamic:
+        print("\ndynamic shapes: one compile per family over its symbol's range, timed in the same turns as the "
+              "static compile at each row's size\n(dynamic/static above 1: the dynamic compile is faster; compile: "
+              "trace and stages, ms, the dynamic one shared by its family's rows)")
+        symbols_w = max(len(r.dynamic.symbols) for r in dynamic) + 2
+        print(f"{'workload':<{name_w}}{'symbols':<{symbols_w}}{'static ms':>10}{'dynamic ms':>12}"
+              f"{'dynamic/static':>16}  {'goal':<16}{'met':<5}{'compile static':>16}{'dynamic':>10}")
+        for r in dynamic:
+            d = r.dynamic
+            met = {None: "n/a", True: "yes", False: "no"}[d.goal_met]
+            print(f"{r.name:<{name_w}}{d.symbols:<{symbols_w}}{_ms(r.tessel):>10}{_ms(d.timing):>12}"
+                  f"{d.ratio:>15.3g}x  {d.goal:<16}{met:<5}{r.trace_ms + sum(r.stage_ms.values()):>16.1f}"
+                  f"{d.trace_ms + sum(d.stage_ms.values()):>10.1f}")
     stages = list(dict.fromkeys(s for r in results for s in r.stage_ms))
     columns = ["trace", *stages, "total", "1st call"]
     widths = [max(len(c), 8) + 2 for c in columns]

@@ -1,6 +1,7 @@
 """bench/cpu.py --quick, bench/cnn.py --quick and bench/tune.py with a few
 trials run, check their results against numpy (or torch) and print their
-tables."""
+tables; bench/compile_time.py compiles the example block static and over
+size symbols."""
 
 import json
 import subprocess
@@ -14,6 +15,7 @@ TUNE = BENCH.with_name("tune.py")
 COST_MODEL = BENCH.with_name("cost_model.py")
 EMULATOR = BENCH.with_name("emulator.py")
 CNN = BENCH.with_name("cnn.py")
+COMPILE_TIME = BENCH.with_name("compile_time.py")
 
 
 def test_quick_benchmark_runs_and_reports(tmp_path):
@@ -23,9 +25,34 @@ def test_quick_benchmark_runs_and_reports(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "tessel ms" in proc.stdout and "numpy ms" in proc.stdout and "vs numpy" in proc.stdout
     assert "compile time (ms, without the compile cache)" in proc.stdout
+    assert "dynamic shapes: one compile per family" in proc.stdout and "dynamic/static" in proc.stdout
     results = json.loads(out.read_text())["results"]
-    assert len(results) == 11
+    assert len(results) == 19
     assert all(r["error"] is None and r["tessel"]["median_ms"] > 0 for r in results)
+    # Matmul, softmax, layer_norm and the MLP: the dynamic variant beside the static compile, with the
+    # goal at the static sizes and for the record at sizes 1 and 7 (one compile per family).
+    dynamic = {r["name"]: r["dynamic"] for r in results if r["dynamic"]}
+    goals = sorted(name for name, d in dynamic.items() if d["goal"] != "none")
+    assert goals == ["layer_norm 512x256", "matmul 128x128x128", "matmul 200x200x200", "matmul 256x256x256",
+                     "mlp 3x128 batch 32", "softmax 512x256"]
+    assert all(dynamic[name]["goal"] == ">= 0.9x static" for name in goals)
+    assert {"matmul 1x200x200", "matmul 7x200x200", "softmax 1x256", "layer_norm 7x256", "mlp 3x128 batch 1",
+            "mlp 3x128 batch 7"} <= set(dynamic) and len(dynamic) == 14
+    assert all(d["timing"]["median_ms"] > 0 and d["ratio"] > 0 for d in dynamic.values())
+    assert dynamic["mlp 3x128 batch 1"]["symbols"] == "batch in [1, 32]"
+    assert dynamic["mlp 3x128 batch 1"]["stage_ms"] == dynamic["mlp 3x128 batch 32"]["stage_ms"]  # one compile
+
+
+def test_compile_time_of_the_dynamic_block_against_the_static_one(tmp_path):
+    out = tmp_path / "compile_time.json"
+    proc = subprocess.run([sys.executable, str(COMPILE_TIME), "--only", "block cpu dynamic", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "x block cpu cold (goal <= 1.5x)" in proc.stdout
+    static, dynamic = json.loads(out.read_text())["goals"]
+    assert (static["name"], dynamic["name"], dynamic["ratio_goal"]) == ("block cpu cold", "block cpu dynamic cold", 1.5)
+    assert static["cache"] == dynamic["cache"] == "miss" and static["seconds"] > 0
+    assert dynamic["ratio"] == dynamic["seconds"] / static["seconds"]
 
 
 def test_cnn_benchmark_runs_and_reports(tmp_path):

@@ -22,6 +22,16 @@ exactly.
 :func:`run_seeds` compiles several graphs as one module (their inputs and
 outputs side by side); :func:`run_isolated` does so in worker processes, so
 that a compiler crash fails its graphs instead of the caller.
+
+``random_graph(seed, symbolic=True)`` draws a graph over size symbols
+(docs/dynamic-shapes.md): some input dims are symbols (``n``, ``m``, ``p``)
+with declared ranges, shared between inputs wherever shapes must agree, and
+only ops that take symbols are drawn. Each node then holds its symbolic
+shape (ints and :class:`Size` objects) and one reference value per
+*binding* of the symbols (every symbol at its maximum, at its minimum, and
+at two sizes between), and every choice that keeps values sane holds at
+all the bindings. The graph is compiled once and run at every binding;
+:func:`check` compares each.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ import pickle
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -41,11 +51,12 @@ from mlir import ir
 
 from .. import ops
 from ..backends.cpu import compile_cpu
+from ..backends.signature import TensorSpec
 from ..compiler import compile as compile_module
 from ..tracing import Tensor, as_tensor, trace
 
-__all__ = ["Node", "Graph", "Outcome", "random_graph", "trace_graphs", "run", "run_seeds", "run_isolated", "check",
-           "report", "OPS", "conv2d_reference", "pool2d_reference"]
+__all__ = ["Node", "Graph", "Size", "Outcome", "random_graph", "trace_graphs", "run", "run_seeds", "run_isolated",
+           "check", "report", "OPS", "SYMBOLIC_OPS", "conv2d_reference", "pool2d_reference"]
 
 F32, F16, I32, I64, BOOL = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.int64, np.bool_))
 NUMERIC = (F32, F16, I32)
@@ -59,6 +70,111 @@ LIMIT = {F32: 1e4, F16: 500.0, I32: 2.0**20, I64: 2.0**20}
 MAX_ELEMENTS = 4096
 SIZES = (1, 1, 2, 3, 4, 5, 6, 7, 8, 11, 13, 16)
 PERTURBED_RUNS, SPREAD_FACTOR = 2, 8.0
+# Size symbols of symbolic graphs, the largest sizes their ranges may have
+# (small, so that several symbolic dims still fit MAX_ELEMENTS; primes
+# among them, so that no tile divides them), and how often a dim drawn for
+# a symbolic graph is a symbol.
+SYMBOLS = ("n", "m", "p")
+SYMBOL_MAXIMA = (5, 8, 13, 16, 31)
+SYMBOL_RATE = 0.4
+# Bindings of a symbolic graph beyond every symbol at its maximum and at its minimum.
+MIDDLE_BINDINGS = 2
+
+
+@dataclass(frozen=True)
+class Size:
+    """A dim given by size symbols: a sum of positive multiples of products
+    of symbols (``n``, ``n * 2``, ``m * n``, ``n + 3``).
+
+    ``terms`` holds (symbols, coefficient) pairs, the symbols of a product
+    sorted and the pairs sorted, so that equal sizes compare equal however
+    they were built (``n + n`` is ``n * 2``), as tessel's ``#graph.shape``
+    simplifies them. Arithmetic with ints and other Sizes gives a Size, or an
+    int when no symbol is left. Every coefficient is positive, so a size is
+    largest where every symbol is at its maximum.
+    """
+
+    terms: tuple[tuple[tuple[str, ...], int], ...]
+
+    @staticmethod
+    def of(terms: dict[tuple[str, ...], int]) -> Dim:
+        """The size of ``terms`` (symbols: coefficient), an int when it names no symbol."""
+        kept = tuple(sorted((symbols, c) for symbols, c in terms.items() if c))
+        if all(not symbols for symbols, _ in kept):
+            return sum(c for _, c in kept)
+        return Size(kept)
+
+    @staticmethod
+    def symbol(name: str) -> Size:
+        return Size((((name,), 1),))
+
+    def __add__(self, other: Dim) -> Dim:
+        terms = _terms(self)
+        for symbols, c in _terms(other).items():
+            terms[symbols] = terms.get(symbols, 0) + c
+        return Size.of(terms)
+
+    __radd__ = __add__
+
+    def __mul__(self, other: Dim) -> Dim:
+        terms: dict[tuple[str, ...], int] = {}
+        for s1, c1 in _terms(self).items():
+            for s2, c2 in _terms(other).items():
+                key = tuple(sorted(s1 + s2))
+                terms[key] = terms.get(key, 0) + c1 * c2
+        return Size.of(terms)
+
+    __rmul__ = __mul__
+
+    @property
+    def symbols(self) -> set[str]:
+        return {s for symbols, _ in self.terms for s in symbols}
+
+    def evaluate(self, values: dict[str, int]) -> int:
+        """The size with each symbol at ``values[symbol]``."""
+        return sum(c * math.prod(values[s] for s in symbols) for symbols, c in self.terms)
+
+    def text(self, prefix: str = "") -> str:
+        """The size as ``#graph.shape`` and ``tessel.trace`` spell it, each symbol's name after ``prefix``."""
+        def term(symbols: tuple[str, ...], c: int) -> str:
+            return " * ".join([prefix + s for s in symbols] + ([str(c)] if c != 1 or not symbols else []))
+
+        # The constant last, as MLIR prints sums (n + 3).
+        return " + ".join(term(*t) for t in sorted(self.terms, key=lambda t: not t[0]))
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+Dim = Union[int, Size]
+
+
+def _terms(dim: Dim) -> dict[tuple[str, ...], int]:
+    return dict(dim.terms) if isinstance(dim, Size) else {(): int(dim)}
+
+
+def _evaluate(dim: Dim, binding: dict[str, int]) -> int:
+    return dim.evaluate(binding) if isinstance(dim, Size) else int(dim)
+
+
+def _is_static(shape: Sequence[Dim]) -> bool:
+    return not any(isinstance(d, Size) for d in shape)
+
+
+def _resolve(attrs: dict[str, Any], binding: dict[str, int]) -> dict[str, Any]:
+    """``attrs`` with the sizes of a ``shape`` (reshape, broadcast_to) at ``binding``."""
+    if "shape" not in attrs or _is_static(attrs["shape"]):
+        return attrs
+    return {**attrs, "shape": tuple(_evaluate(d, binding) for d in attrs["shape"])}
+
+
+def _traced(value: Any, prefix: str) -> Any:
+    """``value`` (an attribute) with each Size as the text tracing takes."""
+    if isinstance(value, Size):
+        return value.text(prefix)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_traced(v, prefix) for v in value)
+    return value
 
 
 class Rounding:
@@ -315,6 +431,10 @@ OPS: dict[str, OpDef] = {
 # Ops whose result is exact (the same in every precision) when their operands are.
 EXACT = {"neg", "abs", "relu", "maximum", "minimum", "compare", "where", "transpose", "reshape", "broadcast_to",
          "concatenate", "slice", "take", "cast"}
+# The ops that take tensors with size symbols (the Graph_SymbolicSizes ops of
+# docs/dynamic-shapes.md): the only ones symbolic graphs draw.
+SYMBOLIC_OPS = set(OPS) - {"slice", "take", "conv2d", "pool2d"}
+ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "compare", "where"}
 
 
 def _reference_dtype(dtype: np.dtype) -> np.dtype:
@@ -341,27 +461,37 @@ def apply(op: str, dtype: np.dtype, args: Sequence[np.ndarray], attrs: dict[str,
 class Node:
     """One value of a graph: an input, a constant or an op applied to earlier nodes.
 
-    ``value`` is the exact reference (float64, int64 or bool); inputs and
-    constants keep their array in ``attrs["array"]``. ``exact`` nodes are
-    computed exactly by tessel too; ``positive`` ones are at least 0.25 by
-    construction (not just by value).
+    ``values`` holds the exact reference (float64, int64 or bool) at each of
+    the graph's bindings (one for a graph without size symbols); inputs and
+    constants keep their array in ``attrs["array"]`` (an input's at the
+    first binding, the largest sizes: at the others it is the leading block
+    of that array). ``dims`` is the symbolic shape, None where every dim is
+    static. ``exact`` nodes are computed exactly by tessel too;
+    ``positive`` ones are at least 0.25 by construction (not just by value).
     """
 
     op: str
     args: tuple[int, ...]
     attrs: dict[str, Any]
     dtype: np.dtype
-    value: np.ndarray
+    values: tuple[np.ndarray, ...]
     exact: bool
     positive: bool = False
+    dims: Optional[tuple[Dim, ...]] = None
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.value.shape
+    def value(self) -> np.ndarray:
+        """The reference at the first binding (every symbol at its maximum)."""
+        return self.values[0]
+
+    @property
+    def shape(self) -> tuple[Dim, ...]:
+        return self.dims if self.dims is not None else self.value.shape
 
     @property
     def bound(self) -> float:
-        return float(np.abs(self.value).max(initial=0))
+        """The largest magnitude at any binding."""
+        return max(float(np.abs(v).max(initial=0)) for v in self.values)
 
     def describe(self, index: int) -> str:
         attrs = {k: v for k, v in self.attrs.items() if k != "array"}
@@ -374,25 +504,46 @@ class Node:
 
 @dataclass
 class Graph:
-    """A random graph: nodes in topological order and the indices of its outputs."""
+    """A random graph: nodes in topological order and the indices of its outputs.
+
+    A symbolic graph also has its symbols' ``ranges`` (``(min, max)`` or
+    ``(min, max, multiple_of)``, as ``tessel.trace``'s ``dims=`` takes them)
+    and the ``bindings`` (symbol: size) it runs at; a static graph has one
+    empty binding.
+    """
 
     seed: int
     nodes: list[Node]
     outputs: list[int]
+    ranges: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    bindings: list[dict[str, int]] = field(default_factory=lambda: [{}])
 
     @property
     def inputs(self) -> list[int]:
         return [i for i, n in enumerate(self.nodes) if n.op == "input"]
 
-    def arrays(self) -> list[np.ndarray]:
-        """The input values, in argument order."""
-        return [self.nodes[i].attrs["array"] for i in self.inputs]
+    def arrays(self, binding: int = 0) -> list[np.ndarray]:
+        """The input values at ``binding``, in argument order."""
+        nodes = [self.nodes[i] for i in self.inputs]
+        return [n.attrs["array"] if n.dims is None else
+                np.ascontiguousarray(n.attrs["array"][tuple(slice(0, size) for size in n.values[binding].shape)])
+                for n in nodes]
+
+    def specs(self, prefix: str = "") -> list[Union[np.ndarray, TensorSpec]]:
+        """What ``tessel.trace`` takes for each input: its array, or a TensorSpec
+        naming its symbols after ``prefix``."""
+        nodes = [self.nodes[i] for i in self.inputs]
+        return [n.attrs["array"] if n.dims is None else TensorSpec(_traced(n.dims, prefix), n.dtype) for n in nodes]
 
     def ops(self) -> list[str]:
         return [n.op for n in self.nodes if n.op not in ("input", "const")]
 
-    def build(self, args: Sequence[Tensor]) -> list[Tensor]:
-        """Builds the graph's ops while tracing, on one Tensor per input; returns the outputs."""
+    def build(self, args: Sequence[Tensor], prefix: str = "") -> list[Tensor]:
+        """Builds the graph's ops while tracing, on one Tensor per input; returns the outputs.
+
+        ``prefix`` goes before each symbol's name, so that the symbols of
+        several graphs traced into one function stay apart.
+        """
         given = iter(args)
         values: list[Tensor] = []
         for n in self.nodes:
@@ -401,19 +552,28 @@ class Graph:
             elif n.op == "const":
                 values.append(as_tensor(n.attrs["array"]))
             else:
-                values.append(OPS[n.op].build(*(values[a] for a in n.args), **n.attrs))
+                attrs = {k: _traced(v, prefix) for k, v in n.attrs.items()}
+                values.append(OPS[n.op].build(*(values[a] for a in n.args), **attrs))
         return [values[o] for o in self.outputs]
 
-    def evaluate(self, rng: np.random.Generator) -> list[np.ndarray]:
-        """The outputs of one perturbed evaluation of the reference."""
+    def evaluate(self, rng: np.random.Generator, binding: int = 0) -> list[np.ndarray]:
+        """The outputs of one perturbed evaluation of the reference at ``binding``."""
         values: list[np.ndarray] = []
         for n in self.nodes:
             args = [values[a] for a in n.args]
-            values.append(n.value if n.op in ("input", "const") else apply(n.op, n.dtype, args, n.attrs, rng))
+            values.append(n.values[binding] if n.op in ("input", "const") else
+                          apply(n.op, n.dtype, args, _resolve(n.attrs, self.bindings[binding]), rng))
         return [values[o] for o in self.outputs]
+
+    def describe_binding(self, binding: int) -> str:
+        return ", ".join(f"{s}={v}" for s, v in self.bindings[binding].items())
 
     def __str__(self) -> str:
         lines = [n.describe(i) for i, n in enumerate(self.nodes)]
+        if self.ranges:
+            ranges = ", ".join(f"{s} in {list(r)}" for s, r in self.ranges.items())
+            sizes = "; ".join(self.describe_binding(b) for b in range(len(self.bindings)))
+            lines.insert(0, f"symbols {ranges}; run at {sizes}")
         return "\n".join(lines + [f"return {', '.join(f'%{o}' for o in self.outputs)}"])
 
 
@@ -435,11 +595,52 @@ def _prime_factors(n: int) -> list[int]:
     return factors
 
 
-def _broadcast(*shapes: Sequence[int]) -> Optional[tuple[int, ...]]:
-    try:
-        return np.broadcast_shapes(*shapes)
-    except ValueError:
-        return None
+def _broadcast(*shapes: Sequence[Dim]) -> Optional[tuple[Dim, ...]]:
+    """numpy's broadcast of ``shapes``, None where they do not broadcast.
+
+    A Size meets only 1 or itself: tessel never takes a symbol for 1
+    (docs/dynamic-shapes.md), so ``n`` against 5 does not broadcast even
+    where ``n`` may be 5.
+    """
+    result: list[Dim] = []
+    for i in range(1, max((len(s) for s in shapes), default=0) + 1):
+        dims = {s[-i] for s in shapes if len(s) >= i} - {1}
+        if len(dims) > 1:
+            return None
+        result.insert(0, dims.pop() if dims else 1)
+    return tuple(result)
+
+
+def _result_dims(op: str, args: Sequence[tuple[Dim, ...]], attrs: dict[str, Any],
+                 shape: tuple[int, ...]) -> tuple[Dim, ...]:
+    """The symbolic shape of ``op``'s result, as tessel's shape rules give it;
+    ``shape`` is its shape at the first binding (for a reshape's -1, which
+    is static)."""
+    first = args[0]
+    if op in ELEMENTWISE:
+        joint = _broadcast(*args)
+        assert joint is not None
+        return joint
+    if op == "reduce":
+        axes = _axes(attrs["axis"], len(first))
+        if attrs["keepdims"]:
+            return tuple(1 if d in axes else n for d, n in enumerate(first))
+        return tuple(n for d, n in enumerate(first) if d not in axes)
+    if op == "matmul":
+        batch = _broadcast(first[:-2], args[1][:-2])
+        assert batch is not None
+        return (*batch, first[-2], args[1][-1])
+    if op == "linear":
+        return (*first[:-1], args[1][0])
+    if op == "transpose":
+        perm = attrs["perm"] if attrs["perm"] is not None else range(len(first) - 1, -1, -1)
+        return tuple(first[p] for p in perm)
+    if op in ("reshape", "broadcast_to"):
+        return tuple(n if n != -1 else shape[d] for d, n in enumerate(attrs["shape"]))
+    if op == "concatenate":
+        axis = attrs["axis"] % len(first)
+        return (*first[:axis], sum(a[axis] for a in args), *first[axis + 1:])
+    return first  # unary ops, cast, softmax, norms
 
 
 class _Generator:
@@ -451,6 +652,25 @@ class _Generator:
         self.dtype = NUMERIC[self.rng.choice(3, p=[0.7, 0.15, 0.15])]
         self.max_inputs = int(self.rng.integers(1, 5))
         self.nodes: list[Node] = []
+        # Symbols' ranges and the sizes the graph runs at: none here (_SymbolicGenerator).
+        self.ranges: dict[str, tuple[int, ...]] = {}
+        self.bindings: list[dict[str, int]] = [{}]
+
+    # Sizes --------------------------------------------------------------------
+    def extent(self, dim: Dim) -> int:
+        """A dim's largest size in the graph's ranges (the first binding's)."""
+        return _evaluate(dim, self.bindings[0])
+
+    def elements(self, shape: Sequence[Dim]) -> int:
+        return math.prod(self.extent(d) for d in shape)
+
+    def count(self, shape: Sequence[Dim], axes: Sequence[int]) -> int:
+        return math.prod(self.extent(shape[a]) for a in axes)
+
+    def size(self, known: bool = False) -> Dim:
+        """A dim for a new operand; with ``known``, for a shape that only ops name
+        (broadcast_to's), so it may only be a symbol some input has."""
+        return int(self.choice(SIZES))
 
     # Random choices ---------------------------------------------------------
     def coin(self, p: float = 0.5) -> bool:
@@ -489,14 +709,21 @@ class _Generator:
         return (self.rng.standard_normal(shape) * self.choice((0.5, 1.0, 2.0))).astype(dtype)
 
     # Nodes ------------------------------------------------------------------
-    def leaf(self, op: str, array: np.ndarray) -> int:
+    def leaf(self, op: str, array: np.ndarray, dims: Optional[Sequence[Dim]] = None) -> int:
+        """An input or constant of value ``array``, an input of symbolic shape ``dims``
+        (``array`` at the largest sizes, its leading blocks at the others)."""
         array = np.asarray(array)
-        self.nodes.append(Node(op, (), {"array": array}, array.dtype, array.astype(_reference_dtype(array.dtype)),
-                               exact=True))
+        value = array.astype(_reference_dtype(array.dtype))
+        if dims is None or _is_static(dims):
+            values, dims = (value,) * len(self.bindings), None
+        else:
+            dims = tuple(dims)
+            values = tuple(value[tuple(slice(0, _evaluate(d, b)) for d in dims)] for b in self.bindings)
+        self.nodes.append(Node(op, (), {"array": array}, array.dtype, values, exact=True, dims=dims))
         return len(self.nodes) - 1
 
-    def input(self, shape: Sequence[int], dtype: np.dtype, **bounds: int) -> int:
-        return self.leaf("input", self.array(shape, dtype, **bounds))
+    def input(self, shape: Sequence[Dim], dtype: np.dtype, **bounds: int) -> int:
+        return self.leaf("input", self.array([self.extent(d) for d in shape], dtype, **bounds), dims=shape)
 
     def const(self, shape: Sequence[int], dtype: np.dtype) -> int:
         if dtype.kind == "f":
@@ -507,18 +734,27 @@ class _Generator:
         return self.leaf("const", np.asarray(value, dtype))
 
     def add(self, op: str, *args: int, positive: bool = False, **attrs: Any) -> int:
+        """Appends ``op`` on nodes ``args``; _Skip where at some binding it overflows or grows too large."""
         nodes = [self.nodes[a] for a in args]
         dtype = _result_dtype(op, [n.dtype for n in nodes], attrs)
         try:
-            value = apply(op, dtype, [n.value for n in nodes], attrs)
+            values = tuple(apply(op, dtype, [n.values[b] for n in nodes], _resolve(attrs, binding))
+                           for b, binding in enumerate(self.bindings))
         except FloatingPointError:
             raise _Skip from None
-        if value.size > MAX_ELEMENTS or dtype.kind == "i" and np.abs(value).max(initial=0) >= 2**31:
+        # The first binding has the largest sizes; integers may overflow at any.
+        if values[0].size > MAX_ELEMENTS or dtype.kind == "i" and max(
+                np.abs(v).max(initial=0) for v in values) >= 2**31:
             raise _Skip
         exact = dtype.kind != "f" or (op in EXACT or op == "reduce" and attrs["kind"] in ("max", "min")
                                       or op == "pool2d" and attrs["kind"] == "max") and all(n.exact for n in nodes)
-        self.nodes.append(Node(op, args, attrs, dtype, value, exact, positive))
+        self.nodes.append(Node(op, args, attrs, dtype, values, exact, positive, self.dims_of(op, nodes, attrs, values)))
         return len(self.nodes) - 1
+
+    def dims_of(self, op: str, nodes: Sequence[Node], attrs: dict[str, Any],
+                values: Sequence[np.ndarray]) -> Optional[tuple[Dim, ...]]:
+        """The symbolic shape of a new node (None: static)."""
+        return None
 
     def operand(self, shape: Sequence[int], dtype: np.dtype) -> int:
         """A node of exactly this shape and dtype: an existing one, a new input or a constant."""
@@ -539,7 +775,7 @@ class _Generator:
 
         def fits(n: Node) -> bool:
             joint = _broadcast(n.shape, *shapes)
-            return n.dtype == node.dtype and joint is not None and _shape_size(joint) <= MAX_ELEMENTS and (
+            return n.dtype == node.dtype and joint is not None and self.elements(joint) <= MAX_ELEMENTS and (
                 n.exact or not exact)
 
         draw = self.rng.random()
@@ -644,7 +880,7 @@ class _Generator:
             axes = [a - rank if self.coin(0.3) else a for a in axes]
             axis = axes[0] if len(axes) == 1 and self.coin() else tuple(axes)
         if kind == "sum":
-            x = self.fit(x, self.limit(x) / _count(self.nodes[x].shape, _axes(axis, rank)))
+            x = self.fit(x, self.limit(x) / self.count(self.nodes[x].shape, _axes(axis, rank)))
         self.add("reduce", x, kind=kind, axis=axis, keepdims=self.coin())
 
     def axis(self, rank: int) -> int:
@@ -659,7 +895,7 @@ class _Generator:
         node, rms = self.nodes[x], self.coin(0.4)
         axis = self.axis(node.value.ndim)
         shape = node.shape[axis:]
-        bound = self.limit(x) / (2 * math.sqrt(_shape_size(shape)) + 2)
+        bound = self.limit(x) / (2 * math.sqrt(self.elements(shape)) + 2)
         names = tuple(p for p in (("weight",) if rms else ("weight", "bias")) if self.coin(0.6))
         params = [self.fit(self.operand(shape, node.dtype), bound) for _ in names]
         if names and axis == -len(shape) and self.coin():
@@ -679,16 +915,18 @@ class _Generator:
         b = self.pick(fits)
         if b is None or self.coin(0.4):
             batch = self.related(node.shape[:-2]) if node.value.ndim > 2 else (2,) * self.coin(0.15)
-            other = int(self.choice(SIZES))
+            other = self.size()
             b = self.operand(batch + ((k, other) if lhs else (other, k)), node.dtype)
-        a = self.fit(a, math.sqrt(self.limit(a) / k))
-        b = self.fit(b, self.limit(a) / k / max(1.0, self.nodes[a].bound))
+        a = self.fit(a, math.sqrt(self.limit(a) / self.extent(k)))
+        b = self.fit(b, self.limit(a) / self.extent(k) / max(1.0, self.nodes[a].bound))
         self.add("matmul", *((a, b) if lhs else (b, a)))
 
     def op_linear(self) -> None:
-        x = self.need(self.numeric(rank=1))
+        # graph.linear needs static input features (K).
+        x = self.need(self.pick(lambda n: n.dtype.kind in "fi" and n.value.ndim >= 1
+                                and not isinstance(n.shape[-1], Size), consts=True))
         node = self.nodes[x]
-        k, n = node.shape[-1], int(self.choice(SIZES))
+        k, n = node.shape[-1], self.size()
         x = self.fit(x, math.sqrt(self.limit(x) / (2 * k)))
         weight = self.fit(self.operand((n, k), node.dtype), self.limit(x) / (2 * k) / max(1.0, self.nodes[x].bound))
         bias = [self.fit(self.operand((n,), node.dtype), self.limit(x) / 2)] if self.coin() else []
@@ -742,17 +980,21 @@ class _Generator:
 
     def op_reshape(self) -> None:
         x = self.any_node(rank=0)
-        size = self.nodes[x].value.size
+        self.add("reshape", x, shape=self.reshaped(self.nodes[x]))
+
+    def reshaped(self, node: Node) -> tuple[Dim, ...]:
+        """A new shape for ``node``'s elements: its size's prime factors dealt to 1-4 dims, maybe one -1."""
+        size = node.value.size
         shape = [1] * int(self.rng.integers(1, 5))
         for p in _prime_factors(size):
             shape[int(self.rng.integers(len(shape)))] *= p
         if self.coin(0.3):
             shape[int(self.rng.integers(len(shape)))] = -1
-        self.add("reshape", x, shape=tuple(shape))
+        return tuple(shape)
 
     def op_broadcast_to(self) -> None:
         x = self.any_node(rank=0)
-        shape = [int(self.choice(SIZES)) if d == 1 and self.coin(0.7) else d for d in self.nodes[x].shape]
+        shape = [self.size(known=True) if d == 1 and self.coin(0.7) else d for d in self.nodes[x].shape]
         while len(shape) < 4 and (self.coin(0.4) or tuple(shape) == self.nodes[x].shape):
             shape.insert(0, int(self.choice((1, 2, 3, 5))))
         self.add("broadcast_to", x, shape=tuple(shape))
@@ -772,7 +1014,7 @@ class _Generator:
             found = self.pick(fits, consts=True)
             if found is None or self.coin(0.3):
                 shape = list(node.shape)
-                shape[dim] = int(self.choice(SIZES))
+                shape[dim] = self.size()
                 found = self.operand(shape, node.dtype)
             parts.insert(int(self.rng.integers(0, len(parts) + 1)), found)
         self.add("concatenate", *parts, axis=axis)
@@ -846,28 +1088,143 @@ class _Generator:
         computed = [i for i, n in enumerate(self.nodes) if n.op not in ("input", "const")]
         outputs = [i for i in computed if i not in used]
         extra = [i for i in computed if i in used and self.coin(0.1)]  # also used
-        return Graph(self.seed, self.nodes, sorted(outputs + extra))
+        return Graph(self.seed, self.nodes, sorted(outputs + extra), self.ranges, self.bindings)
 
 
-def random_graph(seed: int) -> Graph:
-    """The graph of ``seed``: the same on every machine and every run."""
-    return _Generator(seed).graph()
+class _SymbolicGenerator(_Generator):
+    """Draws one graph over size symbols, of the ops that take them.
+
+    One to three symbols, most with the range [1, max] (max in
+    SYMBOL_MAXIMA), a few a range of multiples of 2 or 4; the first input
+    has at least one symbolic dim, and new operands' dims are symbols at
+    SYMBOL_RATE, so that some ops meet the same symbol from two sides
+    (broadcasting, matmul's K, concatenation) and others meet two symbols.
+    Every node is evaluated at every binding (:meth:`add`), so the checks
+    that keep values sane hold at every size the graph runs at.
+    """
+
+    FAMILIES = {name: weight for name, weight in _Generator.FAMILIES.items()
+                if name in SYMBOLIC_OPS | {"binary", "unary", "norm"}}
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        for name in SYMBOLS[:int(self.rng.choice([1, 2, 3], p=[0.35, 0.45, 0.2]))]:
+            top = int(self.choice(SYMBOL_MAXIMA))
+            if self.coin(0.15):  # a range of multiples, which the compile may rely on
+                step = int(self.choice((2, 4)))
+                self.ranges[name] = (step, max(step, top - top % step), step)
+            else:
+                self.ranges[name] = (1, top)
+        sizes = {name: list(range(r[0], r[1] + 1, r[2] if len(r) > 2 else 1)) for name, r in self.ranges.items()}
+        # The largest sizes first: the generator's bounds and element counts read them (extent).
+        self.bindings = [{name: s[-1] for name, s in sizes.items()}, {name: s[0] for name, s in sizes.items()}]
+        # Sizes strictly inside the range, different ones where there are enough.
+        middle = {name: self.rng.choice(s[1:-1] or s, MIDDLE_BINDINGS, replace=len(s) < MIDDLE_BINDINGS + 2)
+                  for name, s in sizes.items()}
+        self.bindings += [{name: int(m[i]) for name, m in middle.items()} for i in range(MIDDLE_BINDINGS)]
+
+    def symbol(self) -> Size:
+        return Size.symbol(self.choice(list(self.ranges)))
+
+    def size(self, known: bool = False) -> Dim:
+        # tessel reads each symbol from an argument's dim: a symbol no input has cannot be bound.
+        symbols = sorted({s for i in self.inputs() for d in self.nodes[i].shape if isinstance(d, Size)
+                          for s in d.symbols}) if known else list(self.ranges)
+        return Size.symbol(self.choice(symbols)) if symbols and self.coin(SYMBOL_RATE) else super().size()
+
+    def shape(self, rank: int, max_elements: int = 1024) -> tuple[Dim, ...]:
+        """A shape with at least one symbol."""
+        while True:
+            shape = [self.size() for _ in range(rank)]
+            if rank and _is_static(shape):
+                shape[int(self.rng.integers(rank))] = self.symbol()
+            if self.elements(shape) <= max_elements:
+                return tuple(shape)
+
+    def related(self, shape: Sequence[Dim]) -> tuple[Dim, ...]:
+        """As the base's, with sizes that are not a symbol alone (``n * 2``) broadcast from 1:
+        an input's dim can only be a symbol, and constants have none."""
+        return tuple(d if _plain(d) else 1 for d in super().related(shape))
+
+    def input(self, shape: Sequence[Dim], dtype: np.dtype, **bounds: int) -> int:
+        if not all(_plain(d) for d in shape):
+            raise _Skip  # a dim like n * 2: no argument's dim can be that (tessel reads symbols from arguments)
+        return super().input(shape, dtype, **bounds)
+
+    def const(self, shape: Sequence[Dim], dtype: np.dtype) -> int:
+        if not _is_static(shape):
+            return self.input(shape, dtype)  # constants have no symbols
+        return super().const(shape, dtype)
+
+    def dims_of(self, op: str, nodes: Sequence[Node], attrs: dict[str, Any],
+                values: Sequence[np.ndarray]) -> Optional[tuple[Dim, ...]]:
+        dims = _result_dims(op, [n.shape for n in nodes], attrs, values[0].shape)
+        # The rules above against numpy's own shapes, at every binding.
+        for value, binding in zip(values, self.bindings):
+            assert tuple(_evaluate(d, binding) for d in dims) == value.shape, (op, dims, binding, value.shape)
+        return None if _is_static(dims) else dims
+
+    def reshaped(self, node: Node) -> tuple[Dim, ...]:
+        """The node's symbols and the prime factors of its static size dealt to 1-4 dims.
+
+        tessel reshapes over symbols when both sides have the same product of
+        the same symbolic factors; a dim that is a sum (``n + 3``) is no such
+        product. A -1 only where the other dims keep the node's symbols as
+        they are, the one case in which tracing infers it.
+        """
+        if _is_static(node.shape):
+            return super().reshaped(node)
+        terms = [_terms(d) for d in node.shape]
+        if any(len(t) != 1 for t in terms):
+            raise _Skip
+        shape: list[Dim] = [1] * int(self.rng.integers(1, 5))
+        for symbol in sorted(s for t in terms for symbols in t for s in symbols):
+            at = int(self.rng.integers(len(shape)))
+            shape[at] = shape[at] * Size.symbol(symbol)
+        for p in _prime_factors(math.prod(c for t in terms for c in t.values())):
+            at = int(self.rng.integers(len(shape)))
+            shape[at] = shape[at] * p
+        static = [i for i, d in enumerate(shape) if not isinstance(d, Size)]
+        kept = sorted(map(str, _symbolic(node.shape))) == sorted(map(str, _symbolic(shape)))
+        if static and kept and all(_plain(d) for d in shape) and self.coin(0.3):
+            shape[int(self.choice(static))] = -1
+        return tuple(shape)
+
+
+def _symbolic(shape: Sequence[Dim]) -> list[Size]:
+    return [d for d in shape if isinstance(d, Size)]
+
+
+def _plain(dim: Dim) -> bool:
+    """An int or a symbol alone: what an argument's dim may be."""
+    return not isinstance(dim, Size) or len(dim.terms) == 1 and len(dim.terms[0][0]) == 1 and dim.terms[0][1] == 1
+
+
+def random_graph(seed: int, symbolic: bool = False) -> Graph:
+    """The graph of ``seed``: the same on every machine and every run; over size symbols with ``symbolic``."""
+    return (_SymbolicGenerator if symbolic else _Generator)(seed).graph()
 
 
 # Running and checking ---------------------------------------------------------
 
+def _prefixes(graphs: Sequence[Graph]) -> list[str]:
+    """What goes before each graph's symbols in a module of several: their ranges differ."""
+    return [f"g{i}_" if len(graphs) > 1 and g.ranges else "" for i, g in enumerate(graphs)]
+
+
 def trace_graphs(graphs: Sequence[Graph], name: str = "fuzz") -> ir.Module:
     """One module whose function takes every graph's inputs and returns every graph's outputs, in order."""
-    counts = [len(g.inputs) for g in graphs]
+    counts, prefixes = [len(g.inputs) for g in graphs], _prefixes(graphs)
 
     def fn(*args: Tensor) -> list[Tensor]:
         results, at = [], 0
-        for graph, count in zip(graphs, counts):
-            results += graph.build(args[at:at + count])
+        for graph, count, prefix in zip(graphs, counts, prefixes):
+            results += graph.build(args[at:at + count], prefix)
             at += count
         return results
 
-    return trace(fn, *(a for g in graphs for a in g.arrays()), name=name)
+    dims = {prefix + s: r for g, prefix in zip(graphs, prefixes) for s, r in g.ranges.items()}
+    return trace(fn, *(a for g, prefix in zip(graphs, prefixes) for a in g.specs(prefix)), name=name, dims=dims)
 
 
 def run(graphs: Sequence[Graph], schedules: str = "cpu") -> list[list[np.ndarray]]:
@@ -875,28 +1232,35 @@ def run(graphs: Sequence[Graph], schedules: str = "cpu") -> list[list[np.ndarray
 
     ``schedules`` is the target: the CPU, or a GPU such as ``"sm_90"``,
     whose artifact (every kernel assembled by ptxas when it is installed)
-    runs on the PTX emulator.
+    runs on the PTX emulator. The module runs once per binding (of the
+    graph that has most); a graph's outputs are those of each of its
+    bindings in turn.
     """
     module = trace_graphs(graphs)
     if schedules == "cpu":
         executable = compile_cpu(module)
     else:
         executable = compile_module(module, target=f"cuda:{schedules}").emulate()
-    results = executable(*(a for g in graphs for a in g.arrays()))
-    results = list(results) if isinstance(results, tuple) else [results]
-    split, at = [], 0
-    for graph in graphs:
-        split.append(results[at:at + len(graph.outputs)])
-        at += len(graph.outputs)
+    split: list[list[np.ndarray]] = [[] for _ in graphs]
+    for b in range(max(len(g.bindings) for g in graphs)):
+        # A graph with fewer bindings runs again at its last one; only its own are kept.
+        results = executable(*(a for g in graphs for a in g.arrays(min(b, len(g.bindings) - 1))))
+        results = list(results) if isinstance(results, tuple) else [results]
+        at = 0
+        for outputs, graph in zip(split, graphs):
+            if b < len(graph.bindings):
+                outputs += results[at:at + len(graph.outputs)]
+            at += len(graph.outputs)
     return split
 
 
-Outcome = Union[list[np.ndarray], str]  # a graph's outputs, or why there are none
+# A graph's outputs (at each of its bindings in turn: see run), or why there are none.
+Outcome = Union[list[np.ndarray], str]
 
 
-def run_seeds(seeds: Sequence[int], schedules: str = "cpu") -> dict[int, Outcome]:
+def run_seeds(seeds: Sequence[int], schedules: str = "cpu", symbolic: bool = False) -> dict[int, Outcome]:
     """Runs the graphs of ``seeds`` as one module; if that fails, each alone to find the culprits."""
-    graphs = [random_graph(seed) for seed in seeds]
+    graphs = [random_graph(seed, symbolic) for seed in seeds]
     try:
         return dict(zip(seeds, run(graphs, schedules)))
     except Exception:
@@ -910,7 +1274,7 @@ def run_seeds(seeds: Sequence[int], schedules: str = "cpu") -> dict[int, Outcome
 
 
 def run_isolated(batches: Sequence[Sequence[int]], workers: int, per_process: int = 4,
-                 timeout: float = 300, schedules: str = "cpu") -> dict[int, Outcome]:
+                 timeout: float = 300, schedules: str = "cpu", symbolic: bool = False) -> dict[int, Outcome]:
     """:func:`run_seeds` on each batch, in ``workers`` parallel processes of ``per_process`` batches each.
 
     A compiler crash or hang then fails only the graphs involved (each
@@ -918,13 +1282,13 @@ def run_isolated(batches: Sequence[Sequence[int]], workers: int, per_process: in
     """
     groups = [list(batches[i:i + per_process]) for i in range(0, len(batches), per_process)]
     with ThreadPoolExecutor(workers) as pool:
-        parts = list(pool.map(lambda group: _run_process(group, timeout, schedules), groups))
+        parts = list(pool.map(lambda group: _run_process(group, timeout, schedules, symbolic), groups))
     return {seed: outcome for part in parts for seed, outcome in part.items()}
 
 
 def _run_process(batches: list[Sequence[int]], timeout: float,
-                 schedules: str) -> dict[int, Outcome]:
-    command = [sys.executable, "-m", __name__, schedules,
+                 schedules: str, symbolic: bool) -> dict[int, Outcome]:
+    command = [sys.executable, "-m", __name__, schedules, *(["--symbolic"] if symbolic else []),
                *(",".join(map(str, batch)) for batch in batches)]
     try:
         done = subprocess.run(command, capture_output=True, timeout=timeout)
@@ -946,33 +1310,40 @@ def _run_process(batches: list[Sequence[int]], timeout: float,
         outcomes[failed[0]] = failure
     else:
         rest = [[seed] for seed in failed] + rest
-    return {**outcomes, **(_run_process(rest, timeout, schedules) if rest else {})}
+    return {**outcomes, **(_run_process(rest, timeout, schedules, symbolic) if rest else {})}
 
 
 def check(graph: Graph, got: Sequence[np.ndarray]) -> list[str]:
-    """The mismatches between tessel's outputs ``got`` and the reference, one line each."""
+    """The mismatches between tessel's outputs ``got`` (at each binding in turn) and the reference, one line each."""
     rtol = max(RTOL.get(n.dtype, 0) for n in graph.nodes)
-    perturbed = [graph.evaluate(np.random.default_rng([graph.seed, i])) for i in range(PERTURBED_RUNS)]
     problems = []
-    for k, (index, actual) in enumerate(zip(graph.outputs, got)):
-        node = graph.nodes[index]
-        where = f"output {k} (%{index})"
-        if actual.shape != node.shape or actual.dtype != node.dtype:
-            problems.append(f"{where}: got {actual.dtype.name}{list(actual.shape)}, "
-                            f"expected {node.dtype.name}{list(node.shape)}")
-            continue
-        expected = node.value
-        if node.dtype.kind != "f":
-            wrong = actual.astype(expected.dtype) != expected
-            tol = 0.0
-        else:
-            spread = max(float(np.abs(p[k] - expected).max(initial=0)) for p in perturbed)
-            tol = rtol * max(1.0, node.bound) + SPREAD_FACTOR * spread
-            wrong = ~(np.abs(actual.astype(np.float64) - expected) <= tol)
-        if wrong.any():
-            at = tuple(int(i) for i in np.argwhere(wrong)[0])
-            problems.append(f"{where}: {int(wrong.sum())} of {wrong.size} elements differ beyond {tol:.3g}; "
-                            f"first at {list(at)}: got {actual[at]!r}, expected {expected[at]!r}")
+    count = len(graph.outputs)
+    if len(got) != count * len(graph.bindings):
+        problems.append(f"got {len(got)} outputs, expected {count} at each of {len(graph.bindings)} bindings")
+    for b in range(len(graph.bindings)):
+        # Static graphs keep the perturbations they always had.
+        perturbed = [graph.evaluate(np.random.default_rng([graph.seed, i, b][:3 if b else 2]), b)
+                     for i in range(PERTURBED_RUNS)]
+        at_sizes = f" at {graph.describe_binding(b)}" if graph.ranges else ""
+        for k, (index, actual) in enumerate(zip(graph.outputs, got[b * count:(b + 1) * count])):
+            node = graph.nodes[index]
+            expected = node.values[b]
+            where = f"output {k} (%{index}){at_sizes}"
+            if actual.shape != expected.shape or actual.dtype != node.dtype:
+                problems.append(f"{where}: got {actual.dtype.name}{list(actual.shape)}, "
+                                f"expected {node.dtype.name}{list(expected.shape)}")
+                continue
+            if node.dtype.kind != "f":
+                wrong = actual.astype(expected.dtype) != expected
+                tol = 0.0
+            else:
+                spread = max(float(np.abs(p[k] - expected).max(initial=0)) for p in perturbed)
+                tol = rtol * max(1.0, float(np.abs(expected).max(initial=0))) + SPREAD_FACTOR * spread
+                wrong = ~(np.abs(actual.astype(np.float64) - expected) <= tol)
+            if wrong.any():
+                first = tuple(int(i) for i in np.argwhere(wrong)[0])
+                problems.append(f"{where}: {int(wrong.sum())} of {wrong.size} elements differ beyond {tol:.3g}; "
+                                f"first at {list(first)}: got {actual[first]!r}, expected {expected[first]!r}")
     return problems
 
 
@@ -985,7 +1356,9 @@ def report(graph: Graph, problem: str) -> str:
     return f"fuzz graph seed {graph.seed}: {problem}\nops:\n{graph}\nmodule:\n{module}"
 
 
-if __name__ == "__main__":  # a worker of run_isolated: "cpu" or a GPU target, then batches "seed,seed,..."
-    for argument in sys.argv[2:]:
-        pickle.dump(run_seeds([int(seed) for seed in argument.split(",")], sys.argv[1]), sys.stdout.buffer)
+if __name__ == "__main__":
+    # A worker of run_isolated: "cpu" or a GPU target, maybe --symbolic, then batches "seed,seed,...".
+    symbolic = "--symbolic" in sys.argv[2:]
+    for argument in (a for a in sys.argv[2:] if a != "--symbolic"):
+        pickle.dump(run_seeds([int(seed) for seed in argument.split(",")], sys.argv[1], symbolic), sys.stdout.buffer)
         sys.stdout.buffer.flush()
