@@ -7,7 +7,9 @@ arguments of a call; it imports no MLIR, so that runtimes can use it.
 
 Expressions are kept as JSON-ready trees: an int, a symbol's name, or
 ``{op: [a, b]}`` with op one of ``add``, ``sub``, ``mul``, ``floordiv``,
-``ceildiv``, ``mod``.
+``ceildiv``, ``mod``, and ``min`` and ``max`` (which a CUDA manifest's launch
+shapes may use; affine expressions have neither, so :func:`parse_size` does
+not read them).
 """
 
 from __future__ import annotations
@@ -93,9 +95,12 @@ def parse_size(text: str) -> Size:
 
 
 def size_text(size: Size) -> str:
-    """``size`` written as :func:`parse_size` reads it."""
+    """``size`` written as :func:`parse_size` reads it (``min(a, b)`` and
+    ``max(a, b)`` as functions, which it does not read)."""
     if isinstance(size, dict):
         ((op, (a, b)),) = size.items()
+        if op in ("min", "max"):
+            return f"{op}({size_text(a)}, {size_text(b)})"
         return f"({size_text(a)} {_SPELLING[op]} {size_text(b)})"
     return str(size)
 
@@ -128,6 +133,10 @@ def evaluate(size: Size, values: Mapping[str, int]) -> int:
         return -(-x // y)
     if op == "mod":
         return x % y
+    if op == "min":
+        return min(x, y)
+    if op == "max":
+        return max(x, y)
     raise ValueError(f"unknown size operation {op!r}")
 
 

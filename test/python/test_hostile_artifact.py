@@ -278,7 +278,7 @@ def _mutations(saved: Path, rng: random.Random):
             yield f"{where} nested", edited(put(path, [value]))
     for whole in ([manifest], "manifest", None, 1, []):
         yield f"manifest is {type(whole).__name__}", {"manifest.json": json.dumps(whole).encode()}
-    for version in ("3", 3.0, True, 1, 2, 4, 0, None):
+    for version in ("4", 4.0, True, 1, 2, 3, 5, 0, None):
         yield f"version {version!r}", edited(lambda m, v=version: m.update(version=v))
     yield "incomplete", edited(lambda m: m.update(incomplete=True))
     yield "deeply nested", {"manifest.json": b"[" * 200_000 + b"]" * 200_000}
@@ -342,7 +342,7 @@ def test_mutated_artifacts_load_or_fail_with_a_tessel_error(saved, tmp_path, wor
           + ", ".join(f"{len(v)} {k}" for k, v in sorted(outcomes.items())))
     assert not bad, bad[:10]
     assert len(outcomes.get("tessel", [])) > len(cases) // 2  # most mutations are caught, by the reader
-    assert "manifest is list" in outcomes["tessel"] and "version '3'" in outcomes["tessel"]
+    assert "manifest is list" in outcomes["tessel"] and "version '4'" in outcomes["tessel"]
 
 
 def _refusal(saved: Path, directory: Path, edit) -> str:
@@ -358,13 +358,14 @@ def test_malformed_manifests_name_the_file_and_the_field(saved, tmp_path):
     def message(edit) -> str:
         return _refusal(saved, tmp_path, edit)
 
-    text = message(lambda m: m.update(version="3"))
-    assert "artifact version '3', this runtime reads 3" in text
-    # Version 1 had no target description, version 2 no tensor maps: such artifacts are rebuilt, not read.
-    assert "artifact version 1, this runtime reads 3" in message(lambda m: m.update(version=1))
-    assert "artifact version 2, this runtime reads 3" in message(lambda m: m.update(version=2))
+    text = message(lambda m: m.update(version="4"))
+    assert "artifact version '4', this runtime reads 4" in text
+    # Version 1 had no target description, version 2 no tensor maps, version 3 no size symbols: such
+    # artifacts are rebuilt, not read.
+    for version in (1, 2, 3):
+        assert f"artifact version {version}, this runtime reads 4" in message(lambda m: m.update(version=version))
     text = message(lambda m: m["buffers"][1].update(shape="2,8"))
-    assert "manifest.json: malformed manifest: buffers[1].shape must be a list of integers, not '2,8'" in text
+    assert "manifest.json: malformed manifest: buffers[1].shape must be a list of sizes, not '2,8'" in text
     assert "buffers[0].shape[1] must be >= 0, not -4" in message(lambda m: m["buffers"][0].update(shape=[2, -4]))
     assert "is over" in message(lambda m: m["buffers"][5].update(shape=[2**40, 2**40]))
     assert "steps[3] has no 'buffer'" in message(lambda m: m["steps"][3].pop("buffer"))
@@ -392,8 +393,9 @@ def test_the_launch_limits_are_the_manifests_target_description(saved, tmp_path)
 
     case = _edit_manifest(_case(saved, tmp_path, "512-of-1024"), threads(1024))
     assert runtime.read(case).kernels[0].block == (512, 1, 1)
-    assert re.search(r"manifest.json: kernel \w+ has an invalid launch shape \(\d+, \d+, \d+\) x \(512, 1, 1\): "
-                     r"512 threads, over sm_90's max_threads_per_block 256", _refusal(saved, tmp_path, threads(256)))
+    assert re.search(r"manifest.json: kernel \w+ \(kernels\[0\]\) has an invalid launch shape \(\d+, \d+, \d+\) x "
+                     r"\(512, 1, 1\): 512 threads, over sm_90's max_threads_per_block 256",
+                     _refusal(saved, tmp_path, threads(256)))
     assert "over sm_90's max_block (1024, 1024, 8)" in _refusal(
         saved, tmp_path, lambda m: (m["kernels"][0].update(block=[1, 1, 16]),
                                     m["target_description"].update(max_block=[1024, 1024, 8])))

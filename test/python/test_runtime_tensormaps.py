@@ -107,7 +107,7 @@ def _manifest() -> dict:
     grid = [-(-N // TILE), -(-M // TILE), 1]
     return {
         "format": runtime.artifact.FORMAT, "version": runtime.artifact.VERSION, "target": "sm_90",
-        "target_description": targets.get("sm_90").to_json(), "entry": "transpose",
+        "target_description": targets.get("sm_90").to_json(), "entry": "transpose", "dims": {},
         "inputs": [{"shape": [M, N], "dtype": "float32"}], "outputs": [{"shape": [N, M], "dtype": "float32"}],
         "buffers": [
             {"id": 0, "kind": "input", "shape": [M, N], "dtype": "float32", "index": 0, "view_of": None},
@@ -186,6 +186,58 @@ def test_a_missing_proxy_fence_in_the_artifacts_kernel_is_caught(tmp_path):
         tessel.load(case, emulate=True)(_x())
 
 
+def _symbolic_manifest(multiple: int = 4) -> dict:
+    """The transpose over X of m x n (size symbols): grid, buffers and both maps' dims and strides as size
+    expressions. A row's stride, 4 n (4 m) bytes, is a multiple of 16 when n (m) is a multiple of 4."""
+    manifest = _manifest()
+    manifest["dims"] = {"m": {"min": 4, "max": 80, "multiple_of": 4},
+                        "n": {"min": 4, "max": 100, "multiple_of": multiple}}
+    for record in manifest["inputs"] + manifest["buffers"][:1]:
+        record["shape"] = ["m", "n"]
+    for record in manifest["outputs"] + manifest["buffers"][1:]:
+        record["shape"] = ["n", "m"]
+    manifest["kernels"][0]["grid"] = [{"ceildiv": ["n", TILE]}, {"ceildiv": ["m", TILE]}, 1]
+    manifest["tensor_maps"][0].update(dims=["n", "m"], strides=[{"mul": [4, "n"]}])
+    manifest["tensor_maps"][1].update(dims=["m", "n"], strides=[{"mul": [4, "m"]}])
+    return manifest
+
+
+def test_tensor_maps_of_symbolic_sizes_are_encoded_at_each_calls_sizes(tmp_path):
+    case = _save(tmp_path / "symbolic", _symbolic_manifest())
+    artifact = runtime.read(case)
+    assert artifact.tensor_maps[0].dims == ("n", "m") and artifact.tensor_maps[0].strides == ({"mul": [4, "n"]},)
+    driver = _Counting(artifact.target_description)
+    executable = runtime.Executable(artifact, driver)
+    for m, n in ((4, 4), (40, 72), (80, 100), (36, 8), (40, 72)):
+        x = np.random.default_rng(m * n).standard_normal((m, n)).astype(np.float32)
+        np.testing.assert_array_equal(executable(x), x.T)
+    # Each call's maps were encoded for its sizes, and again for any other sizes at the same address.
+    assert len(driver.encoded) == 2 * 5
+    executable.close()
+    dry = tessel.load(case, dry=True)
+    assert dry(np.ones((12, 20), np.float32)).shape == (20, 12)
+    assert dry.driver.launch_shapes == [((1, 1, 1), (THREADS, 1, 1))]
+
+
+def test_a_symbolic_tensor_map_is_checked_by_the_drivers_rules_at_each_call(tmp_path):
+    # With n a multiple of 2, not 4, a row of X may be 24 bytes: not a stride a map may have. Both
+    # corners (n = 4, n = 100) are fine, so the reader takes it; the call at n = 6 does not.
+    executable = tessel.load(_save(tmp_path / "odd", _symbolic_manifest(multiple=2)), dry=True)
+    assert executable(np.ones((8, 8), np.float32)).shape == (8, 8)
+    with pytest.raises(tessel.RuntimeError, match=r"manifest.json: with m = 8, n = 6: tensor_maps\[0\].strides\[0\] "
+                                                   r"is 24 bytes: it must be a positive multiple of 16"):
+        executable(np.ones((8, 6), np.float32))
+    # What holds at no size is refused when read: a dim over the bounds of the driver, a map past its buffer.
+    manifest = _symbolic_manifest()
+    manifest["tensor_maps"][0]["dims"] = ["n", {"sub": ["m", 4]}]
+    assert "tensor_maps[0].dims[1] ((m - 4)) ranges over 0..76, outside 1..4294967296" in _refusal(
+        tmp_path, lambda m: m.update(manifest))
+    manifest = _symbolic_manifest()
+    manifest["tensor_maps"][0]["dims"] = ["n", {"add": ["m", 1]}]
+    assert ("malformed manifest: with m = 4, n = 4: tensor_maps[0] reaches 80 bytes from the start of buffer 0, "
+            "which has 64") in _refusal(tmp_path, lambda m: m.update(manifest))
+
+
 def test_a_dry_run_checks_each_map_with_its_address(saved):
     executable = tessel.load(saved, dry=True)
     driver = executable.driver
@@ -253,7 +305,8 @@ def _set(path: str, value):
      "steps[1].args[0].tensor_map is 2, but the manifest has 2 tensor maps"),
     ("steps.1.args", [{"tensor_map": 0, "offset": 16}, {"tensor_map": 1}],
      'steps[1].args[0] must be {"tensor_map": index} and nothing more'),
-    ("steps.1.args", ["0", {"tensor_map": 1}], 'steps[1].args[0] must be a buffer id or {"tensor_map": index}'),
+    ("steps.1.args", ["0", {"tensor_map": 1}],
+     'steps[1].args[0] must be a buffer id, {"tensor_map": index} or {"size": expression}'),
 ])
 def test_hostile_tensor_maps_are_refused_naming_the_field(tmp_path, path, value, message):
     assert "malformed manifest: " + message in _refusal(tmp_path, _set(path, value))

@@ -122,6 +122,7 @@ class CudaArtifact:
             # The runtime checks and configures launches by this copy (it imports no compiler).
             "target_description": targets.get(self.target).to_json(),
             "entry": self.name,
+            "dims": {},  # no size symbols: every shape and launch shape below is an int
             "inputs": [spec(s) for s in self.inputs],
             "outputs": [spec(s) for s in self.outputs],
             "buffers": [

@@ -11,12 +11,13 @@ so that a machine without a GPU tests them against ``cuda.bindings``).
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import RuntimeError
-from .artifact import KernelInfo, TargetInfo
+from .artifact import KernelInfo, SizeValue, TargetInfo
 from .tensormaps import FILLS, INTERLEAVES, L2_PROMOTIONS, TensorMapError, TensorMapInfo, check, field_path
 
 __all__ = ["CudaDriver", "tensor_map_arguments"]
@@ -42,6 +43,19 @@ def tensor_map_arguments(cu: Any, tensor_map: TensorMapInfo, address: int) -> tu
             getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{m.swizzle.upper()}"),
             getattr(cu.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{L2_PROMOTIONS[m.l2_promotion]}"),
             getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{FILLS[m.fill]}"))
+
+
+def _parameter(argument: int | SizeValue) -> ctypes.c_uint64 | ctypes.c_int64:
+    """The 8-byte kernel parameter of a launch argument: a device address
+    or an unsigned size as ``c_uint64``, a signed size as ``c_int64``.
+    ctypes wraps a value out of range silently, so one is an error here
+    (the artifact's reader bounds sizes by their types already)."""
+    signed = isinstance(argument, SizeValue) and argument.signed
+    value = argument.value if isinstance(argument, SizeValue) else int(argument)
+    low, high = (-(1 << 63), (1 << 63) - 1) if signed else (0, (1 << 64) - 1)
+    if not low <= value <= high:
+        raise RuntimeError(f"a kernel parameter of type {'.s64' if signed else '.u64'} cannot hold {value}")
+    return ctypes.c_int64(value) if signed else ctypes.c_uint64(value)
 
 
 class CudaDriver:
@@ -134,14 +148,15 @@ class CudaDriver:
     def copy(self, target: int, source: int, nbytes: int) -> None:
         self._check(self._cu.cuMemcpyDtoDAsync(target, source, nbytes, self.stream), "cuMemcpyDtoDAsync")
 
-    def launch(self, function: Any, kernel: KernelInfo, pointers: Sequence[int]) -> None:
-        # Bare-pointer ABI: each parameter is one device pointer; the driver
-        # takes an array of addresses of the parameter values.
-        values = np.array(pointers, dtype=np.uint64)
-        addresses = np.array([values.ctypes.data + 8 * i for i in range(len(values))], dtype=np.uint64)
+    def launch(self, function: Any, kernel: KernelInfo, arguments: Sequence[int | SizeValue]) -> None:
+        # Every parameter is 8 bytes: a device pointer (bare-pointer ABI, .u64) or a size argument's value
+        # (.u64, or .s64 when signed). The driver takes an array of the addresses of the values, which it
+        # copies when the launch is enqueued: they need to live only until cuLaunchKernel returns.
+        values = [_parameter(a) for a in arguments]
+        addresses = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
         self._check(self._cu.cuLaunchKernel(
             function, *kernel.grid, *kernel.block, kernel.dynamic_shared_bytes, self.stream,
-            addresses.ctypes.data, 0), "cuLaunchKernel", kernel.name)
+            ctypes.addressof(addresses) if values else 0, 0), "cuLaunchKernel", kernel.name)
 
     def synchronize(self) -> None:
         self._check(self._cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")

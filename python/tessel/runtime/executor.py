@@ -11,12 +11,26 @@ which the executor has its driver encode for the address its buffer has in
 this call (``Driver.encode_tensor_map``: ``cuTensorMapEncodeTiled`` on a
 GPU, the emulator's encoding, the dry driver's checks) into 128 bytes of
 device memory of its own, whose address the kernel gets. A map is encoded
-again only when its buffer's address changed since (an input used in place,
-a pooled buffer handed out elsewhere).
+again only when its buffer's address or its sizes changed since (an input
+used in place, a pooled buffer handed out elsewhere, another call's sizes).
+
+Size symbols (docs/dynamic-shapes.md): each call binds them from the
+inputs' shapes (``Artifact.bind``: ValueError naming the argument, the dim,
+the value and the range, as the CPU executable's) and evaluates the
+manifest's expressions once per binding (``Artifact.sized``, kept for the
+last ``SIZED_CACHE`` bindings): buffer shapes, launch shapes, tensor maps,
+and the size arguments kernels get as 64-bit integer parameters. Memory is
+pooled by each buffer's bytes at the largest sizes, so that calls at any
+sizes reuse it: the program's memory is that of a call at the largest
+sizes, reached by the first call. A driver with ``exact_sizes`` (the
+emulator) gets each call's sizes instead, so that its bounds checks see
+them.
 """
 
 from __future__ import annotations
 
+import functools
+from collections import OrderedDict
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -24,10 +38,13 @@ import numpy as np
 from .. import dlpack
 from ..dtypes import described, host_array
 from ..errors import RuntimeError, UnsupportedError
-from .artifact import Artifact, BufferInfo, KernelInfo, TargetInfo
+from .artifact import Artifact, BufferInfo, KernelInfo, MapArgument, Sized, SizeValue, TargetInfo
+from .sizes import sizes_text
 from .tensormaps import ADDRESS_ALIGNMENT, SIZE, TensorMapError, TensorMapInfo, check, field_path
 
-__all__ = ["DeviceArray", "Driver", "DryDriver", "Executable"]
+__all__ = ["SIZED_CACHE", "DeviceArray", "Driver", "DryDriver", "Executable"]
+
+SIZED_CACHE = 64  # bindings of the size symbols whose evaluated manifest an executable keeps
 
 
 class Driver(Protocol):
@@ -37,6 +54,8 @@ class Driver(Protocol):
     ordinal: int  # the CUDA device, as DLPack names it
     stream_handle: int | None  # the stream kernels run on, for DLPack producers to order work before
     exports_dlpack: bool  # whether DeviceArrays may hand its pointers to DLPack consumers as CUDA memory
+    # Whether buffers of symbolic shape get each call's bytes rather than the largest (optional; False).
+    exact_sizes: bool
 
     def load(self, kernel: KernelInfo) -> Any: ...
     def alloc(self, nbytes: int) -> int: ...
@@ -44,7 +63,9 @@ class Driver(Protocol):
     def upload(self, pointer: int, array: np.ndarray) -> None: ...
     def download(self, array: np.ndarray, pointer: int) -> None: ...
     def copy(self, target: int, source: int, nbytes: int) -> None: ...
-    def launch(self, function: Any, kernel: KernelInfo, pointers: Sequence[int]) -> None: ...
+    # ``kernel`` at the call's sizes (grid and block ints); ``arguments``: device addresses, and each size
+    # argument's value (a 64-bit integer parameter).
+    def launch(self, function: Any, kernel: KernelInfo, arguments: Sequence[int | SizeValue]) -> None: ...
     def synchronize(self) -> None: ...
     # The 128 bytes a kernel reads tensor map ``tensor_map`` from, its global address ``address``.
     def encode_tensor_map(self, tensor_map: TensorMapInfo, address: int) -> bytes: ...
@@ -54,19 +75,23 @@ class DryDriver:
     """A device that checks instead of running: allocations are address
     ranges, every pointer a step passes must be a live allocation, launch
     shapes and shared memory must fit ``target`` (the description of the
-    artifact's target), every tensor map must pass the driver's rules with
-    its address and lie inside a live allocation. Kernels do not run;
-    downloads give zeros."""
+    artifact's target), every size argument must fit its 64-bit parameter,
+    every tensor map must pass the driver's rules with its address and lie
+    inside a live allocation. Kernels do not run; downloads give zeros.
+    ``launches`` records each launch's kernel and arguments, ``launch_shapes``
+    its grid and block."""
 
     device_name = "dry run (no device)"
     ordinal, stream_handle = 0, None
     exports_dlpack = True  # DLPack exports of its fake pointers are checked, never read
+    exact_sizes = False  # pooled as on a GPU
 
     def __init__(self, target: TargetInfo) -> None:
         self.target = target
         self._next = 1 << 20
         self.live: dict[int, int] = {}  # pointer -> bytes
-        self.launches: list[tuple[str, tuple[int, ...]]] = []
+        self.launches: list[tuple[str, tuple[int | SizeValue, ...]]] = []
+        self.launch_shapes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
 
     def load(self, kernel: KernelInfo) -> str:
         return kernel.name
@@ -96,20 +121,30 @@ class DryDriver:
         self._check(source, nbytes, "a copy")
         self._check(target, nbytes, "a copy")
 
-    def launch(self, function: str, kernel: KernelInfo, pointers: Sequence[int]) -> None:
+    def launch(self, function: str, kernel: KernelInfo, arguments: Sequence[int | SizeValue]) -> None:
         target = self.target
-        if int(np.prod(kernel.block)) > target.max_threads_per_block or any(
-                n > m for n, m in zip(kernel.grid + kernel.block, target.max_grid + target.max_block)):
+        shape = tuple(kernel.grid) + tuple(kernel.block)
+        if not all(type(n) is int for n in shape):
+            raise RuntimeError(f"dry run: kernel {kernel.name} launched with sizes not evaluated: "
+                               f"{sizes_text(kernel.grid)} x {sizes_text(kernel.block)}")
+        if min(shape) < 1 or int(np.prod(kernel.block)) > target.max_threads_per_block or any(
+                n > m for n, m in zip(shape, target.max_grid + target.max_block)):
             raise RuntimeError(f"dry run: kernel {kernel.name} launch {kernel.grid} x {kernel.block} "
                                f"is over the hardware limits of {target.name}")
         if kernel.dynamic_shared_bytes > target.shared_per_block:
             raise RuntimeError(f"dry run: kernel {kernel.name} asks {kernel.dynamic_shared_bytes} bytes "
                                "of shared memory")
-        for pointer in pointers:
-            if pointer not in self.live:
-                raise RuntimeError(f"dry run: kernel {kernel.name} gets {pointer:#x}, "
+        for k, argument in enumerate(arguments):
+            if isinstance(argument, SizeValue):
+                low, high = (-(1 << 63), (1 << 63) - 1) if argument.signed else (0, (1 << 64) - 1)
+                if not low <= argument.value <= high:
+                    raise RuntimeError(f"dry run: kernel {kernel.name} gets {argument.value} as argument {k}, "
+                                       f"which its {'.s64' if argument.signed else '.u64'} parameter cannot hold")
+            elif argument not in self.live:
+                raise RuntimeError(f"dry run: kernel {kernel.name} gets {argument:#x}, "
                                    "which is not a live allocation")
-        self.launches.append((kernel.name, tuple(pointers)))
+        self.launches.append((kernel.name, tuple(arguments)))
+        self.launch_shapes.append((tuple(kernel.grid), tuple(kernel.block)))
 
     def encode_tensor_map(self, tensor_map: TensorMapInfo, address: int) -> bytes:
         where = f"the tensor map of buffer {tensor_map.buffer}"
@@ -133,6 +168,7 @@ class DeviceArray:
 
     def __init__(self, driver: Driver, pointer: int, shape: tuple[int, ...], dtype: np.dtype,
                  release: Callable[[int, int], None] | None = None) -> None:
+        # ``release(pointer, nbytes)`` takes the memory back (nbytes: the array's); default: freed.
         self._driver, self.pointer, self.shape, self.dtype = driver, pointer, shape, dtype
         self._release = release or (lambda pointer, nbytes: driver.free(pointer))
 
@@ -201,15 +237,19 @@ class Executable:
     """An artifact ready to run on ``driver``: kernels loaded, constants
     uploaded once. Call it with one array per input. Device memory that a
     call frees is kept in a pool for the next call (allocating on a GPU
-    synchronizes it); :meth:`close` returns everything."""
+    synchronizes it), by each buffer's bytes at the largest sizes (see the
+    module's doc); :meth:`close` returns everything."""
 
     def __init__(self, artifact: Artifact, driver: Driver) -> None:
         self.artifact, self.driver = artifact, driver
         self._functions = [driver.load(k) for k in artifact.kernels]
         self._constants: dict[int, int] = {}
         self.pool: dict[int, list[int]] = {}  # bytes -> free device pointers
-        # Tensor map -> (device memory of its 128 bytes, the buffer address they were encoded for).
-        self._maps: dict[int, tuple[int, int | None]] = {}
+        # Tensor map -> (device memory of its 128 bytes, the map and the buffer address they were encoded for).
+        self._maps: dict[int, tuple[int, tuple[TensorMapInfo, int] | None]] = {}
+        # The artifact at the latest bindings of its symbols, least recently used first.
+        self._sized: OrderedDict[tuple[tuple[str, int], ...], Sized] = OrderedDict()
+        self._exact_sizes = bool(getattr(driver, "exact_sizes", False))
         self._views: dict[int, list[int]] = {}  # buffer -> the views that alias it
         for b in artifact.buffers:
             if b.kind == "view":
@@ -256,10 +296,22 @@ class Executable:
     def _release(self, pointer: int, nbytes: int) -> None:
         self.pool.setdefault(nbytes, []).append(pointer)
 
-    def _argument(self, index: int, value: Any, owned: list[tuple[int, int]], held: list[Any]) -> int:
-        """The device pointer of argument ``index``: device memory in place,
-        host memory copied into memory added to ``owned``. ``held`` keeps
-        what the caller must keep alive until the kernels are done."""
+    def _release_allocated(self, pointer: int, nbytes: int, *, capacity: int) -> None:
+        """A DeviceArray's release: its memory back to the pool as the ``capacity`` bytes it was
+        allocated with (the largest sizes'), not the ``nbytes`` of its array."""
+        self._release(pointer, capacity)
+
+    def _capacity(self, buffer: int, sized: Sized) -> int:
+        """The bytes to allocate for ``buffer`` in the call at ``sized``: its
+        bytes at the largest sizes, which the pool keys memory by, so that
+        a call at any sizes reuses what an earlier call freed (the call's own
+        bytes for a driver with ``exact_sizes``; the same for static buffers)."""
+        return sized.nbytes[buffer] if self._exact_sizes else self.artifact.largest_nbytes[buffer]
+
+    def _input(self, index: int, value: Any, held: list[Any]) -> dlpack.DLTensorView | np.ndarray:
+        """Argument ``index`` as a view of device memory or a host array, its
+        dtype, rank and static dims checked (its symbols are bound later).
+        ``held`` keeps what the caller must keep alive until the kernels are done."""
         shape, dtype = self.artifact.inputs[index]
         try:
             view = _view(value, self.driver)
@@ -267,40 +319,62 @@ class Executable:
             raise RuntimeError(f"{self.artifact.entry}: argument {index}: {e}") from None
         device = isinstance(view, dlpack.DLTensorView)
         # Host arrays of the dtype in the other byte order are converted, as numpy would.
-        if view.shape != shape or (view.dtype != dtype and (device or view.dtype.newbyteorder("=") != dtype)):
-            raise RuntimeError(f"{self.artifact.entry}: argument {index} must be {described(dtype)}{list(shape)}, "
-                               f"got {described(view.dtype)}{list(view.shape)}")
+        if (len(view.shape) != len(shape) or any(type(d) is int and d != n for d, n in zip(shape, view.shape))
+                or (view.dtype != dtype and (device or view.dtype.newbyteorder("=") != dtype))):
+            raise RuntimeError(f"{self.artifact.entry}: argument {index} must be {described(dtype)}"
+                               f"{sizes_text(shape)}, got {described(view.dtype)}{list(view.shape)}")
         if device:
             held.append(view.owner)
-            if view.pointer % self._input_alignment[index] == 0:
-                return view.pointer
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        pointer = self._alloc(nbytes)
-        owned.append((pointer, nbytes))
+        return view
+
+    def _argument(self, buffer: BufferInfo, view: dlpack.DLTensorView | np.ndarray, sized: Sized,
+                  owned: list[tuple[int, int]]) -> int:
+        """The device pointer of input ``buffer`` given as ``view``: device
+        memory in place, host memory copied into memory added to ``owned``."""
+        device = isinstance(view, dlpack.DLTensorView)
+        if device and view.pointer % self._input_alignment[buffer.index] == 0:
+            return view.pointer
+        nbytes, capacity = sized.nbytes[buffer.id], self._capacity(buffer.id, sized)
+        pointer = self._alloc(capacity)
+        owned.append((pointer, capacity))
         if device:
             # A view at an odd offset (a slice of a larger tensor) is copied
             # to an aligned buffer first.
             self.driver.copy(pointer, view.pointer, nbytes)
         else:
-            self.driver.upload(pointer, host_array(view, dtype))
+            self.driver.upload(pointer, host_array(view, buffer.dtype))
         return pointer
 
-    def _tensor_map(self, index: int, pointers: dict[int, int]) -> int:
+    def _at(self, values: dict[str, int]) -> Sized:
+        """The artifact at the sizes ``values``, evaluated once per binding
+        (the latest ``SIZED_CACHE`` kept)."""
+        key = tuple(sorted(values.items()))
+        sized = self._sized.get(key)
+        if sized is None:
+            sized = self._sized[key] = self.artifact.sized(values)
+            if len(self._sized) > SIZED_CACHE:
+                self._sized.popitem(last=False)
+        else:
+            self._sized.move_to_end(key)
+        return sized
+
+    def _tensor_map(self, index: int, pointers: dict[int, int], sized: Sized) -> int:
         """The device address of tensor map ``index``'s 128 bytes, encoded
-        for the address its buffer has now (``pointers``: buffer -> address)."""
-        tensor_map = self.artifact.tensor_maps[index]
-        address = pointers[tensor_map.buffer]
+        for the address its buffer has now (``pointers``: buffer -> address)
+        and the call's sizes (``sized``)."""
+        tensor_map = sized.tensor_maps[index]
+        encoding = (tensor_map, pointers[tensor_map.buffer])
         slot, encoded_for = self._maps.get(index, (None, None))
-        if slot is not None and encoded_for == address:
+        if slot is not None and encoded_for == encoding:
             return slot
-        raw = self.driver.encode_tensor_map(tensor_map, address)
+        raw = self.driver.encode_tensor_map(*encoding)
         if slot is None:
             slot = self.driver.alloc(SIZE)
             self._maps[index] = (slot, None)
         # Calls end synchronized and a buffer has one address in a call: no kernel this executable
         # launched still reads the bytes replaced here.
         self.driver.upload(slot, np.frombuffer(raw, np.uint8))
-        self._maps[index] = (slot, address)
+        self._maps[index] = (slot, encoding)
         return slot
 
     def __call__(self, *args: Any, device_outputs: bool = False) -> Any:
@@ -308,14 +382,18 @@ class Executable:
         (copied in), or contiguous CUDA tensors (DLPack, e.g. torch, cupy,
         jax; or ``__cuda_array_interface__``), used in place. Results:
         numpy arrays, or :class:`DeviceArray` with ``device_outputs``; a
-        tuple when there are several."""
+        tuple when there are several. With size symbols, the inputs' shapes
+        bind them (ValueError when a size is outside its range or two that
+        must agree do not) and the results have the shapes they give."""
         artifact, driver = self.artifact, self.driver
         if len(args) != len(artifact.inputs):
             raise RuntimeError(f"{artifact.entry} takes {len(artifact.inputs)} arguments, got {len(args)}")
-        owned: list[tuple[int, int]] = []  # (pointer, bytes) released at the end, whatever happens
         held: list[Any] = []  # the producers' exports of device inputs, until the kernels are done
+        views = [self._input(i, a, held) for i, a in enumerate(args)]
+        sized = self._at(artifact.bind([v.shape for v in views]))
+        owned: list[tuple[int, int]] = []  # (pointer, bytes) released at the end, whatever happens
         pointers: dict[int, int] = dict(self._constants)
-        outputs: list[tuple[BufferInfo, int]] = []
+        outputs: list[tuple[BufferInfo, int, int]] = []  # (buffer, pointer, bytes allocated)
 
         def bind(buffer_id: int, pointer: int) -> None:
             for view in [buffer_id] + self._views.get(buffer_id, []):
@@ -324,17 +402,18 @@ class Executable:
         try:
             for b in artifact.buffers:
                 if b.kind == "input":
-                    bind(b.id, self._argument(b.index, args[b.index], owned, held))
+                    bind(b.id, self._argument(b, views[b.index], sized, owned))
                 elif b.kind == "output":
-                    outputs.append((b, self._alloc(b.nbytes)))
+                    capacity = self._capacity(b.id, sized)
+                    outputs.append((b, self._alloc(capacity), capacity))
                     bind(b.id, outputs[-1][1])
                 elif b.kind == "constant":
                     bind(b.id, self._constants[b.id])
-            for step in artifact.steps:
+            for step, arguments in zip(artifact.steps, sized.arguments):
                 op = step["op"]
                 if op == "alloc":
-                    nbytes = artifact.buffers[step["buffer"]].nbytes
-                    owned.append((self._alloc(nbytes), nbytes))
+                    capacity = self._capacity(step["buffer"], sized)
+                    owned.append((self._alloc(capacity), capacity))
                     bind(step["buffer"], owned[-1][0])
                 elif op == "free":
                     pointer = pointers[step["buffer"]]
@@ -342,20 +421,22 @@ class Executable:
                     owned.remove(entry)
                     self._release(*entry)
                 elif op == "copy":
-                    driver.copy(pointers[step["target"]], pointers[step["source"]],
-                                artifact.buffers[step["source"]].nbytes)
+                    driver.copy(pointers[step["target"]], pointers[step["source"]], sized.nbytes[step["source"]])
                 else:
-                    kernel = artifact.kernels[step["kernel"]]
-                    driver.launch(self._functions[step["kernel"]], kernel,
-                                  [pointers[a] if isinstance(a, int) else self._tensor_map(a.index, pointers)
-                                   for a in step["args"]])
+                    driver.launch(self._functions[step["kernel"]], sized.kernels[step["kernel"]],
+                                  [pointers[a] if isinstance(a, int) else
+                                   self._tensor_map(a.index, pointers, sized) if isinstance(a, MapArgument) else a
+                                   for a in arguments])
             driver.synchronize()
             results: list[Any] = []
-            for b, pointer in sorted(outputs, key=lambda o: o[0].index):
+            for b, pointer, capacity in sorted(outputs, key=lambda o: o[0].index):
+                shape = sized.shapes[b.id]
                 if device_outputs:
-                    results.append(DeviceArray(driver, pointer, b.shape, b.dtype, self._release))
+                    # Back to the pool under the bytes it was allocated with, not its array's.
+                    release = functools.partial(self._release_allocated, capacity=capacity)
+                    results.append(DeviceArray(driver, pointer, shape, b.dtype, release))
                 else:
-                    host = np.empty(b.shape, b.dtype)
+                    host = np.empty(shape, b.dtype)
                     driver.download(host, pointer)
                     results.append(host)
             if device_outputs:
@@ -363,6 +444,6 @@ class Executable:
         finally:
             for pointer, nbytes in owned:
                 self._release(pointer, nbytes)
-            for b, pointer in outputs:
-                self._release(pointer, b.nbytes)
+            for _, pointer, capacity in outputs:
+                self._release(pointer, capacity)
         return results[0] if len(results) == 1 else tuple(results)

@@ -87,7 +87,10 @@ class TensorMapInfo:
     first; ``strides`` in bytes, of dims 1..rank-1 (dim 0's is the element
     size). ``buffer`` is the artifact buffer whose device address the map
     starts at (None for a map built by hand, e.g. the emulator's
-    ``encode_tensor_map``)."""
+    ``encode_tensor_map``). In an artifact with size symbols, ``dims`` and
+    ``strides`` may be size expressions (:mod:`tessel.runtime.sizes`): the
+    executor evaluates them at each call's sizes before anything here
+    (``extent``, :func:`check`) sees the map."""
 
     dtype: str  # a key of ELEMENT_TYPES
     dims: tuple[int, ...]

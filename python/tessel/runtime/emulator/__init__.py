@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..artifact import KernelInfo, TargetInfo
+from ..artifact import KernelInfo, SizeValue, TargetInfo
 from ..tensormaps import TensorMapInfo
 from .decode import decode_kernel
 from .machine import Kernel, Launch, params_bytes, run
@@ -225,6 +225,9 @@ class EmulatorDriver:
 
     ordinal, stream_handle = 0, None
     exports_dlpack = False  # its pointers are no CUDA memory
+    # Buffers of symbolic shape get each call's bytes, not the largest: an access past a buffer's end
+    # at the call's sizes is then the emulator's error, not a silent read of pooled memory.
+    exact_sizes = True
 
     def __init__(self, target: str | TargetInfo = "sm_90", **options: Any) -> None:
         self.device = Device(target, **options)
@@ -256,8 +259,10 @@ class EmulatorDriver:
     def copy(self, target: int, source: int, nbytes: int) -> None:
         self.device.copy(target, source, nbytes)
 
-    def launch(self, function: Module, kernel: KernelInfo, pointers: Sequence[int]) -> None:
-        function.launch(kernel.name, kernel.grid, kernel.block, list(pointers), kernel.dynamic_shared_bytes)
+    def launch(self, function: Module, kernel: KernelInfo, arguments: Sequence[int | SizeValue]) -> None:
+        # A size argument is a Python int for its .u64/.s64 parameter (params_bytes checks its range).
+        function.launch(kernel.name, kernel.grid, kernel.block,
+                        [a.value if isinstance(a, SizeValue) else a for a in arguments], kernel.dynamic_shared_bytes)
 
     def synchronize(self) -> None:
         pass
