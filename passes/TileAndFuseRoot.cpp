@@ -198,7 +198,10 @@ struct LargestSizes {
       return ofSize(expand.getMixedOutputShape()[d]);
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
       int64_t product = 1;
-      for (int64_t i : collapse.getReassociationIndices()[d]) {
+      // A copy: the range of a for over a temporary's element dangles.
+      SmallVector<ReassociationIndices> groups =
+          collapse.getReassociationIndices();
+      for (int64_t i : groups[d]) {
         std::optional<int64_t> size = ofDim(collapse.getSrc(), i);
         if (!size)
           return std::nullopt;

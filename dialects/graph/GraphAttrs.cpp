@@ -225,8 +225,10 @@ Attribute ShapeAttr::parse(AsmParser &parser, Type) {
     renamed[old] = getAffineSymbolExpr(position, parser.getContext());
     sorted.push_back(names[old]);
   }
+  // One canonical form per size, as the shape rules build them (m + n + m
+  // is m * 2 + n), so that equal sizes are equal attributes.
   for (AffineExpr &size : sizes)
-    size = size.replaceSymbols(renamed);
+    size = simplifyAffineExpr(size.replaceSymbols(renamed), 0, names.size());
   MLIRContext *context = parser.getContext();
   return parser.getChecked<ShapeAttr>(
       context, AffineMap::get(0, names.size(), sizes, context),

@@ -277,6 +277,9 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   if (ShapedType::isDynamic(k) && isa_and_present<ShapeAttr>(input.getEncoding()))
     return emitOptionalError(loc, "linear needs static input features K, got ",
                              input);
+  if (isa_and_present<ShapeAttr>(weight.getEncoding()))
+    return emitOptionalError(loc, "linear needs a weight of static shape, got ",
+                             weight);
   if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(weight.getDimSize(1)) &&
       weight.getDimSize(1) != k)
     return emitOptionalError(loc, "linear weight ", weight,
@@ -295,7 +298,6 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-/// Output size of one spatial dimension of a window op.
 /// The result type of a windowed op (conv2d, pool2d) of `input` with
 /// static `shape`: only the batch dim may be a size symbol, which the result
 /// keeps; a symbol in the other dims is an error naming `op`.
@@ -313,6 +315,7 @@ static FailureOr<RankedTensorType> windowedType(std::optional<Location> loc,
   return derivedType(input, shape, {0, -1, -1, -1});
 }
 
+/// Output size of one spatial dimension of a window op.
 static FailureOr<int64_t> windowOutput(std::optional<Location> loc,
                                        StringRef dimName, int64_t size,
                                        int64_t window, int64_t stride,

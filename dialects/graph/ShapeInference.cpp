@@ -132,9 +132,12 @@ struct SymbolicSizes {
       renamed[i] = getAffineSymbolExpr(kept.size(), context);
       kept.push_back(names[i]);
     }
+    // One canonical form per size (m + n + m is m * 2 + n), as the parser
+    // gives, so that equal sizes are equal attributes.
     SmallVector<AffineExpr> results;
     for (AffineExpr size : sizes)
-      results.push_back(size.replaceSymbols(renamed));
+      results.push_back(
+          simplifyAffineExpr(size.replaceSymbols(renamed), 0, kept.size()));
     encoding = ShapeAttr::get(
         context, AffineMap::get(0, kept.size(), results, context), kept);
   }

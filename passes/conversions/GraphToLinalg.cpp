@@ -71,12 +71,24 @@ struct StorageConverter : TypeConverter {
 };
 
 /// The function attribute, set for the length of the pass, that says where
-/// each size symbol can be read: {name = [argument, dim]}.
+/// each size can be read: {size = [argument, dim]}, keyed by the size as
+/// #graph.shape prints it (a symbol's name, or "m + n").
 constexpr StringLiteral kSizeArguments = "graph.size_arguments";
 
+/// The argument dim whose size is `size` (over `names`), per `where`.
+std::optional<ArrayRef<int64_t>> sizeArgument(DictionaryAttr where,
+                                              AffineExpr size,
+                                              ArrayRef<StringAttr> names) {
+  auto at = dyn_cast_if_present<DenseI64ArrayAttr>(
+      where ? where.get(graph::sizeString(size, names)) : Attribute());
+  if (!at)
+    return std::nullopt;
+  return at.asArrayRef();
+}
+
 /// The sizes of `type`'s dims where `anchor` is: static ones as attributes,
-/// each `?` its #graph.shape expression over the size symbols, read with
-/// tensor.dim from the function's arguments (`kSizeArguments`).
+/// each `?` read with tensor.dim from an argument dim of that very size
+/// (`kSizeArguments`) or, where none is, computed from its symbols'.
 SmallVector<OpFoldResult> mixedSizes(OpBuilder &b, Location loc,
                                      Operation *anchor, RankedTensorType type) {
   SmallVector<OpFoldResult> sizes =
@@ -86,26 +98,37 @@ SmallVector<OpFoldResult> mixedSizes(OpBuilder &b, Location loc,
     return sizes;
   auto func = anchor->getParentOfType<FunctionOpInterface>();
   auto where = func->getAttrOfType<DictionaryAttr>(kSizeArguments);
-  SmallVector<OpFoldResult> symbols;
-  for (StringAttr name : shape.getNames()) {
-    // The pass checked that every symbol of the function has an entry.
-    auto at = cast<DenseI64ArrayAttr>(where.get(name)).asArrayRef();
-    symbols.push_back(
-        tensor::DimOp::create(b, loc, func.getArgument(at[0]), at[1])
-            .getResult());
+  auto read = [&](ArrayRef<int64_t> at) -> OpFoldResult {
+    return tensor::DimOp::create(b, loc, func.getArgument(at[0]), at[1])
+        .getResult();
+  };
+  ArrayRef<StringAttr> names = shape.getNames();
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    if (!type.isDynamicDim(i))
+      continue;
+    AffineExpr expr = shape.getSizes().getResult(i);
+    if (std::optional<ArrayRef<int64_t>> at = sizeArgument(where, expr, names)) {
+      size = read(*at);
+      continue;
+    }
+    // The pass checked that each symbol of such a size has an entry.
+    SmallVector<OpFoldResult> symbols;
+    for (auto [s, name] : llvm::enumerate(names))
+      symbols.push_back(
+          expr.isFunctionOfSymbol(s)
+              ? read(*sizeArgument(where, getAffineSymbolExpr(0, b.getContext()),
+                                   {name}))
+              : OpFoldResult(b.getIndexAttr(0)));
+    size = affine::makeComposedFoldedAffineApply(
+        b, loc, AffineMap::get(0, symbols.size(), expr), symbols);
   }
-  for (auto [i, size] : llvm::enumerate(sizes))
-    if (type.isDynamicDim(i))
-      size = affine::makeComposedFoldedAffineApply(
-          b, loc,
-          AffineMap::get(0, symbols.size(), shape.getSizes().getResult(i)),
-          symbols);
   return sizes;
 }
 
 /// Records `kSizeArguments` on each function whose types name size
-/// symbols: for each, the first argument dim that is exactly that size;
-/// failure, with an error at the function, where a symbol has none.
+/// symbols: for each size of its arguments, the first argument dim of that
+/// size; failure, with an error at the op, where a size is neither one of
+/// those nor computed from symbols that are.
 LogicalResult recordSizeArguments(FunctionOpInterface func) {
   MLIRContext *ctx = func.getContext();
   llvm::MapVector<StringAttr, Attribute> where;
@@ -120,22 +143,34 @@ LogicalResult recordSizeArguments(FunctionOpInterface func) {
     // The schedules read the arguments' symbols once the types lose them.
     func.setArgAttr(n, kArgumentShape, shape);
     for (auto [d, size] : llvm::enumerate(shape.getSizes().getResults()))
-      if (auto symbol = dyn_cast<AffineSymbolExpr>(size))
-        where.try_emplace(shape.getNames()[symbol.getPosition()],
-                          DenseI64ArrayAttr::get(ctx, {int64_t(n), int64_t(d)}));
+      if (!isa<AffineConstantExpr>(size))
+        where.try_emplace(
+            StringAttr::get(ctx, graph::sizeString(size, shape.getNames())),
+            DenseI64ArrayAttr::get(ctx, {int64_t(n), int64_t(d)}));
   }
   WalkResult missing = func->walk([&](Operation *op) {
-    for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
-      if (auto tensor = dyn_cast<RankedTensorType>(t))
-        if (auto shape = dyn_cast_if_present<graph::ShapeAttr>(tensor.getEncoding()))
-          for (StringAttr name : shape.getNames())
-            if (!where.count(name)) {
-              op->emitOpError("has a size over symbol '")
-                  << name.getValue() << "', which is not the size of any dim of "
-                  << "its function's arguments; graph-to-linalg reads each "
-                     "symbol from an argument";
-              return WalkResult::interrupt();
-            }
+    for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
+      auto tensor = dyn_cast<RankedTensorType>(t);
+      auto shape = tensor ? dyn_cast_if_present<graph::ShapeAttr>(tensor.getEncoding())
+                          : graph::ShapeAttr();
+      if (!shape)
+        continue;
+      ArrayRef<StringAttr> names = shape.getNames();
+      for (AffineExpr size : shape.getSizes().getResults()) {
+        if (isa<AffineConstantExpr>(size) ||
+            where.count(StringAttr::get(ctx, graph::sizeString(size, names))))
+          continue;
+        for (auto [s, name] : llvm::enumerate(names))
+          if (size.isFunctionOfSymbol(s) && !where.count(name)) {
+            op->emitOpError("has a size over symbol '")
+                << name.getValue() << "' (" << graph::sizeString(size, names)
+                << "), which is neither the size of a dim of its function's "
+                << "arguments nor computed from symbols that are; "
+                << "graph-to-linalg reads each size from an argument";
+            return WalkResult::interrupt();
+          }
+      }
+    }
     return WalkResult::advance();
   });
   if (missing.wasInterrupted())
@@ -944,7 +979,48 @@ struct ReshapeToTensor : OpConversionPattern<graph::ReshapeOp> {
     auto isIdentity = [](ArrayRef<ReassociationIndices> groups) {
       return llvm::all_of(groups, [](auto &g) { return g.size() == 1; });
     };
-    if (auto groups = reshapeGroups(op.getInput().getType(), op.getType())) {
+    auto groups = reshapeGroups(op.getInput().getType(), op.getType());
+    // An output group of two dynamic dims ([m, n] into [n, m]) cannot be an
+    // expand_shape, which memref lowering expands by one dynamic size per
+    // group: each result element is read from the input's 1-D collapse at
+    // its row-major position, strides computed from the sizes at run time.
+    auto twoDynamic = [&](const ReassociationIndices &g) {
+      return llvm::count_if(g, [&](int64_t d) { return out.isDynamicDim(d); }) > 1;
+    };
+    if (groups && llvm::any_of(groups->second, twoDynamic)) {
+      auto in = cast<RankedTensorType>(v.getType());
+      if (in.getRank() != 1)
+        v = tensor::CollapseShapeOp::create(rewriter, loc, v, all(in.getRank()));
+      int64_t rank = out.getRank();
+      SmallVector<Value> strides(rank);
+      Value stride = arith::ConstantIndexOp::create(rewriter, loc, 1);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        strides[d] = stride;
+        stride = arith::MulIOp::create(
+            rewriter, loc, stride,
+            getValueOrCreateConstantIndexOp(rewriter, loc, sizes[d]));
+      }
+      Value flat = v;
+      auto generic = linalg::GenericOp::create(
+          rewriter, loc, out, ValueRange{},
+          tensor::EmptyOp::create(rewriter, loc, sizes, out.getElementType())
+              .getResult(),
+          SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
+          SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+          [&](OpBuilder &b, Location l, ValueRange) {
+            Value position = arith::ConstantIndexOp::create(b, l, 0);
+            for (int64_t d = 0; d < rank; ++d)
+              position = arith::AddIOp::create(
+                  b, l, position,
+                  arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, d),
+                                        strides[d]));
+            linalg::YieldOp::create(
+                b, l, tensor::ExtractOp::create(b, l, flat, position).getResult());
+          });
+      rewriter.replaceOp(op, generic.getResult(0));
+      return success();
+    }
+    if (groups) {
       auto [inGroups, outGroups] = *groups;
       if (!isIdentity(inGroups))
         v = tensor::CollapseShapeOp::create(rewriter, loc, v, inGroups);

@@ -188,7 +188,7 @@ def as_tensor(value: TensorLike) -> Tensor:
 
 def _dims(args: tuple) -> Optional[tuple[int, ...]]:
     """numpy's spellings of a dimension list: ``f(2, 3)``, ``f((2, 3))``, ``f(None)``."""
-    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+    if len(args) == 1 and not isinstance(args[0], (numbers.Integral, str)):
         return None if args[0] is None else tuple(args[0])
     return args
 

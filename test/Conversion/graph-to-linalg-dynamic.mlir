@@ -92,3 +92,28 @@ func.func @iota(%x: tensor<?xf32, #graph.shape<[n]>>) -> tensor<2x?xf32, #graph.
   %0 = graph.iota dim 1 : tensor<2x?xf32, #graph.shape<[2, n]>>
   return %0 : tensor<2x?xf32, #graph.shape<[2, n]>>
 }
+
+// A size is read from an argument dim of that very size (m + n) when its
+// symbols are not dims of their own; a reshape that regroups two symbols
+// ([m, n] into [n, m]) reads each element at its row-major position.
+// CHECK-LABEL: func.func @compound_size(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?xf32> {graph.shape = #graph.shape<[m + n]>}
+// CHECK: %[[S:.*]] = tensor.dim %[[X]], %c0
+// CHECK: tensor.empty(%[[S]]) : tensor<?xf32>
+func.func @compound_size(%x: tensor<?xf32, #graph.shape<[m + n]>>) -> tensor<?xf32, #graph.shape<[m + n]>>
+    attributes {graph.dims = {m = #graph.dim<1, 8>, n = #graph.dim<1, 8>}} {
+  %0 = graph.exp %x : tensor<?xf32, #graph.shape<[m + n]>>
+  return %0 : tensor<?xf32, #graph.shape<[m + n]>>
+}
+
+// CHECK-LABEL: func.func @regroup(
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<?x?xf32> into tensor<?xf32>
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x?xf32>)
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK: %[[J:.*]] = linalg.index 1
+// CHECK: tensor.extract %[[FLAT]][%{{.*}}] : tensor<?xf32>
+func.func @regroup(%x: tensor<?x?xf32, #graph.shape<[m, n]>>) -> tensor<?x?xf32, #graph.shape<[n, m]>>
+    attributes {graph.dims = {m = #graph.dim<1, 8>, n = #graph.dim<1, 8>}} {
+  %0 = graph.reshape %x : tensor<?x?xf32, #graph.shape<[m, n]>> -> tensor<?x?xf32, #graph.shape<[n, m]>>
+  return %0 : tensor<?x?xf32, #graph.shape<[n, m]>>
+}

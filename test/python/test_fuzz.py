@@ -28,9 +28,7 @@ SYMBOLIC_GRAPHS = int(os.environ.get("TESSEL_FUZZ_SYMBOLIC_GRAPHS", "20"))
 FIRST_SYMBOLIC_SEED = int(os.environ.get("TESSEL_FUZZ_SYMBOLIC_SEED", "0"))
 # Symbolic graphs that fail today, each through a compiler bug reported with
 # a reproducer (issue 30): they stay out of the test list until it is fixed.
-KNOWN_SYMBOLIC_FAILURES = {
-    7: "reshape [m, m, 3] -> [m * 3, m]: a reshape group with two symbolic dims aborts in expand-strided-metadata",
-    13: "a kernel whose arguments name n only inside m + n (a concat's result): graph-to-linalg finds no dim 'n'",
+KNOWN_SYMBOLIC_FAILURES: dict[int, str] = {
 }
 SYMBOLIC_SEEDS = [seed for seed in range(FIRST_SYMBOLIC_SEED, FIRST_SYMBOLIC_SEED + SYMBOLIC_GRAPHS)
                   if seed not in KNOWN_SYMBOLIC_FAILURES]

@@ -922,11 +922,11 @@ class _Generator:
         self.add("matmul", *((a, b) if lhs else (b, a)))
 
     def op_linear(self) -> None:
-        # graph.linear needs static input features (K).
+        # graph.linear needs static input features (K) and a weight of static shape.
         x = self.need(self.pick(lambda n: n.dtype.kind in "fi" and n.value.ndim >= 1
                                 and not isinstance(n.shape[-1], Size), consts=True))
         node = self.nodes[x]
-        k, n = node.shape[-1], self.size()
+        k, n = node.shape[-1], _Generator.size(self)
         x = self.fit(x, math.sqrt(self.limit(x) / (2 * k)))
         weight = self.fit(self.operand((n, k), node.dtype), self.limit(x) / (2 * k) / max(1.0, self.nodes[x].bound))
         bias = [self.fit(self.operand((n,), node.dtype), self.limit(x) / 2)] if self.coin() else []

@@ -178,3 +178,12 @@ func.func @reshape_count(%x: tensor<?x8xf32, #graph.shape<[seq, 8]>>) attributes
   %0 = graph.reshape %x : tensor<?x8xf32, #graph.shape<[seq, 8]>> -> tensor<?x2x3xf32, #graph.shape<[seq, 2, 3]>>
   return
 }
+
+// -----
+
+func.func @linear_of_a_symbolic_weight(%x: tensor<3x4xf32>, %w: tensor<?x4xf32, #graph.shape<[n, 4]>>) attributes {graph.dims = {n = #graph.dim<1, 8>}} {
+  // expected-error @+2 {{linear needs a weight of static shape, got 'tensor<?x4xf32, #graph.shape<[n, 4]>>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.linear %x, %w : (tensor<3x4xf32>, tensor<?x4xf32, #graph.shape<[n, 4]>>) -> tensor<3x?xf32>
+  return
+}

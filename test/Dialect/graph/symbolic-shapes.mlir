@@ -8,7 +8,10 @@
 // CHECK-SAME: %{{.*}}: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>
 // CHECK-SAME: %{{.*}}: tensor<?x?xf32, #graph.shape<[seq * 2, batch * seq - 1]>>
 // CHECK-SAME: %{{.*}}: tensor<?xf32, #graph.shape<[(seq + 1) floordiv 2]>>
-// CHECK-SAME: %{{.*}}: tensor<?xf32, #graph.shape<[seq ceildiv 8 + seq mod 8]>>
+// Sizes are kept in one canonical form (MLIR's simplified affine
+// expressions: a mod as the floordiv it stands for), so equal sizes are
+// equal attributes.
+// CHECK-SAME: %{{.*}}: tensor<?xf32, #graph.shape<[seq + seq ceildiv 8 - seq floordiv 8 * 8]>>
 // CHECK-SAME: graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<8, 2048, multiple_of 8>}
 func.func @sizes(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>,
                  // Names may come in any order; the attribute keeps them sorted.
@@ -28,7 +31,7 @@ func.func @static_dims_only(%x: tensor<4x8xf32, #graph.shape<[4, 8]>>) attribute
 // Expressions print as they re-parse: subtraction, negation and the
 // parentheses a right-nested product needs.
 // CHECK-LABEL: func.func @expressions
-// CHECK-SAME: #graph.shape<[-seq + 4, (a + b) * 2, a * (b * c), a - b * 2, a mod 3 * (b floordiv 2)]>
+// CHECK-SAME: #graph.shape<[-seq + 4, a * 2 + b * 2, a * (b * c), a - b * 2, a mod 3 * (b floordiv 2)]>
 func.func @expressions(%x: tensor<?x?x?x?x?xf32, #graph.shape<[-seq + 4, 2 * (a + b), a * (b * c), a - 2 * b, (a mod 3) * (b floordiv 2)]>>) {
   return
 }
@@ -74,13 +77,17 @@ func.func @block_ops(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>, %
   return
 }
 
-// A concat sums its axis: two seqs are 2 * seq, seq and 3 more are seq + 3.
+// A concat sums its axis: two seqs are 2 * seq, seq and 3 more are seq + 3;
+// sums are kept in one form, so [seq, 3, seq] is seq * 2 + 3 however
+// ordered.
 // CHECK-LABEL: func.func @concats
 // CHECK: graph.concat {{.*}} -> tensor<?x8xf32, #graph.shape<[seq * 2, 8]>>
 // CHECK: graph.concat {{.*}} -> tensor<?x8xf32, #graph.shape<[seq + 3, 8]>>
+// CHECK: graph.concat {{.*}} -> tensor<?x8xf32, #graph.shape<[seq * 2 + 3, 8]>>
 func.func @concats(%x: tensor<?x8xf32, #graph.shape<[seq, 8]>>, %y: tensor<3x8xf32>) attributes {graph.dims = {seq = #graph.dim<1, 512>}} {
   %0 = graph.concat %x, %x axis 0 : (tensor<?x8xf32, #graph.shape<[seq, 8]>>, tensor<?x8xf32, #graph.shape<[seq, 8]>>) -> tensor<?x8xf32, #graph.shape<[2 * seq, 8]>>
   %1 = graph.concat %x, %y axis 0 : (tensor<?x8xf32, #graph.shape<[seq, 8]>>, tensor<3x8xf32>) -> tensor<?x8xf32, #graph.shape<[seq + 3, 8]>>
+  %2 = graph.concat %x, %y, %x axis 0 : (tensor<?x8xf32, #graph.shape<[seq, 8]>>, tensor<3x8xf32>, tensor<?x8xf32, #graph.shape<[seq, 8]>>) -> tensor<?x8xf32, #graph.shape<[3 + 2 * seq, 8]>>
   return
 }
 
