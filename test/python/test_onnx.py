@@ -100,8 +100,9 @@ def test_unsupported_ops_and_inputs_are_clear_errors(tmp_path):
                                                       r"MaxPool \(tessel.frontends.onnx.SUPPORTED_OPS\)"):
         tessel.from_onnx(unpool)
     dynamic = _model([helper.make_node("Relu", ["x"], ["y"])], [_f32("x", ["batch", 3])], [_f32("y", ["batch", 3])])
-    with pytest.raises(tessel.UnsupportedError, match="input 'x' has a dynamic or unknown shape"):
-        tessel.from_onnx(dynamic)
+    with pytest.raises(tessel.UnsupportedError, match=r"input 'x' dim 0 is the dim_param 'batch', which needs a "
+                                                      r"range: from_onnx\(\.\.\., dims=\{'batch': \(min, max\)\}\)"):
+        tessel.from_onnx(dynamic)  # ranges given: test_dynamic_frontends.py
     old = _model([helper.make_node("Relu", ["x"], ["y"])], [_f32("x", [3])], [_f32("y", [3])], opset=6)
     with pytest.raises(tessel.UnsupportedError, match="opset 6 is not supported; tessel reads opset 7 and newer"):
         tessel.from_onnx(old)

@@ -375,13 +375,11 @@ def test_unsupported_features_are_clear_errors(fn, args, message):
         tessel.from_torch(fn, args)
 
 
-def test_training_mode_and_dynamic_shapes_are_errors():
+def test_training_mode_is_an_error():
+    # dynamic_shapes: test_dynamic_frontends.py
     model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))  # training mode: updates the running statistics
     with pytest.raises(tessel.UnsupportedError, match=r"updates '1.running_mean' in place.*call model.eval\(\)"):
         tessel.from_torch(model, (torch.randn(2, 4),))
-    batch = torch.export.Dim("batch")
-    with pytest.raises(tessel.UnsupportedError, match="dynamic_shapes is not supported"):
-        tessel.from_torch(model.eval(), (torch.randn(2, 4),), dynamic_shapes={"input": {0: batch}})
 
 
 # DLPack -----------------------------------------------------------------------

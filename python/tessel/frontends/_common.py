@@ -8,17 +8,450 @@ helpers take either.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Sequence, Union
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from .. import ops
+from ..errors import UnsupportedError
+from ..shapes import parse_size
 from ..tracing import Tensor, as_tensor
 
-__all__ = ["Value", "numpy_or", "cast_to", "matmul", "attention", "attention_stages", "arg_extreme", "gathered_along",
-           "reshaped", "indexed", "concatenated", "flipped", "conv_transpose", "pooled"]
+__all__ = ["Value", "SymbolicSize", "SizeLike", "as_size", "sizes_of", "dims", "is_symbolic", "shape_text",
+           "size_tensor", "size_array", "sizes_tensor", "size_bounds", "broadcast_sizes", "filled", "by_rows",
+           "taken_range", "selected", "numpy_or", "cast_to", "matmul", "attention", "attention_stages", "arg_extreme",
+           "gathered_along", "reshaped", "indexed", "concatenated", "flipped", "conv_transpose", "pooled"]
 
 Value = Union[Tensor, np.ndarray]
+
+
+# Size symbols ------------------------------------------------------------------
+#
+# A dim of a traced tensor may be a size symbol, or an expression over
+# symbols (docs/dynamic-shapes.md); Tensor.shape gives those as the text of
+# their MLIR affine expression ("seq", "batch * seq", "seq - 1"). While
+# importing, the front ends compute with such sizes (ONNX Shape arithmetic,
+# torch's SymInts): a SymbolicSize is one, in a canonical form, so that two
+# sizes that are the same expression compare equal whatever their spelling.
+
+
+@dataclass(frozen=True)
+class _Quotient:
+    """A term that is no polynomial: ``num floordiv den`` or ``num mod den`` (den > 1)."""
+
+    op: str
+    num: "SymbolicSize"
+    den: int
+
+    def __str__(self) -> str:
+        return f"({self.num}) {self.op} {self.den}"
+
+    def value(self, values: Mapping[str, int]) -> int:
+        num = self.num.evaluate(values)
+        return num // self.den if self.op == "floordiv" else num % self.den
+
+
+_Atom = Union[str, _Quotient]
+_Monomial = tuple[_Atom, ...]  # sorted by text; () is the constant term
+
+
+def _atom_key(atom: _Atom) -> str:
+    return atom if isinstance(atom, str) else str(atom)
+
+
+class SymbolicSize:
+    """An integer size that depends on size symbols: a polynomial with
+    integer coefficients over the symbols (and over quotients and remainders
+    by constants, which stay opaque). Arithmetic with ints and other sizes
+    gives a SymbolicSize, or an int where the symbols cancel; ``str`` is the
+    MLIR text tessel's shapes take. A symbolic value has no truth value, no
+    int and no order while importing: those raise TypeError."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: Mapping[_Monomial, int]) -> None:
+        self.terms: tuple[tuple[_Monomial, int], ...] = tuple(sorted(
+            ((m, c) for m, c in terms.items() if c), key=lambda t: tuple(map(_atom_key, t[0]))))
+
+    @classmethod
+    def symbol(cls, name: str) -> SymbolicSize:
+        return cls({(name,): 1})
+
+    @staticmethod
+    def _made(terms: Mapping[_Monomial, int]) -> SizeLike:
+        """The size of ``terms``: an int when only the constant term is left."""
+        size = SymbolicSize(terms)
+        if not size.terms:
+            return 0
+        if len(size.terms) == 1 and size.terms[0][0] == ():
+            return size.terms[0][1]
+        return size
+
+    @staticmethod
+    def _of(value: Any) -> Optional[dict[_Monomial, int]]:
+        if isinstance(value, SymbolicSize):
+            return dict(value.terms)
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return {(): int(value)}
+        return None
+
+    def __add__(self, other: Any) -> SizeLike:
+        terms = self._of(other)
+        if terms is None:
+            return NotImplemented
+        for m, c in self.terms:
+            terms[m] = terms.get(m, 0) + c
+        return self._made(terms)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> SizeLike:
+        return self._made({m: -c for m, c in self.terms})
+
+    def __sub__(self, other: Any) -> SizeLike:
+        return self + (-other) if self._of(other) is not None else NotImplemented
+
+    def __rsub__(self, other: Any) -> SizeLike:
+        return (-self) + other if self._of(other) is not None else NotImplemented
+
+    def __mul__(self, other: Any) -> SizeLike:
+        terms = self._of(other)
+        if terms is None:
+            return NotImplemented
+        product: dict[_Monomial, int] = {}
+        for m, c in self.terms:
+            for n, d in terms.items():
+                key = tuple(sorted(m + n, key=_atom_key))
+                product[key] = product.get(key, 0) + c * d
+        return self._made(product)
+
+    __rmul__ = __mul__
+
+    def _split(self, den: int) -> tuple[SizeLike, int]:
+        """``(q, r)`` with ``self = q * den + r`` and r a constant, where
+        every non-constant coefficient is a multiple of ``den``; else (0, -1)."""
+        constant = 0
+        whole: dict[_Monomial, int] = {}
+        for m, c in self.terms:
+            if m == ():
+                constant = c
+            elif c % den:
+                return 0, -1
+            else:
+                whole[m] = c // den
+        return self._made(whole) + constant // den, constant % den
+
+    def __floordiv__(self, other: Any) -> SizeLike:
+        if isinstance(other, SymbolicSize):
+            return self._divided(other)
+        if not isinstance(other, numbers.Integral) or other <= 0:
+            return NotImplemented
+        if other == 1:
+            return self
+        quotient, remainder = self._split(int(other))
+        return quotient if remainder >= 0 else SymbolicSize({(_Quotient("floordiv", self, int(other)),): 1})
+
+    def __mod__(self, other: Any) -> SizeLike:
+        if not isinstance(other, numbers.Integral) or other <= 0:
+            return NotImplemented
+        if other == 1:
+            return 0
+        _, remainder = self._split(int(other))
+        return remainder if remainder >= 0 else SymbolicSize({(_Quotient("mod", self, int(other)),): 1})
+
+    def _divided(self, other: SymbolicSize) -> SizeLike:
+        """``self / other`` where ``other`` is one term dividing each of
+        self's (``batch * seq * 64 / seq``); UnsupportedError otherwise."""
+        if len(other.terms) == 1:
+            (divisor, coefficient), = other.terms
+            quotient: dict[_Monomial, int] = {}
+            for m, c in self.terms:
+                rest = list(m)
+                for atom in divisor:
+                    if atom not in rest:
+                        break
+                    rest.remove(atom)
+                else:
+                    if c % coefficient == 0:
+                        quotient[tuple(rest)] = c // coefficient
+                        continue
+                break
+            else:
+                return self._made(quotient)
+        raise UnsupportedError(f"the size ({self}) / ({other}) is no size expression (a quotient by a symbolic "
+                               "size must be exact)")
+
+    def __rfloordiv__(self, other: Any) -> SizeLike:
+        terms = self._of(other)
+        if terms is None:
+            return NotImplemented
+        raise UnsupportedError(f"the size {other} / ({self}) is no size expression (a division by a size symbol)")
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, SymbolicSize) and self.terms == other.terms
+
+    def __hash__(self) -> int:
+        return hash(self.terms)
+
+    def __bool__(self) -> bool:
+        raise TypeError(f"the size {self} depends on size symbols: it has no truth value while importing")
+
+    def __index__(self) -> int:
+        raise TypeError(f"the size {self} depends on size symbols: it is known only at each call")
+
+    __int__ = __index__
+
+    def __str__(self) -> str:
+        def term(monomial: _Monomial, c: int) -> str:
+            factors = [_atom_key(a) for a in monomial] + ([str(abs(c))] if abs(c) != 1 or not monomial else [])
+            return " * ".join(factors)
+        # Positive terms first, the constant last: "batch * seq - 1".
+        ordered = sorted(self.terms, key=lambda t: (t[1] < 0, t[0] == ()))
+        text = ""
+        for monomial, c in ordered:
+            if not text:
+                text = ("-" if c < 0 else "") + term(monomial, c)
+            else:
+                text += (" - " if c < 0 else " + ") + term(monomial, c)
+        return text
+
+    def __repr__(self) -> str:
+        return f"SymbolicSize({str(self)!r})"
+
+    def symbols(self) -> set[str]:
+        """The size symbols this size names."""
+        found: set[str] = set()
+        for monomial, _ in self.terms:
+            for atom in monomial:
+                found |= {atom} if isinstance(atom, str) else atom.num.symbols()
+        return found
+
+    def evaluate(self, values: Mapping[str, int]) -> int:
+        """The size with each symbol's value from ``values``."""
+        return sum(c * math.prod(values[a] if isinstance(a, str) else a.value(values) for a in m)
+                   for m, c in self.terms)
+
+    @classmethod
+    def parse(cls, text: str) -> SizeLike:
+        """The size of a dim as :attr:`Tensor.shape` gives it (``"seq * 2"``)."""
+        def build(tree: Any) -> SizeLike:
+            if isinstance(tree, int):
+                return tree
+            if isinstance(tree, str):
+                return cls.symbol(tree)
+            (op, (a, b)), = tree.items()
+            a, b = build(a), build(b)
+            if op == "add":
+                return a + b
+            if op == "sub":
+                return a - b
+            if op == "mul":
+                return a * b
+            if op == "floordiv":
+                return a // b
+            if op == "ceildiv":
+                return (a + b - 1) // b
+            return a % b
+        return build(parse_size(text))
+
+
+SizeLike = Union[int, SymbolicSize]
+
+
+def as_size(dim: Union[int, str, SymbolicSize, np.integer]) -> SizeLike:
+    """One dim (an int, the text of a symbolic dim, or a size) as a size."""
+    if isinstance(dim, SymbolicSize):
+        return dim
+    if isinstance(dim, str):
+        return SymbolicSize.parse(dim)
+    return int(dim)
+
+
+def sizes_of(shape: Sequence[Any]) -> list[SizeLike]:
+    """A shape (Tensor.shape's ints and texts, or sizes) as sizes."""
+    return [as_size(d) for d in shape]
+
+
+def dims(shape: Sequence[Any]) -> list[Union[int, str]]:
+    """A shape as tessel's ops take it: ints, and the text of each symbolic size."""
+    return [str(d) if isinstance(d, SymbolicSize) else d if isinstance(d, str) else int(d) for d in shape]
+
+
+def is_symbolic(value: Any) -> bool:
+    """Whether ``value`` (a size, or a value's shape) depends on size symbols."""
+    if isinstance(value, (SymbolicSize, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(is_symbolic(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return value.dtype == object and any(isinstance(v, SymbolicSize) for v in value.flat)
+    shape = getattr(value, "shape", None)
+    return shape is not None and any(isinstance(d, str) for d in shape)
+
+
+def shape_text(shape: Sequence[Any]) -> str:
+    """``[batch, seq * 2, 64]``: a shape (or sizes) for error messages."""
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def size_tensor(size: SizeLike) -> Value:
+    """``size`` as a 0-d int64 value: an array for an int, else computed at
+    run time from the symbols (each one the sum of that many ones), for a
+    size that an op uses as a number (``x / seq``, an index ``seq - 1``)."""
+    if not isinstance(size, SymbolicSize):
+        return np.asarray(int(size), np.int64)
+    total: Optional[Tensor] = None
+    for monomial, c in size.terms:
+        term: Value = np.asarray(c, np.int64)
+        for atom in monomial:
+            if isinstance(atom, str):
+                factor = ops.broadcast_to(np.int64(1), [atom]).sum()
+            else:  # sizes are never negative: graph.div's truncation is floor division
+                num, den = as_tensor(size_tensor(atom.num)), np.asarray(atom.den, np.int64)
+                factor = num / den if atom.op == "floordiv" else ops.remainder(num, den)
+            term = factor if isinstance(term, np.ndarray) and term == 1 else factor * term
+        total = as_tensor(term) if total is None else total + term
+    return total
+
+
+def size_array(values: Any) -> np.ndarray:
+    """Sizes (ints and SymbolicSizes, nested as numpy takes them) as an
+    int64 array, or an object array where any depends on size symbols."""
+    array = np.array(values, dtype=object)
+    if any(isinstance(v, SymbolicSize) for v in array.flat):
+        return array
+    return array.astype(np.int64)
+
+
+def sizes_tensor(array: np.ndarray) -> Value:
+    """An array of sizes (see :func:`size_array`) as an int64 value
+    computed at run time, for an op that uses them as numbers."""
+    if array.dtype != object:
+        return array
+    flat = [reshaped(size_tensor(v), [1]) if isinstance(v, SymbolicSize) else np.array([v], np.int64)
+            for v in array.flat]
+    return reshaped(concatenated(flat, 0), list(array.shape)) if flat else array.astype(np.int64)
+
+
+def size_bounds(size: SizeLike, ranges: Mapping[str, tuple[int, int]]) -> tuple[int, int]:
+    """The least and the largest value of ``size`` with each symbol in its
+    ``(min, max)`` of ``ranges``, by interval arithmetic: bounds that hold
+    (exact for one term, ``seq - 1``; maybe wider for terms that move
+    together, ``batch * seq - seq``), so that what they decide holds at
+    every size."""
+    if not isinstance(size, SymbolicSize):
+        return int(size), int(size)
+
+    def atom_bounds(atom: _Atom) -> tuple[int, int]:
+        if isinstance(atom, str):
+            low, high = ranges[atom][:2]
+            return int(low), int(high)
+        low, high = size_bounds(atom.num, ranges)
+        return (low // atom.den, high // atom.den) if atom.op == "floordiv" else (0, atom.den - 1)
+
+    low = high = 0
+    for monomial, c in size.terms:
+        term_low = term_high = c
+        for atom in monomial:
+            a, b = atom_bounds(atom)
+            products = (term_low * a, term_low * b, term_high * a, term_high * b)
+            term_low, term_high = min(products), max(products)
+        low, high = low + term_low, high + term_high
+    return low, high
+
+
+def broadcast_sizes(*shapes: Sequence[Any]) -> list[SizeLike]:
+    """numpy's broadcast of shapes with symbolic dims: a dim of 1 takes the
+    other's size; a symbolic size meets only 1 or itself (as graph ops
+    broadcast), else UnsupportedError naming both."""
+    rank = max((len(s) for s in shapes), default=0)
+    result: list[SizeLike] = [1] * rank
+    for shape in shapes:
+        for i, d in enumerate(sizes_of(shape), rank - len(shape)):
+            if d == 1 or d == result[i]:
+                continue
+            if result[i] != 1:
+                raise UnsupportedError(f"shapes {[dims(s) for s in shapes]} do not broadcast: {dims([result[i]])[0]} "
+                                       f"against {dims([d])[0]} (a size symbol broadcasts only against 1 or itself)")
+            result[i] = d
+    return result
+
+
+def filled(shape: Sequence[Any], value: Any, dtype: Any) -> Value:
+    """``numpy.full(shape, value, dtype)``; over size symbols a scalar
+    broadcast to the shape (graph.broadcast_to), which costs no memory."""
+    if is_symbolic(list(shape)):
+        return ops.broadcast_to(np.asarray(value, dtype), dims(shape))
+    return np.full([int(d) for d in shape], value, dtype)
+
+
+def by_rows(fn: Callable[[Tensor], Tensor], x: Value) -> Value:
+    """``fn`` (a row-wise op: a matmul by a weight, a linear layer) of a
+    2-D ``x`` whose rows are a product of size symbols (``[batch * seq,
+    K]``, as ``view(-1, K)`` makes it), computed on ``x`` with its rows
+    split into their factors in the flattened tensor's order (``[seq,
+    batch, K]``) and flattened again: with :func:`reshaped`, flattening and
+    restoring the rows around the matmul is then no reshape at all, where
+    the CPU lowering would have to expand a buffer of ``seq * batch`` rows
+    into two dynamic dims, which it cannot (docs/dynamic-shapes.md)."""
+    rows = as_size(x.shape[0]) if len(x.shape) == 2 else 1
+    factors = _row_factors(as_tensor(x), rows) if isinstance(rows, SymbolicSize) else None
+    if factors is None:
+        return fn(x)
+    y = fn(reshaped(x, factors + [x.shape[1]]))
+    return reshaped(y, [x.shape[0], y.shape[-1]])
+
+
+def _row_factors(x: Tensor, rows: SymbolicSize) -> Optional[list[SizeLike]]:
+    """The leading dims of the tensor that ``x`` [rows, K] flattens (its
+    graph.reshape's operand), whose product is ``rows``, in their order;
+    else ``rows``' factors, when it is one product. Splitting the rows in
+    the flattened tensor's order keeps each reshape's groups of dims to one
+    symbol (the lowering cannot expand ``seq, batch`` into ``batch, seq``)."""
+    owner = x.value.owner
+    if getattr(owner, "name", None) == "graph.reshape":
+        source = sizes_of(Tensor(owner.operands[0]).shape)
+        product: SizeLike = 1
+        for i, size in enumerate(source):
+            product = product * size
+            if product == rows:
+                return source[:i + 1] if i > 0 else None
+    if len(rows.terms) != 1:
+        return None
+    monomial, coefficient = rows.terms[0]
+    factors: list[SizeLike] = [SymbolicSize.symbol(a) for a in monomial if isinstance(a, str)]
+    if len(factors) != len(monomial):
+        return None
+    factors += [coefficient] if coefficient != 1 else []
+    return factors if len(factors) > 1 else None
+
+
+def taken_range(x: Value, axis: int, start: SizeLike, count: SizeLike, step: int = 1) -> Value:
+    """Elements ``start, start + step, ...`` (``count`` of them) of ``x``
+    along ``axis``, for bounds the caller has checked (a negative ``start``
+    counts from the end): a graph.slice where all are static; a whole
+    symbolic dim as it is; otherwise one graph.gather at those indices
+    (graph.slice takes a dim with a size symbol only whole, and only static
+    bounds; graph.gather counts negative indices from the end)."""
+    size = as_size(x.shape[axis])
+    if not any(isinstance(v, SymbolicSize) for v in (size, start, count)):
+        first = int(start) + int(size) if int(start) < 0 else int(start)
+        return indexed(x, (slice(None),) * axis + (slice(first, first + (int(count) - 1) * step + 1, step),))
+    if start == 0 and step == 1 and count == size:
+        return x
+    indices = ops.iota(dims([count]), 0) * np.int64(step) if step != 1 else ops.iota(dims([count]), 0)
+    return ops.take(x, indices + size_tensor(start) if start != 0 else indices, axis)
+
+
+def selected(x: Value, axis: int, index: SizeLike) -> Value:
+    """``x`` at ``index`` (checked; negative: from the end) along ``axis``,
+    which it drops: an index on a static dim, else a graph.gather of a 0-d
+    index."""
+    if not isinstance(index, SymbolicSize) and not isinstance(as_size(x.shape[axis]), SymbolicSize):
+        return indexed(x, (slice(None),) * axis + (int(index),))
+    return ops.take(x, size_tensor(index), axis)
 
 
 def numpy_or(values: Sequence[Optional[Value]], numpy_fn: Callable, tensor_fn: Callable) -> Value:
@@ -29,7 +462,13 @@ def numpy_or(values: Sequence[Optional[Value]], numpy_fn: Callable, tensor_fn: C
 
 
 def cast_to(x: Value, dtype: np.dtype) -> Value:
-    """``x`` converted to ``dtype`` (numpy's astype; graph.cast), unchanged if it has it."""
+    """``x`` converted to ``dtype`` (numpy's astype; graph.cast), unchanged
+    if it has it. Sizes (an object array holding SymbolicSizes) stay sizes
+    as integers, and become a run-time tensor as anything else."""
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        if np.dtype(dtype).kind in "iu":
+            return x
+        x = sizes_tensor(x)
     if np.dtype(x.dtype) == np.dtype(dtype):
         return x
     return numpy_or([x], lambda v: v.astype(dtype), lambda v: ops.cast(v, dtype))
@@ -132,10 +571,12 @@ def arg_extreme(x: Tensor, axis: int, kind: str, keep: bool, last: bool = False)
     hit = ops.where(x != x, True, x == extreme)  # a NaN extreme: the NaNs
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
-    index = np.arange(x.shape[axis], dtype=np.int64).reshape(shape)
+    size = as_size(x.shape[axis])
+    index = ops.iota(shape, axis) if isinstance(size, SymbolicSize) else \
+        np.arange(size, dtype=np.int64).reshape(shape)
     if last:
         return ops.where(hit, index, np.int64(-1)).max(axis, keep)
-    return ops.where(hit, index, np.int64(x.shape[axis])).min(axis, keep)
+    return ops.where(hit, index, size_tensor(size)).min(axis, keep)
 
 
 def gathered_along(x: Value, indices: Value, axis: int) -> Value:
@@ -161,8 +602,23 @@ def gathered_along(x: Value, indices: Value, axis: int) -> Value:
     return ops.take(ops.reshape(x, [-1]), linear, 0)
 
 
-def reshaped(x: Value, shape: Sequence[int]) -> Value:
-    return numpy_or([x], lambda v: v.reshape(shape), lambda v: as_tensor(v).reshape(shape))
+def reshaped(x: Value, shape: Sequence[Any]) -> Value:
+    """``x`` in ``shape``, whose dims may be sizes (see :func:`dims`). Over
+    size symbols, a reshape of a reshape is one reshape of the first one's
+    operand (none where that has ``shape`` already): flattening ``[seq,
+    batch, 32]`` to ``[batch * seq, 32]`` and back is then no reshape, where
+    the CPU lowering would expand ``batch * seq`` into two symbols of one
+    group (which it cannot)."""
+    if isinstance(x, np.ndarray):
+        return x.reshape(shape)
+    x = as_tensor(x)
+    if is_symbolic(x):
+        owner = x.value.owner
+        if getattr(owner, "name", None) == "graph.reshape":
+            x = Tensor(owner.operands[0])
+        if -1 not in list(shape) and sizes_of(x.shape) == sizes_of(shape):
+            return x
+    return x.reshape(dims(shape))
 
 
 def indexed(x: Value, index: Any) -> Value:

@@ -210,7 +210,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
         warnings.warn(f"tessel: this graph runs in eager PyTorch: {why}", stacklevel=2)
         return gm.forward
     try:
-        module = _export(gm, tuple(example_inputs)).module()
+        module = _export(gm, tuple(example_inputs))[0].module()
     except UnsupportedError as e:
         warnings.warn(f"tessel: this graph runs in eager PyTorch: {e}", stacklevel=2)
         return gm.forward

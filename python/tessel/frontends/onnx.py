@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import difflib
 import functools
+import keyword
 import math
+import operator
 import os
+import re
 import string
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -38,8 +42,10 @@ from ..dtypes import ELEMENT_DTYPES, is_float
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
-from ._common import (Value, arg_extreme, attention_stages, cast_to, concatenated, conv_transpose, flipped,
-                      gathered_along, indexed, matmul, numpy_or, pooled, reshaped, triangle)
+from ._common import (SizeLike, SymbolicSize, Value, arg_extreme, as_size, attention_stages, broadcast_sizes,
+                      by_rows, cast_to, concatenated, conv_transpose, dims, filled, flipped, gathered_along, indexed,
+                      is_symbolic, matmul, numpy_or, pooled, reshaped, shape_text, size_array, size_bounds, size_tensor,
+                      sizes_of, sizes_tensor, taken_range, triangle)
 
 __all__ = ["from_onnx", "SUPPORTED_OPS", "MAX_CONSTANT_BYTES"]
 
@@ -81,8 +87,10 @@ def _label(proto: Any, index: int) -> str:
 class _Node:
     """One ONNX node while converting: its attributes and input values."""
 
-    def __init__(self, proto: Any, inputs: list[Optional[Value]], helper: Any) -> None:
-        self.proto, self.inputs = proto, inputs
+    def __init__(self, proto: Any, inputs: list[Optional[Value]], helper: Any,
+                 ranges: dict[str, tuple[int, int]]) -> None:
+        # ranges: each size symbol's (min, max), to decide what depends on a size's value.
+        self.proto, self.inputs, self.ranges = proto, inputs, ranges
         self.attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
         self.op = proto.op_type
 
@@ -104,6 +112,15 @@ class _Node:
             return value
         raise self.unsupported(f"its {what} (input {i}) must be a constant, not computed at run time (a graph "
                                f"input is fixed with from_onnx(..., constants={{{self.proto.input[i]!r}: ...}}))")
+
+    def symbolic(self) -> list[str]:
+        """The inputs that depend on size symbols, ``input 0 [batch, seq, 64]``-like."""
+        return [f"input {i} " + (shape_text(v.shape) if not isinstance(v, np.ndarray) else f"= {shape_text(v.flat)}")
+                for i, v in enumerate(self.inputs) if v is not None and is_symbolic(v)]
+
+    def bounds(self, size: SizeLike) -> tuple[int, int]:
+        """The least and largest value of ``size`` over the symbols' ranges."""
+        return size_bounds(size, self.ranges)
 
     def only(self, *names: str) -> None:
         """Rejects attributes outside ``names`` that change the result."""
@@ -127,7 +144,12 @@ def _sized(shape: Sequence[Any], dtype: Any) -> tuple[int, ...]:
 
 def _folded(values: Sequence[Optional[Value]]) -> Sequence[Optional[Value]]:
     """``values``, the operands of an elementwise op, once their broadcast
-    is known to be buildable where it is computed in numpy (all known)."""
+    is known to be buildable where it is computed in numpy (all known).
+    Sizes that meet a run-time tensor become one (``x / seq``)."""
+    tensor = next((v for v in values if isinstance(v, Tensor)), None)
+    if tensor is not None:
+        return [cast_to(sizes_tensor(v), tensor.dtype) if isinstance(v, np.ndarray) and v.dtype == object else v
+                for v in values]
     if all(v is None or isinstance(v, np.ndarray) for v in values):
         arrays = [v for v in values if v is not None]
         if arrays:
@@ -158,7 +180,9 @@ def _array(tensor: Any) -> np.ndarray:
     return numpy_helper.to_array(tensor)
 
 
-def _broadcast(x: Value, shape: Sequence[int]) -> Value:
+def _broadcast(x: Value, shape: Sequence[SizeLike]) -> Value:
+    if is_symbolic(list(shape)):
+        return ops.broadcast_to(x, dims(shape))
     return numpy_or([x], lambda v: np.broadcast_to(v, _sized(shape, v.dtype)).copy(),
                     lambda v: ops.broadcast_to(v, shape))
 
@@ -215,6 +239,11 @@ def _unary(tensor_fn: Callable[[Tensor], Tensor], numpy_fn: Callable[[np.ndarray
 
 def _div(a: Value, b: Value) -> Value:
     """Integer division truncates, as in ONNX (and graph.div); numpy's ``/`` would give floats."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and object in (a.dtype, b.dtype):
+        # Sizes: never negative, so truncation is floor division (exact for a divisor that is a symbol's).
+        if np.any(b <= 0):
+            raise UnsupportedError(f"a division of the sizes {dims(a.flat)} by {list(b.flat)}, not positive")
+        return size_array(np.floor_divide(a, b))
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype.kind in "iu":
         return np.trunc(a / b).astype(a.dtype)
     return a / b
@@ -237,10 +266,25 @@ def _zeros_like(x: Value) -> Value:
 
 
 def _compare(name: str) -> Callable[[_Node], Value]:
-    import operator
-
     fn = getattr(operator, name)
-    return lambda n: fn(*_folded(n.inputs))
+
+    def convert(n: _Node) -> Value:
+        a, b = _folded(n.inputs)
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and object in (a.dtype, b.dtype):
+            return np.vectorize(lambda x, y: _size_compare(n, name, x, y), otypes=[bool])(a, b)
+        return fn(a, b)
+    return convert
+
+
+def _size_compare(n: _Node, name: str, a: SizeLike, b: SizeLike) -> bool:
+    """``a <name> b`` for sizes: decided by the bounds of ``a - b`` over the
+    symbols' ranges, UnsupportedError where it depends on the sizes of a call."""
+    low, high = n.bounds(as_size(a) - as_size(b))
+    outcomes = {getattr(operator, name)(d, 0) for d in {low, high, min(max(0, low), high)}}
+    if len(outcomes) > 1:
+        raise n.unsupported(f"comparing the sizes {dims([a])[0]} and {dims([b])[0]} ({name}) depends on the "
+                            "size symbols' values at each call")
+    return outcomes.pop()
 
 
 def _not(n: _Node) -> Value:
@@ -258,8 +302,25 @@ def _logical(kind: str) -> Callable[[_Node], Value]:
     return convert
 
 
-def _cast(n: _Node) -> Value:
-    return cast_to(n.inputs[0], _dtype(n.attr("to")))
+@dataclass(frozen=True)
+class _FloatSizes:
+    """Sizes cast to a float type (torch's ``arange(seq, dtype=float)``
+    exports as a Range to ``Cast(seq)``): Range takes them as sizes, every
+    other op as the float tensor they are at run time (``_convert``)."""
+
+    sizes: np.ndarray
+    dtype: np.dtype
+
+    def value(self) -> Value:
+        return cast_to(sizes_tensor(self.sizes), self.dtype)
+
+
+def _cast(n: _Node) -> Union[Value, _FloatSizes]:
+    x, dtype = n.inputs[0], _dtype(n.attr("to"))
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        # Sizes stay sizes as integers; as floats, see _FloatSizes.
+        return x if dtype.kind in "iu" else _FloatSizes(x, dtype) if dtype.kind == "f" else cast_to(x, dtype)
+    return cast_to(x, dtype)
 
 
 def _cast_like(n: _Node) -> Value:
@@ -291,7 +352,7 @@ def _gemm(n: _Node) -> Value:
         a = ops.transpose(a)
     if n.attr("transB", 0):
         b = ops.transpose(b)
-    y = as_tensor(a) @ b
+    y = by_rows(lambda rows: rows @ b, as_tensor(a))
     alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
     if alpha != 1.0:
         y = y * alpha
@@ -372,9 +433,14 @@ def _batch_norm(n: _Node) -> Value:
 def _reshape(n: _Node) -> Value:
     n.only("allowzero")
     x = n.inputs[0]
-    shape = [int(s) for s in n.constant(1, "shape")]
+    shape = sizes_of(n.constant(1, "shape").flat)
     if not n.attr("allowzero", 0):
-        shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
+        shape = [as_size(x.shape[i]) if isinstance(s, int) and s == 0 else s for i, s in enumerate(shape)]
+    if is_symbolic(shape) or is_symbolic(x):
+        # The -1 from the element count: an exact quotient of sizes (batch * seq * 64 / (batch * 64) = seq).
+        rest = [s for s in shape if not (isinstance(s, int) and s == -1)]
+        if len(rest) == len(shape) - 1:
+            shape[shape.index(-1)] = math.prod(sizes_of(x.shape)) // math.prod(rest, start=1)
     return reshaped(x, shape)
 
 
@@ -387,8 +453,8 @@ def _flatten(n: _Node) -> Value:
     x = n.inputs[0]
     axis = n.attr("axis", 1)
     axis = axis + len(x.shape) if axis < 0 else axis
-    shape = [int(np.prod(x.shape[:axis], dtype=np.int64)), int(np.prod(x.shape[axis:], dtype=np.int64))]
-    return reshaped(x, shape)
+    sizes = sizes_of(x.shape)
+    return reshaped(x, [math.prod(sizes[:axis], start=1), math.prod(sizes[axis:], start=1)])
 
 
 def _squeeze(n: _Node) -> Value:
@@ -422,6 +488,10 @@ def _slice(n: _Node) -> Value:
     rank = len(x.shape)
     index = [slice(None)] * rank
     axes = range(len(starts)) if axes is None else [int(a) % rank for a in axes]
+    if is_symbolic(x) or is_symbolic(starts) or is_symbolic(ends):
+        for i, axis in enumerate(axes):
+            x = _symbolic_slice(n, x, axis, as_size(starts[i]), as_size(ends[i]), 1 if steps is None else int(steps[i]))
+        return x
     for i, axis in enumerate(axes):
         step = 1 if steps is None else int(steps[i])
         if step < 0:
@@ -430,6 +500,33 @@ def _slice(n: _Node) -> Value:
         start, end = (int(max(-2**62, min(2**62, v))) for v in (starts[i], ends[i]))
         index[axis] = slice(*slice(start, end, step).indices(size))
     return indexed(x, tuple(index))
+
+
+def _symbolic_slice(n: _Node, x: Value, axis: int, start: SizeLike, end: SizeLike, step: int) -> Value:
+    """One axis of a Slice where the size or a bound is symbolic: ONNX's
+    clamping of the bounds to the axis, which must not depend on the
+    symbols' values (``x[:, -1:]``, ``x[:, 1:]`` and ``x[:, :seq]`` are
+    fine; ``x[:, :4]`` on a dim of at least 4 too), else UnsupportedError."""
+    size = as_size(x.shape[axis])
+    if step <= 0:
+        raise n.unsupported(f"slice step {step} over the size {dims([size])[0]} is not supported (positive steps)")
+
+    def clamped(bound: SizeLike, what: str) -> SizeLike:
+        if isinstance(bound, int) and bound < 0:
+            bound = bound + size
+        if n.bounds(bound)[0] >= 0 and n.bounds(size - bound)[0] >= 0:
+            return bound  # within [0, size] at every size
+        if n.bounds(bound - size)[0] >= 0:
+            return size  # past the end at every size (INT64_MAX)
+        raise n.unsupported(f"the {what} {dims([bound])[0]} of axis {axis}, of size {dims([size])[0]}, is clamped "
+                            "to the axis at some sizes of the symbols' ranges, not at others")
+
+    first, end = clamped(start, "start"), clamped(end, "end")
+    count = (end - first + step - 1) // step
+    if n.bounds(count)[0] < 0:
+        raise n.unsupported(f"the slice [{dims([first])[0]}:{dims([end])[0]}] of axis {axis} is empty at some sizes")
+    # A start from the end stays negative: graph.gather counts it from the end at run time.
+    return taken_range(x, axis, start if isinstance(start, int) and start < 0 else first, count, step)
 
 
 def _gather(n: _Node) -> Value:
@@ -445,12 +542,16 @@ def _gather(n: _Node) -> Value:
 
 def _expand(n: _Node) -> Value:
     x = n.inputs[0]
-    shape = np.broadcast_shapes(tuple(x.shape), tuple(int(s) for s in n.constant(1, "shape")))
+    target = n.constant(1, "shape")
+    if is_symbolic(x) or is_symbolic(target):
+        return _broadcast(x, broadcast_sizes(sizes_of(x.shape), sizes_of(target.flat)))
+    shape = np.broadcast_shapes(tuple(x.shape), tuple(int(s) for s in target))
     return _broadcast(x, shape)
 
 
 def _shape(n: _Node) -> Value:
-    shape = np.array(n.inputs[0].shape, np.int64)
+    """Shape: int64, or sizes (an object array) where a dim is a size symbol's."""
+    shape = size_array(sizes_of(n.inputs[0].shape))
     start, end = n.attr("start", 0), n.attr("end", None)
     return shape[start:end]
 
@@ -469,15 +570,43 @@ def _constant(n: _Node) -> Value:
 
 def _constant_of_shape(n: _Node) -> Value:
     value = _array(n.attrs["value"]) if "value" in n.attrs else np.zeros(1, np.float32)
-    return np.full(_sized(n.constant(0, "shape"), value.dtype), value.reshape(-1)[0], value.dtype)
+    shape = n.constant(0, "shape")
+    if is_symbolic(shape):
+        return filled(list(shape.flat), value.reshape(-1)[0], value.dtype)
+    return np.full(_sized(shape, value.dtype), value.reshape(-1)[0], value.dtype)
 
 
 def _range(n: _Node) -> Value:
+    if any(isinstance(v, _FloatSizes) for v in n.inputs):
+        bounds = [v.sizes.reshape(()) if isinstance(v, _FloatSizes) else n.constant(i, "bounds").reshape(())
+                  for i, v in enumerate(n.inputs)]
+        dtype = next(v.dtype for v in n.inputs if isinstance(v, _FloatSizes))
+        return _symbolic_range(n, *(b.item() for b in bounds), dtype)
     start, limit, delta = (n.constant(i, "bounds").reshape(()) for i in range(3))
+    if object in (start.dtype, limit.dtype, delta.dtype):
+        return _symbolic_range(n, start.item(), limit.item(), delta.item(),
+                               next((v.dtype for v in (start, limit, delta) if v.dtype != object), np.dtype(np.int64)))
     if delta == 0:
         raise CompileError("its delta is 0")
     _sized([max(0, math.ceil((limit - start) / delta))], start.dtype)
     return np.arange(start, limit, delta).astype(start.dtype)
+
+
+def _symbolic_range(n: _Node, start: Any, limit: Any, delta: Any, dtype: np.dtype) -> Value:
+    """Range to a size symbol's bound (positions ``0, ..., seq - 1``): an
+    iota of ``ceil((limit - start) / delta)`` elements, in ``dtype`` (the
+    type of the bounds that are no sizes, int64 if none)."""
+    whole = [v if isinstance(v, SymbolicSize) else int(v) if float(v).is_integer() else None
+             for v in (start, limit, delta)]
+    if None in whole or whole[2] <= 0:
+        raise n.unsupported(f"a Range over sizes ({dims([start])[0]} to {dims([limit])[0]}) takes whole bounds and "
+                            f"a positive whole delta, got {delta}")
+    start, limit, delta = whole
+    count = (limit - start + delta - 1) // delta
+    if n.bounds(count)[0] < 0:
+        raise n.unsupported(f"a Range from {dims([start])[0]} to {dims([limit])[0]} is empty at some sizes")
+    values = ops.iota(dims([count]), 0) * np.int64(delta) if delta != 1 else ops.iota(dims([count]), 0)
+    return cast_to(values if start == 0 else values + size_tensor(start), dtype)
 
 
 def _window_pads(n: _Node, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
@@ -718,17 +847,15 @@ def _split(n: _Node) -> tuple[Value, ...]:
         size = -(-x.shape[axis] // n.attr("num_outputs", outputs))
         sizes = [min(size, x.shape[axis] - i * size) for i in range(outputs)]
     results, at = [], 0
-    for size in sizes:
-        index = [slice(None)] * len(x.shape)
-        index[axis] = slice(at, at + int(size))
-        results.append(indexed(x, tuple(index)))
-        at += int(size)
+    for size in sizes_of(list(sizes)):
+        results.append(taken_range(x, axis, at, size))
+        at = at + size
     return tuple(results)
 
 
 def _tile(n: _Node) -> Value:
     x = n.inputs[0]
-    repeats, shape = [int(r) for r in n.constant(1, "repeats")], [int(s) for s in x.shape]
+    repeats, shape = [int(r) for r in n.constant(1, "repeats")], sizes_of(x.shape)
     if len(repeats) != len(shape) or any(r < 0 for r in repeats):
         raise CompileError(f"repeats {repeats} do not fit its rank-{len(shape)} input (one count >= 0 per dim)")
     # A unit dim before each dim, broadcast to the repeats: one broadcast
@@ -1563,7 +1690,7 @@ CONVERTERS: dict[str, Callable[[_Node], Any]] = {
     "RMSNormalization": _rms_norm,
     "BatchNormalization": _batch_norm, "Reshape": _reshape, "Transpose": _transpose, "Flatten": _flatten,
     "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Concat": _concat, "Slice": _slice, "Gather": _gather,
-    "Expand": _expand, "Shape": _shape, "Size": lambda n: np.array(math.prod(n.inputs[0].shape), np.int64),
+    "Expand": _expand, "Shape": _shape, "Size": lambda n: size_array(math.prod(sizes_of(n.inputs[0].shape), start=1)),
     "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Split": _split,
     "Tile": _tile, "Dropout": _dropout, "Conv": _conv, "MaxPool": _pool("max"), "AveragePool": _pool("avg"),
     "GlobalAveragePool": _global_pool("avg"), "GlobalMaxPool": _global_pool("max"), "LeakyRelu": _leaky_relu,
@@ -1642,8 +1769,24 @@ def _matches(dtype: Any, shape: Sequence[int], declared: tuple[Optional[np.dtype
                                  all(w is None or w == s for w, s in zip(want_dims, shape)))
 
 
-def _argument(value: Any) -> TensorSpec:
-    """What a graph input that becomes an argument takes; never allocated."""
+def _symbol_name(dim_param: str, taken: set[str]) -> str:
+    """The size symbol of a ``dim_param``: itself where it is an identifier
+    (``batch``), else made one (``sequence length`` -> ``sequence_length``,
+    ``2d`` -> ``d_2d``), unlike any name in ``taken``."""
+    name = re.sub(r"\W", "_", dim_param) or "d"
+    if name[0].isdigit():
+        name = "d_" + name
+    if keyword.iskeyword(name) or name in ("floordiv", "ceildiv", "mod", "symbol"):  # words of MLIR's affine syntax
+        name += "_"
+    while name in taken and name != dim_param:
+        name += "_"
+    return name
+
+
+def _argument(value: Any, symbols: dict[str, str], dims_given: dict[str, Any]) -> TensorSpec:
+    """What a graph input that becomes an argument takes; never allocated.
+    Each of its ``dim_param``s is a size symbol (``symbols``: dim_param ->
+    symbol name, filled here), whose range ``dims_given`` must have."""
     where = f"ONNX input {value.name!r}"
     dtype, dims = _declared(value, where)
     if dtype is None:
@@ -1653,13 +1796,28 @@ def _argument(value: Any) -> TensorSpec:
     if dims is None:
         raise UnsupportedError(f"{where} declares no shape (not even a scalar's, of zero dims); tessel needs "
                                "static shapes: declare one, or fix the input with constants=")
-    if None in dims:
-        raise UnsupportedError(f"{where} has a dynamic or unknown shape; tessel needs static shapes")
-    if any(d < 0 for d in dims):
+    shape: list[Union[int, str]] = []
+    for d, (size, dim) in enumerate(zip(dims, value.type.tensor_type.shape.dim)):
+        if size is not None:
+            shape.append(size)
+            continue
+        param = dim.dim_param if dim.HasField("dim_param") else ""
+        if not param:
+            raise UnsupportedError(f"{where} has an unknown dim {d} (no dim_value or dim_param); tessel needs "
+                                   "static dims or named ones (size symbols, with ranges from dims=)")
+        if param not in symbols:
+            symbols[param] = _symbol_name(param, set(symbols.values()))
+        name = symbols[param]
+        if param not in dims_given and name not in dims_given:
+            raise UnsupportedError(f"{where} dim {d} is the dim_param {param!r}, which needs a range: "
+                                   f"from_onnx(..., dims={{{param!r}: (min, max)}})")
+        shape.append(name)
+    static = [d for d in shape if isinstance(d, int)]
+    if any(d < 0 for d in static):
         raise CompileError(f"{where} has a negative dim: {list(dims)}")
-    if math.prod(dims) * dtype.itemsize >= 1 << 63:
+    if math.prod(static) * dtype.itemsize >= 1 << 63:
         raise UnsupportedError(f"{where} of shape {list(dims)} has more bytes than a 64-bit size counts")
-    return TensorSpec(dims, dtype)
+    return TensorSpec(tuple(shape), dtype)
 
 
 def _fixed(value: Any, array: Any) -> np.ndarray:
@@ -1739,7 +1897,7 @@ def _check_signature(proto: Any, schema: Any) -> None:
 
 
 def _convert(proto: Any, index: int, env: dict[str, Value], producers: Producers, version: int,
-             helper: Any) -> tuple[Value, ...]:
+             helper: Any, ranges: dict[str, tuple[int, int]]) -> tuple[Value, ...]:
     """Node ``index``'s output values, one per output (fewer when tessel
     does not compute its optional ones)."""
     if proto.domain not in ("", "ai.onnx"):
@@ -1757,21 +1915,45 @@ def _convert(proto: Any, index: int, env: dict[str, Value], producers: Producers
                                f"onnx.version_converter.convert_version(model, {max(first, 13)})")
     _check_signature(proto, schema)
     inputs = [_lookup(env, name, index, producers, f"input {name!r}") if name else None for name in proto.input]
+    if proto.op_type != "Range":
+        inputs = [v.value() if isinstance(v, _FloatSizes) else v for v in inputs]
     outputs = [name for name in proto.output if name]
     for i, name in enumerate(outputs):
         if name in env or name in outputs[:i]:
             raise CompileError(f"its output {name!r} is already defined; ONNX graphs define each name once")
-    result = convert(_Node(proto, inputs, helper))
-    # numpy arithmetic on 0-d arrays gives scalars: keep values arrays.
-    return tuple(np.asarray(v) if isinstance(v, np.generic) else v
-                 for v in (result if isinstance(result, tuple) else (result,)))
+    node = _Node(proto, inputs, helper, ranges)
+    try:
+        result = convert(node)
+    except (TypeError, ValueError, ArithmeticError) as e:
+        # A converter that computes with sizes as ints, given a size symbol's.
+        symbolic = node.symbolic()
+        if not symbolic:
+            raise
+        raise UnsupportedError(f"this conversion does not take size symbols yet ({'; '.join(symbolic)}): "
+                               f"{type(e).__name__}: {e}") from None
+    # numpy arithmetic on 0-d arrays gives scalars (sizes too): keep values arrays,
+    # sizes that no longer depend on a symbol int64.
+    return tuple(_as_value(v) for v in (result if isinstance(result, tuple) else (result,)))
+
+
+def _as_value(value: Any) -> Any:
+    """A converter's result as a value: numpy arithmetic on 0-d arrays
+    gives scalars (on sizes, Python objects), which become arrays again;
+    sizes that no longer depend on a symbol int64 ones."""
+    if isinstance(value, _FloatSizes):
+        return value
+    if isinstance(value, SymbolicSize) or (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, np.ndarray) and value.dtype == object):
+        return size_array(value)
+    return np.asarray(value) if isinstance(value, np.generic) else value
 
 
 def _output(value: Any, env: dict[str, Value], producers: Producers, nodes: int) -> Tensor:
     """Graph output ``value``'s computed value, once it is what the output declares."""
     where = f"ONNX output {value.name!r}"
     with _located(where):
-        result = as_tensor(_lookup(env, value.name, nodes, producers, "its value"))
+        result = _lookup(env, value.name, nodes, producers, "its value")
+        result = as_tensor(result.value() if isinstance(result, _FloatSizes) else result)
     declared = _declared(value, where)
     if not _matches(result.dtype, result.shape, declared):
         raise CompileError(f"{where} is declared {_describe(*declared)}, but the graph computes "
@@ -1780,17 +1962,27 @@ def _output(value: Any, env: dict[str, Value], producers: Producers, nodes: int)
 
 
 def from_onnx(model: Union[str, os.PathLike[str], Any], *, name: Optional[str] = None,
-              constants: Optional[dict[str, np.ndarray]] = None) -> Any:
+              constants: Optional[dict[str, np.ndarray]] = None,
+              dims: Optional[dict[str, tuple[int, ...]]] = None) -> Any:
     """An ONNX model (a path or an ``onnx.ModelProto``) as a graph-dialect module.
 
     Graph inputs that are not initializers become the arguments of
     ``func.func @name`` (default: the graph's name, else ``main``), in order;
-    initializers become constants. Shapes must be static. ``constants``
-    fixes graph inputs by name while importing (an axes or shape input that
-    the model takes at run time): they become constants, not arguments, and
-    must have the dtype and shape the input declares. The graph's outputs
-    must compute the dtypes and shapes they declare (a dim given by name
-    matches any).
+    initializers become constants. ``constants`` fixes graph inputs by name
+    while importing (an axes or shape input that the model takes at run
+    time): they become constants, not arguments, and must have the dtype and
+    shape the input declares. The graph's outputs must compute the dtypes
+    and shapes they declare (a dim given by name matches any).
+
+    An input dim given by name (a ``dim_param``, ``batch``) is a size
+    symbol: one compile serves every size in its range, which ``dims``
+    gives by that name, ``(min, max)`` or ``(min, max, multiple_of)``
+    (docs/dynamic-shapes.md); a dim_param without one is an error naming it.
+    A name that is not an identifier becomes one (``sequence length`` ->
+    ``sequence_length``; ``dims`` may use either). Shape arithmetic
+    (``Shape``, ``Gather``, ``Concat``, ``Reshape``, ``Range``, ...) is
+    computed while importing with the symbols; what depends on their values
+    at a call is an UnsupportedError naming the node.
     """
     onnx = _onnx()
     model = _load(onnx, model)
@@ -1818,7 +2010,15 @@ def from_onnx(model: Union[str, os.PathLike[str], Any], *, name: Optional[str] =
         raise UnsupportedError(f"constants names {unknown[0]!r}, which is not an input of the model")
     values.update((key, _fixed(declared[key], array)) for key, array in (constants or {}).items())
     arguments = [value for value in graph.input if value.name not in values]
-    specs = [_argument(value) for value in arguments]
+    dims_given = dict(dims or {})
+    symbols: dict[str, str] = {}  # dim_param -> size symbol
+    specs = [_argument(value, symbols, dims_given) for value in arguments]
+    unknown = sorted(set(dims_given) - set(symbols) - set(symbols.values()))
+    if unknown:
+        named = ", ".join(repr(p) for p in symbols) or "none"
+        raise UnsupportedError(f"dims names {unknown[0]!r}, which is no dim_param of the model's inputs "
+                               f"(they name {named})")
+    ranges = {symbols[param] if param in symbols else param: tuple(limits) for param, limits in dims_given.items()}
     producers: Producers = {}
     for index, proto in enumerate(graph.node):
         for output in proto.output:
@@ -1830,8 +2030,8 @@ def from_onnx(model: Union[str, os.PathLike[str], Any], *, name: Optional[str] =
         env.update((v.name, a) for v, a in zip(arguments, args))
         for index, proto in enumerate(graph.node):
             with _located(_label(proto, index)):
-                results = _convert(proto, index, env, producers, version, onnx.helper)
+                results = _convert(proto, index, env, producers, version, onnx.helper, ranges)
             env.update((output, value) for output, value in zip(proto.output, results) if output)
         return [_output(value, env, producers, len(graph.node)) for value in graph.output]
 
-    return trace(build, *specs, name=name or graph.name or "main")
+    return trace(build, *specs, name=name or graph.name or "main", dims=ranges or None)

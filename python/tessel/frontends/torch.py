@@ -37,8 +37,9 @@ from ..dtypes import BFLOAT16, words
 from ..errors import CompileError, UnsupportedError, require_extra
 from ..tracing import Tensor, as_tensor, trace
 from . import _interpolate
-from ._common import (Value, arg_extreme, attention, cast_to, conv_transpose, gathered_along, matmul, numpy_or,
-                      pooled, triangle)
+from ._common import (SizeLike, SymbolicSize, Value, arg_extreme, as_size, attention, by_rows, cast_to,
+                      conv_transpose, dims, filled, gathered_along, is_symbolic, matmul, numpy_or, pooled, reshaped,
+                      selected, shape_text, size_tensor, sizes_of, taken_range, triangle)
 
 try:
     import torch
@@ -56,7 +57,19 @@ _KEPT = ("linear.default", "matmul.default", "silu.default", "rms_norm.default",
 
 # Ops with nothing to compute: run-time checks of metadata that export records.
 _IGNORED = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
-            "aten.sym_constrain_range_for_size.default")
+            "aten.sym_constrain_range_for_size.default", "aten.sym_constrain_range.default")
+
+# Converters that read sizes (torch's SymInts, SymbolicSizes here) as
+# sizes: a shape, bounds, counts. Any other converter gets each symbolic
+# size among its arguments as a 0-d int64 tensor computed at run time
+# (``x / seq``).
+_TAKES_SIZES = frozenset({
+    "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.expand.default",
+    "aten.slice.Tensor", "aten.select.int", "aten.split.Tensor", "aten.split_with_sizes.default",
+    "aten.narrow.default", "aten.repeat.default", "aten.constant_pad_nd.default", "aten.full.default",
+    "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.native_group_norm.default",
+    "aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default", "aten.flatten.using_ints",
+    "aten.unsqueeze.default", "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims"})
 
 # Folding a node whose inputs are all known makes its result a constant; one
 # much larger than its inputs (an expand of a weight over the batch) is
@@ -135,9 +148,9 @@ def _source(fx: Any) -> Optional[str]:
 class _Node:
     """One FX node while converting: its values, and where it came from."""
 
-    def __init__(self, fx: Any, args: tuple, kwargs: dict, hint: str) -> None:
+    def __init__(self, fx: Any, args: tuple, kwargs: dict, hint: str, symbols: _Symbols) -> None:
         # hint: what to add to the error of an op that only training mode makes.
-        self.fx, self.args, self.kwargs, self.hint = fx, args, kwargs, hint
+        self.fx, self.args, self.kwargs, self.hint, self.symbols = fx, args, kwargs, hint, symbols
         self.op = _op_name(fx.target)
 
     def where(self) -> str:
@@ -148,10 +161,27 @@ class _Node:
         return UnsupportedError(f"{self.where()}: {reason}")
 
     @property
-    def shape(self) -> list[int]:
-        """The shape of the (first) result, as export recorded it."""
+    def sizes(self) -> list[SizeLike]:
+        """The shape of the (first) result, as export recorded it (a size
+        symbol's dim as a SymbolicSize)."""
         val = self.fx.meta["val"]
-        return [int(d) for d in (val[0] if isinstance(val, (tuple, list)) else val).shape]
+        return [self.symbols.size(d, self) for d in (val[0] if isinstance(val, (tuple, list)) else val).shape]
+
+    @property
+    def shape(self) -> list[Union[int, str]]:
+        """:attr:`sizes` as tessel's ops take a shape (a symbolic dim as its text)."""
+        return dims(self.sizes)
+
+    def symbolic(self) -> list[str]:
+        """What of the node depends on size symbols: ``operand 0 [batch, seq, 64]``-like phrases."""
+        operands = [v for v in _leaves((self.args, self.kwargs)) if isinstance(v, (Tensor, np.ndarray, SymbolicSize))]
+        found = [f"operand {i} {shape_text(v.shape)}" for i, v in enumerate(operands)
+                 if not isinstance(v, SymbolicSize) and is_symbolic(v)]
+        found += [f"size {v}" for v in operands if isinstance(v, SymbolicSize)]
+        results = [v for v in _leaves(self.fx.meta.get("val")) if isinstance(v, torch.Tensor)]
+        shapes = [[self.symbols.size(d, self) for d in v.shape] for v in results]
+        found += [f"result {shape_text(shape)}" for shape in shapes if is_symbolic(shape)]
+        return found
 
     @property
     def dtype(self) -> np.dtype:
@@ -163,6 +193,56 @@ class _Node:
         """Rejects uses of results past the first (``what`` names them)."""
         if any(u.target is operator.getitem and u.args[1] != 0 for u in self.fx.users):
             raise self.unsupported(f"{what} is not supported")
+
+
+class _Symbols:
+    """The size symbols of an exported program: each torch symbol's tessel
+    name (the user's ``Dim`` name where one was given) and range."""
+
+    def __init__(self) -> None:
+        self.names: dict[Any, str] = {}  # sympy.Symbol -> tessel name
+        self.ranges: dict[str, tuple[int, int]] = {}
+
+    def size(self, value: Any, n: Optional[_Node] = None) -> SizeLike:
+        """A torch size (an int, a SymInt or its sympy expression) as a
+        size; UnsupportedError, naming ``n``, for an expression tessel's
+        sizes cannot say (Max, Min, a true division) or a symbol that is no
+        input's (a data-dependent size)."""
+        if isinstance(value, int):
+            return value
+        expr = value.node.expr if isinstance(value, torch.SymInt) else value
+        try:
+            return self._size(expr)
+        except UnsupportedError as e:
+            raise (n.unsupported(e.summary) if n is not None else e) from None
+
+    def _size(self, expr: Any) -> SizeLike:
+        import sympy
+        from torch.utils._sympy import functions
+
+        if expr.is_Integer:
+            return int(expr)
+        if expr.is_Symbol:
+            if expr not in self.names:
+                raise UnsupportedError(f"the size {expr} is data-dependent (no input's dim): sizes computed from "
+                                       "tensor values are not supported")
+            return SymbolicSize.symbol(self.names[expr])
+        args = [self._size(a) for a in expr.args]
+        if isinstance(expr, sympy.Add):
+            return sum(args[1:], args[0])
+        if isinstance(expr, sympy.Mul):
+            return math.prod(args[1:], start=args[0])
+        if isinstance(expr, (sympy.Pow, functions.PowByNatural)) and isinstance(args[1], int) and args[1] > 0:
+            return math.prod([args[0]] * args[1])
+        if isinstance(expr, (functions.FloorDiv, functions.CleanDiv)):
+            return args[0] // args[1]
+        if isinstance(expr, functions.CeilDiv) and isinstance(args[1], int):
+            return (args[0] + args[1] - 1) // args[1]
+        if isinstance(expr, (functions.Mod, functions.PythonMod)) and isinstance(args[1], int):
+            return args[0] % args[1]
+        names = {symbol: sympy.Symbol(name) for symbol, name in self.names.items()}
+        raise UnsupportedError(f"the size {expr.xreplace(names)} ({type(expr).__name__}) is not a size expression "
+                               "tessel takes (sums, products, floor division and remainders by constants)")
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -182,13 +262,15 @@ def _fold(n: _Node) -> Any:
 def _folds(n: _Node) -> bool:
     """Whether the node is evaluated while importing (see _FOLD_LIMIT)."""
     leaves = _leaves((n.args, n.kwargs))
-    if any(isinstance(v, Tensor) for v in leaves) or not isinstance(n.fx.target, torch._ops.OpOverload):
+    if any(isinstance(v, (Tensor, SymbolicSize)) for v in leaves) or not isinstance(n.fx.target, torch._ops.OpOverload):
         return False
+    results = [v for v in _leaves(n.fx.meta.get("val")) if isinstance(v, torch.Tensor)]
+    if any(isinstance(d, torch.SymInt) for v in results for d in v.shape):
+        return False  # its size is known only at each call
     if torch.Tag.nondeterministic_seeded in n.fx.target.tags:
         return False
     if n.op not in CONVERTERS:
         return True
-    results = [v for v in _leaves(n.fx.meta.get("val")) if isinstance(v, torch.Tensor)]
     size = sum(v.numel() for v in results)
     return size <= max(_FOLD_LIMIT, 4 * sum(v.size for v in leaves if isinstance(v, np.ndarray)))
 
@@ -199,10 +281,10 @@ def _check(n: _Node, result: Any) -> None:
     pairs = zip(result, expected) if isinstance(result, tuple) else [(result, expected)]
     for got, want in pairs:
         if isinstance(want, torch.Tensor) and isinstance(got, (Tensor, np.ndarray)):
-            shape, dtype = tuple(int(d) for d in want.shape), _numpy_dtype(want.dtype)
-            if tuple(got.shape) != shape or np.dtype(got.dtype) != dtype:
+            shape, dtype = [n.symbols.size(d, n) for d in want.shape], _numpy_dtype(want.dtype)
+            if sizes_of(got.shape) != shape or np.dtype(got.dtype) != dtype:
                 raise n.unsupported(f"translated to {np.dtype(got.dtype).name}{list(got.shape)} where torch "
-                                    f"computes {dtype.name}{list(shape)} (a tessel bug: please report it)")
+                                    f"computes {dtype.name}{dims(shape)} (a tessel bug: please report it)")
 
 
 # Operand helpers ------------------------------------------------------------
@@ -442,11 +524,13 @@ def _any_all(kind: str) -> Callable[..., Value]:
 
 def _var(n: _Node, x: Value, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> Value:
     x = as_tensor(x)
-    dims = _dims(dim, x.ndim) or tuple(range(x.ndim))
-    centered = x - x.mean(dims, True)
-    count = math.prod(x.shape[d] for d in dims) - (1 if correction is None else correction)
+    axes = _dims(dim, x.ndim) or tuple(range(x.ndim))
+    centered = x - x.mean(axes, True)
+    count = math.prod(sizes_of([x.shape[d] for d in axes])) - (1 if correction is None else correction)
+    if isinstance(count, SymbolicSize):  # known at each call: divided by at run time (0 / 0 is NaN there too)
+        return (centered * centered).sum(axes, keepdim) / cast_to(size_tensor(count), x.dtype)
     # No degrees of freedom left: torch's 0 / 0 gives NaN.
-    return (centered * centered).sum(dims, keepdim) * (1.0 / count if count > 0 else math.inf)
+    return (centered * centered).sum(axes, keepdim) * (1.0 / count if count > 0 else math.inf)
 
 
 def _vector_norm(n: _Node, x: Value, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
@@ -511,11 +595,11 @@ def _batch_norm_batch_statistics(n: _Node, x: Value, weight: Optional[Value], bi
     return _batch_norm(n, x, weight, bias, mean, (centered * centered).mean(axes), momentum, eps)
 
 
-def _group_norm(n: _Node, x: Value, weight: Optional[Value], bias: Optional[Value], batch: int, channels: int,
-                spatial: int, groups: int, eps: float) -> tuple:
+def _group_norm(n: _Node, x: Value, weight: Optional[Value], bias: Optional[Value], batch: SizeLike,
+                channels: int, spatial: SizeLike, groups: int, eps: float) -> tuple:
     n.only_first_result("the saved mean/rstd results (training)")
     x = as_tensor(x)
-    y = ops.layer_norm(x.reshape([batch, groups, -1]), eps=eps, axis=2).reshape(x.shape)
+    y = ops.layer_norm(x.reshape(dims([batch, groups, -1])), eps=eps, axis=2).reshape(x.shape)
     per_channel = [channels] + [1] * (x.ndim - 2)
     if weight is not None:
         y = y * numpy_or([weight], lambda w: w.reshape(per_channel), lambda w: ops.reshape(w, per_channel))
@@ -528,15 +612,15 @@ def _linear(n: _Node, x: Value, weight: Value, bias: Optional[Value] = None) -> 
     x = as_tensor(x)
     if x.ndim == 1:  # a vector: one row, dropped again
         return ops.linear(x.reshape([1, -1]), weight, bias).reshape(n.shape)
-    return ops.linear(x, weight, bias)
+    return by_rows(lambda rows: ops.linear(rows, weight, bias), x)
 
 
 def _mm(n: _Node, a: Value, b: Value) -> Value:
-    return as_tensor(a) @ b
+    return by_rows(lambda rows: rows @ b, as_tensor(a)) if len(b.shape) == 2 else as_tensor(a) @ b
 
 
 def _addmm(n: _Node, bias: Value, a: Value, b: Value, *, beta: Any = 1, alpha: Any = 1) -> Value:
-    y = as_tensor(a) @ b
+    y = _mm(n, a, b)
     if alpha != 1:
         y = y * alpha
     if beta == 0:  # torch ignores the bias then, NaNs included
@@ -616,7 +700,7 @@ def _pooled(n: _Node, kind: str, x: Value, kernel_size: Any, stride: Any, paddin
     kernel, padding = _pair(kernel_size), _pair(padding)
     y = pooled(kind, x, kernel, _pair(stride) if stride else kernel, padding * 2, ceil_mode=ceil_mode,
                count_include_pad=count_include_pad)
-    if list(y.shape) != list(n.shape):
+    if sizes_of(y.shape) != n.sizes:
         raise CompileError(f"pooling gives {list(y.shape)} where torch recorded {list(n.shape)}")
     return y
 
@@ -688,18 +772,37 @@ def _index_select(n: _Node, x: Value, dim: int, index: Value) -> Value:
 
 
 def _index_tensor(n: _Node, x: Value, indices: Sequence[Optional[Value]]) -> Value:
+    """``x[..., i0, i1, ...]``: one index tensor is a graph.gather along its
+    dim; several, on adjacent dims, one gather of those dims flattened at
+    the linear index ``(i0 * size1 + i1) * size2 + ...`` (the index tensors
+    broadcast, as torch's do; negative ones count from the end)."""
     present = [(d, i) for d, i in enumerate(indices) if i is not None]
-    if len(present) != 1:
-        raise n.unsupported(f"indexing with {len(present)} index tensors is not supported (one)")
-    dim, index = present[0]
-    if np.dtype(index.dtype) == np.bool_:
+    if any(np.dtype(i.dtype) == np.bool_ for _, i in present):
         raise n.unsupported("boolean mask indexing (a data-dependent shape) is not supported")
-    return ops.take(x, index, dim)
+    if len(present) == 1:
+        return ops.take(x, present[0][1], present[0][0])
+    first, last = present[0][0], present[-1][0]
+    if last - first + 1 != len(present):
+        raise n.unsupported(f"index tensors on dims {[d for d, _ in present]}, which are not adjacent, are not "
+                            "supported")
+    sizes = sizes_of(x.shape)
+    if sum(isinstance(d, SymbolicSize) for d in sizes[first:last + 1]) > 1:
+        raise n.unsupported(f"index tensors on dims {first} to {last} of sizes {shape_text(sizes[first:last + 1])} "
+                            "are not supported: gathered as one flattened dim, that dim would be a product of size "
+                            "symbols, which the CPU lowering does not take yet")
+    linear: Optional[Value] = None
+    for d, index in present:
+        index, size = cast_to(index, np.dtype(np.int64)), size_tensor(sizes[d])
+        if not isinstance(index, np.ndarray) or (index < 0).any():
+            index = ops.where(as_tensor(index) < 0, as_tensor(index) + size, index)
+        linear = index if linear is None else as_tensor(linear) * size + index
+    flat = reshaped(x, sizes[:first] + [math.prod(sizes[first:last + 1])] + sizes[last + 1:])
+    return ops.take(flat, linear, first)
 
 
 def _reshape_to_result(n: _Node, x: Value, *args: Any) -> Value:
     """view, reshape, flatten, (un)squeeze: the result shape is the one export recorded."""
-    return as_tensor(x).reshape(n.shape)
+    return reshaped(x, n.sizes)
 
 
 def _expand(n: _Node, x: Value, *args: Any, **kwargs: Any) -> Value:
@@ -723,32 +826,44 @@ def _cat(n: _Node, tensors: Sequence[Value], dim: int = 0) -> Value:
     return ops.concatenate(values, _axis(dim, len(n.shape)))
 
 
-def _split(n: _Node, x: Value, split: Union[int, Sequence[int]], dim: int = 0) -> tuple:
+def _split(n: _Node, x: Value, split: Any, dim: int = 0) -> tuple:
+    """split/split_with_sizes: consecutive pieces of the lengths export recorded for the results."""
     x = as_tensor(x)
-    dim = _axis(dim, x.ndim)
-    size = x.shape[dim]
-    sizes = [min(split, size - at) for at in range(0, size, split)] if isinstance(split, int) else split
+    axis = _axis(dim, x.ndim)
     results, at = [], 0
-    for length in sizes:
-        results.append(x[_index(x.ndim, dim, slice(at, at + length))])
-        at += length
+    for piece in n.fx.meta["val"]:
+        length = n.symbols.size(piece.shape[axis], n)
+        results.append(taken_range(x, axis, at, length))
+        at = at + length
     return tuple(results)
 
 
 def _unbind(n: _Node, x: Value, dim: int = 0) -> tuple:
     x = as_tensor(x)
-    return tuple(x[_index(x.ndim, dim, i)] for i in range(x.shape[_axis(dim, x.ndim)]))
+    axis = _axis(dim, x.ndim)
+    size = as_size(x.shape[axis])
+    if isinstance(size, SymbolicSize):
+        raise n.unsupported(f"unbinding dim {axis} of size {size} (a size symbol: a number of results known only "
+                            "at each call) is not supported")
+    return tuple(x[_index(x.ndim, dim, i)] for i in range(size))
 
 
-def _slice(n: _Node, x: Value, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None,
+def _slice(n: _Node, x: Value, dim: int = 0, start: Optional[SizeLike] = None, end: Optional[SizeLike] = None,
            step: int = 1) -> Value:
+    """slice.Tensor: ``x[start:end:step]`` along ``dim``. Over size symbols,
+    the count of elements is the one export recorded (torch's guards keep
+    it within bounds at every size of the ranges)."""
     x = as_tensor(x)
-    return x[_index(x.ndim, dim, slice(start, end, step))]
+    axis = _axis(dim, x.ndim)
+    size, count = as_size(x.shape[axis]), n.sizes[axis]
+    if not any(isinstance(v, SymbolicSize) for v in (size, start, end, count)):
+        return x[_index(x.ndim, dim, slice(start, end, step))]
+    return taken_range(x, axis, 0 if start is None else start, count, step)
 
 
-def _select(n: _Node, x: Value, dim: int, index: int) -> Value:
+def _select(n: _Node, x: Value, dim: int, index: SizeLike) -> Value:
     x = as_tensor(x)
-    return x[_index(x.ndim, dim, index)]
+    return selected(x, _axis(dim, x.ndim), index)
 
 
 def _triangle(upper: bool) -> Callable[..., Value]:
@@ -760,8 +875,8 @@ def _triangle(upper: bool) -> Callable[..., Value]:
 def _repeat(n: _Node, x: Value, repeats: Sequence[int]) -> Value:
     # Tile through one broadcast: [s0, s1] -> [1, s0, 1, s1] -> [r0, s0, r1, s1] -> [r0*s0, r1*s1].
     shape = [1] * (len(repeats) - len(x.shape)) + list(x.shape)
-    interleaved = ops.reshape(x, [d for s in shape for d in (1, s)])
-    expanded = ops.broadcast_to(interleaved, [d for r, s in zip(repeats, shape) for d in (r, s)])
+    interleaved = ops.reshape(x, dims([d for s in shape for d in (1, s)]))
+    expanded = ops.broadcast_to(interleaved, dims([d for r, s in zip(repeats, shape) for d in (r, s)]))
     return ops.reshape(expanded, n.shape)
 
 
@@ -771,24 +886,49 @@ def _constant_pad(n: _Node, x: Value, pad: Sequence[int], value: Any = 0) -> Val
     for i in range(len(pad) // 2):
         dim = x.ndim - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
-        x = x[_index(x.ndim, dim, slice(max(-before, 0), x.shape[dim] - max(-after, 0)))]
+        if before < 0 or after < 0:
+            size = as_size(x.shape[dim])
+            x = taken_range(x, dim, max(-before, 0), size - max(-before, 0) - max(-after, 0))
         parts = []
         for width in (before, after):
             shape = list(x.shape)
             shape[dim] = max(width, 0)
-            parts.append(np.full(shape, value, x.dtype) if width > 0 else None)
+            parts.append(filled(shape, value, x.dtype) if width > 0 else None)
         pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
         if len(pieces) > 1:
             x = ops.concatenate(pieces, dim)
     return x
 
 
-def _full_like(n: _Node, x: Value, fill_value: Any, **kwargs: Any) -> np.ndarray:
-    return np.full(n.shape, fill_value, n.dtype)
+def _full_like(n: _Node, x: Value, fill_value: Any, **kwargs: Any) -> Value:
+    return filled(n.sizes, fill_value, n.dtype)
 
 
-def _constant_like(fill_value: int) -> Callable[..., np.ndarray]:
-    return lambda n, x, **kwargs: np.full(n.shape, fill_value, n.dtype)
+def _constant_like(fill_value: int) -> Callable[..., Value]:
+    return lambda n, x, **kwargs: filled(n.sizes, fill_value, n.dtype)
+
+
+def _full(n: _Node, size: Sequence[SizeLike], fill_value: Any, **kwargs: Any) -> Value:
+    """full (ones, zeros and new_* decompose to it): folded by torch where
+    its shape is static; over size symbols one broadcast scalar."""
+    return filled(n.sizes, fill_value, n.dtype) if is_symbolic(n.sizes) else _fold(n)
+
+
+def _arange(n: _Node, *args: Any, **kwargs: Any) -> Value:
+    """arange: folded by torch where its length is static; a length that
+    is a size symbol's expression is an iota, ``start + step * i`` (the
+    bounds too may be symbolic, ``arange(past, past + seq)``)."""
+    if not is_symbolic(n.sizes):
+        return _fold(n)
+    bounds = list(args[:3]) if n.op == "aten.arange.start_step" else [0, *args[:1]] if n.op == "aten.arange.default" \
+        else list(args[:2])
+    start, step = bounds[0], (bounds[2] if len(bounds) > 2 else kwargs.get("step", 1))
+    if not all(isinstance(v, (int, SymbolicSize)) for v in (start, step)):
+        raise n.unsupported(f"a non-integer start {start} or step {step} over size symbols is not supported")
+    index = ops.iota(n.shape, 0, n.dtype)
+    if step != 1:
+        index = index * np.asarray(step, n.dtype)
+    return index if start == 0 else index + cast_to(size_tensor(start), n.dtype)
 
 
 CONVERTERS: dict[str, Callable[..., Any]] = {
@@ -855,7 +995,8 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "aten.embedding.default": _embedding, "aten.index_select.default": _index_select, "aten.index.Tensor": _index_tensor,
     "aten.clone.default": _same, "aten.alias.default": _same, "aten.detach.default": _same,
     "aten.lift_fresh_copy.default": _same, "aten._to_copy.default": _to_copy,
-    "aten.full_like.default": _full_like, "aten.zeros_like.default": _constant_like(0),
+    "aten.full_like.default": _full_like, "aten.full.default": _full, "aten.arange.default": _arange,
+    "aten.arange.start": _arange, "aten.arange.start_step": _arange, "aten.zeros_like.default": _constant_like(0),
     "aten.ones_like.default": _constant_like(1),
 }
 
@@ -886,16 +1027,32 @@ def _convert(n: _Node) -> Any:
         return n.args[0][n.args[1]]
     if n.op in _IGNORED:
         return None
+    val = n.fx.meta.get("val")
+    if isinstance(val, (int, torch.SymInt)) and not isinstance(val, bool):
+        # Size arithmetic (sym_size, operator.mul, ...): the size export recorded.
+        return n.symbols.size(val, n)
+    if isinstance(val, torch.SymBool):  # a guard's condition, read only by asserts
+        return None
     convert = _fold if _folds(n) else CONVERTERS.get(n.op)
     if convert is None:
         raise _unsupported_op(n)
+    args, kwargs = n.args, n.kwargs
+    if convert is not _fold and n.op not in _TAKES_SIZES:
+        args, kwargs = map_aggregate((args, kwargs), lambda v: size_tensor(v) if isinstance(v, SymbolicSize) else v)
     try:
-        result = convert(n) if convert is _fold else convert(n, *n.args, **n.kwargs)
+        result = convert(n) if convert is _fold else convert(n, *args, **kwargs)
         _check(n, result)
     except CompileError as e:  # an unsupported dtype, or a shape or dtype a graph op rejects
         if e.summary.startswith("torch node"):
             raise
         raise type(e)(f"{n.where()}: {e.summary}", e.diagnostics) from None
+    except (TypeError, ValueError, ArithmeticError) as e:
+        # A converter that computes with sizes as ints, given a size symbol's.
+        symbolic = n.symbolic()
+        if not symbolic:
+            raise
+        raise n.unsupported(f"this conversion does not take size symbols yet ({'; '.join(symbolic)}): "
+                            f"{type(e).__name__}: {e}") from None
     return result
 
 
@@ -904,7 +1061,11 @@ def _export_failure(e: Exception) -> str:
     fix), then torch's own message."""
     text = str(e)
     output = re.search(r"Found <class '([^']+)'> in output", text)
-    if "data-dependent" in text:
+    if "Constraints violated" in text:
+        what = ("the model does not run at every size the dynamic_shapes allow (torch's guards below say which "
+                "sizes it takes, and often suggest the Dims to use): narrow their min and max, or fix the dims "
+                "that torch found to be constants")
+    elif "data-dependent" in text:
         what = ("the model's control flow depends on tensor values (an `if` or `while` on a tensor, `.item()`, "
                 "`bool(tensor)`), which one compiled program cannot follow: compute both sides and choose with "
                 "torch.where, or use torch.cond")
@@ -929,9 +1090,15 @@ def _caches_by_default(module: Any) -> bool:
     return takes and bool(getattr(getattr(module, "config", None), "use_cache", False))
 
 
-def _export(model_or_fn: Any, example_args: tuple) -> Any:
-    """The exported program, decomposed to core ATen except _KEPT."""
+def _export(model_or_fn: Any, example_args: tuple, dynamic_shapes: Any = None) -> tuple[Any, list[dict[int, str]]]:
+    """The exported program, decomposed to core ATen except _KEPT, and the
+    names the user gave to the dims of its tensor inputs (``Dim``s of
+    ``dynamic_shapes``), one dict per tensor input, in order."""
+    names: list[dict[int, str]] = []
     if isinstance(model_or_fn, torch.export.ExportedProgram):
+        if dynamic_shapes is not None:
+            raise UnsupportedError("dynamic_shapes applies to exporting; an ExportedProgram already has its "
+                                   "dynamic shapes (pass it with dynamic_shapes=None)")
         program = model_or_fn
     else:
         module = model_or_fn
@@ -945,15 +1112,94 @@ def _export(model_or_fn: Any, example_args: tuple) -> Any:
             kwargs["use_cache"] = False
             warnings.warn(f"from_torch: {type(module).__name__} is exported with use_cache=False: torch.export "
                           "cannot return its key/value cache object; the other outputs are returned", stacklevel=3)
+            if isinstance(dynamic_shapes, (tuple, list)):  # export matches them to the arguments and kwargs
+                dynamic_shapes = (*dynamic_shapes, *[None] * (len(example_args) + 1 - len(dynamic_shapes)))
+            elif isinstance(dynamic_shapes, dict):
+                dynamic_shapes = {**dynamic_shapes, "use_cache": None}
+        if dynamic_shapes is not None:
+            names = _dim_names(module, example_args, kwargs, dynamic_shapes)
         try:
-            program = torch.export.export(module, example_args, kwargs)
+            program = torch.export.export(module, example_args, kwargs, dynamic_shapes=dynamic_shapes)
         except Exception as e:  # noqa: BLE001 - export raises many types for code it cannot capture
             raise UnsupportedError(_export_failure(e)) from e
     table = torch.export.default_decompositions()
     for name in _KEPT:
         packet, overload = name.split(".")
         table.pop(getattr(getattr(torch.ops.aten, packet), overload), None)
-    return program.run_decompositions(table)
+    return program.run_decompositions(table), names
+
+
+def _dim_names(module: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> list[dict[int, str]]:
+    """The ``Dim`` names of ``dynamic_shapes`` (as torch.export takes it: a
+    tuple matching the arguments, or a dict by parameter name; per tensor a
+    dict ``{dim: Dim}`` or a list of one entry per dim) for each tensor
+    among the arguments, in the order export makes them inputs. Hints
+    (``Dim.AUTO``, ``Dim.DYNAMIC``) and derived dims (``2 * d``) name none."""
+    try:
+        combined = inspect.signature(module.forward).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return []  # export itself reports arguments that do not fit
+    if isinstance(dynamic_shapes, dict):
+        specs = [dynamic_shapes.get(key) for key in combined]
+    else:
+        specs = list(dynamic_shapes) + [None] * (len(combined) - len(dynamic_shapes))
+    names: list[dict[int, str]] = []
+
+    def walk(value: Any, spec: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            entries = spec.items() if isinstance(spec, dict) else enumerate(spec) if isinstance(
+                spec, (list, tuple)) else ()
+            names.append({int(d): e.__name__ for d, e in entries if type(e) is torch.export.Dim})
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                walk(item, spec[i] if isinstance(spec, (list, tuple)) and i < len(spec) else None)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, spec.get(key) if isinstance(spec, dict) else None)
+
+    for value, spec in zip(combined.values(), specs):
+        walk(value, spec)
+    return names
+
+
+def _symbols(program: Any, inputs: list[tuple[str, Any]], given: list[dict[int, str]]) -> _Symbols:
+    """The program's size symbols: each input dim that is a torch symbol
+    named after the user's ``Dim`` (``given``, per tensor input) or, for
+    ``Dim.AUTO``/``Dim.DYNAMIC`` ones, torch's own name (``s0``), with the
+    range of ``program.range_constraints`` (the user's bounds narrowed by
+    torch's guards). UnsupportedError for an input dim that is an
+    expression (a derived ``Dim``) or a symbol without an upper bound."""
+    import sympy
+
+    symbols = _Symbols()
+    taken = {name for names in given for name in names.values()}
+    for index, (arg_name, val) in enumerate(inputs):
+        names = given[index] if index < len(given) else {}
+        for d, size in enumerate(val.shape):
+            if not isinstance(size, torch.SymInt):
+                continue
+            expr = size.node.expr
+            where = f"torch input {arg_name!r} dim {d}"
+            if not expr.is_Symbol:
+                raise UnsupportedError(f"{where} is {expr}, an expression of size symbols (a derived Dim): tessel "
+                                       "reads each symbol from an input dim that is that symbol alone")
+            if expr in symbols.names:
+                continue
+            name = names.get(d)
+            if name is None:  # Dim.AUTO or Dim.DYNAMIC: torch's name, unless the user took it
+                name = str(expr)
+                while name in taken:
+                    name += "_"
+            symbols.names[expr] = name
+            taken.add(name)
+            bounds = program.range_constraints.get(expr)
+            upper = int(bounds.upper) if bounds is not None and isinstance(bounds.upper, sympy.Integer) else None
+            if upper is None:
+                raise UnsupportedError(f"{where} ({name}) has no upper bound: give it one, "
+                                       f"torch.export.Dim({name!r}, min=..., max=...)")
+            # Sizes start at 1 here: export's default minimum is 0, an empty tensor tessel does not compile for.
+            symbols.ranges[name] = (max(1, int(bounds.lower)), upper)
+    return symbols
 
 
 def from_torch(model_or_fn: Any, example_args: Any, *, dynamic_shapes: Any = None, params_as_args: bool = False,
@@ -969,17 +1215,23 @@ def from_torch(model_or_fn: Any, example_args: Any, *, dynamic_shapes: Any = Non
     tensors gives several). Parameters and buffers become constants, or,
     with ``params_as_args=True``, leading arguments in the order
     ``named_parameters()`` then ``named_buffers()`` list them (as
-    ``torch.export`` lifts them). Shapes are static: ``dynamic_shapes`` must
-    be None. Raises ``tessel.UnsupportedError`` for an op, dtype or feature
+    ``torch.export`` lifts them).
+
+    ``dynamic_shapes`` (as :func:`torch.export.export` takes it, e.g.
+    ``({0: Dim("batch", min=1, max=64), 1: Dim("seq", min=1, max=2048)},)``)
+    makes dims size symbols: the function is compiled once for every size
+    in their ranges (docs/dynamic-shapes.md). Each symbol is named after its
+    ``Dim`` (``Dim.AUTO``/``Dim.DYNAMIC`` ones after torch's symbol, ``s0``)
+    and takes the range export recorded: the ``Dim``'s bounds narrowed by
+    torch's own guards, from 1 at least. Every dynamic dim needs an upper
+    bound, and the example sizes must be 2 or more (export specializes an
+    example size of 0 or 1 to a constant). Raises ``tessel.UnsupportedError`` for an op, dtype or feature
     that is not supported, naming the aten op, the node and the user's line.
     """
     if torch is None:
         require_extra("torch", "torch", "tessel.from_torch")  # raises, naming the extra
-    if dynamic_shapes is not None:
-        raise UnsupportedError("dynamic_shapes is not supported: the graph dialect compiles static shapes; "
-                               "export one module per shape instead")
     example_args = example_args if isinstance(example_args, tuple) else (example_args,)
-    program = _export(model_or_fn, example_args)
+    program, dim_names = _export(model_or_fn, example_args, dynamic_shapes)
     hint = ""
     if isinstance(model_or_fn, torch.nn.Module) and model_or_fn.training:
         hint = " (the model is in training mode: call model.eval() for inference)"
@@ -1009,13 +1261,16 @@ def from_torch(model_or_fn: Any, example_args: Any, *, dynamic_shapes: Any = Non
 
     graph = program.graph_module.graph
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    user_inputs = [(spec.arg.name, placeholders[spec.arg.name].meta["val"]) for spec in signature.input_specs
+                   if spec.kind == InputKind.USER_INPUT and isinstance(spec.arg, TensorArgument)]
+    symbols = _symbols(program, user_inputs, dim_names)
     examples = []
     for arg_name in arguments:
         val = placeholders[arg_name].meta["val"]
         if val.dtype not in _ARGUMENT_DTYPES:
             names = ", ".join(str(d).removeprefix("torch.") for d in _ARGUMENT_DTYPES)
             raise UnsupportedError(f"torch input {arg_name!r} has dtype {val.dtype}; tessel takes {names}")
-        examples.append(TensorSpec(tuple(int(d) for d in val.shape), _numpy_dtype(val.dtype)))
+        examples.append(TensorSpec(tuple(dims([symbols.size(d) for d in val.shape])), _numpy_dtype(val.dtype)))
 
     def build(*args: Tensor) -> list[Tensor]:
         env: dict[Any, Any] = {}
@@ -1026,7 +1281,7 @@ def from_torch(model_or_fn: Any, example_args: Any, *, dynamic_shapes: Any = Non
             elif fx.op == "call_function":
                 fx_args, fx_kwargs = map_aggregate((fx.args, fx.kwargs),
                                                    lambda v: env[v] if isinstance(v, torch.fx.Node) else v)
-                env[fx] = _convert(_Node(fx, fx_args, fx_kwargs, hint))
+                env[fx] = _convert(_Node(fx, fx_args, fx_kwargs, hint, symbols))
             elif fx.op == "output":
                 outputs = [env[v] if isinstance(v, torch.fx.Node) else v for v in fx.args[0]]
                 bad = [v for v in outputs if not isinstance(v, (Tensor, np.ndarray))]
@@ -1037,7 +1292,7 @@ def from_torch(model_or_fn: Any, example_args: Any, *, dynamic_shapes: Any = Non
                 raise UnsupportedError(f"torch node {fx.name} ({fx.op}) is not supported")
         raise UnsupportedError("the exported graph has no output")
 
-    return trace(build, *examples, name=name)
+    return trace(build, *examples, name=name, dims=symbols.ranges or None)
 
 
 def _as_module(fn: Callable[..., Any]) -> Any:
