@@ -92,6 +92,21 @@ def ConvertGraphToLinalg : Pass<"graph-to-linalg", "mlir::ModuleOp"> {
   ];
 }
 
+def MemrefExpandShapesAsCasts : Pass<"memref-expand-shapes-as-casts"> {
+  let summary = "memref.expand_shape of several dynamic sizes per group as a reinterpret_cast";
+  let description = [{
+    Upstream's expand-strided-metadata lowers a memref.expand_shape only
+    when each reassociation group has at most one dynamic size. Over size
+    symbols a group can have more ([batch * seq] into [batch, seq]): such an
+    expand_shape becomes a memref.reinterpret_cast of its source's base and
+    offset, the output sizes, and strides computed from them. Run before
+    expand-strided-metadata.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Host program
 //===----------------------------------------------------------------------===//
@@ -566,6 +581,21 @@ def LoopVectorAccess : Pass<"loop-vector-access", "mlir::func::FuncOp"> {
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",
   ];
+}
+
+def GpuPassDynamicBuffers : Pass<"gpu-pass-dynamic-buffers", "mlir::ModuleOp"> {
+  let summary = "Pass buffers of dynamic shape into kernels as static buffers and sizes";
+  let description = [{
+    Kernels take one pointer per buffer (the bare-pointer ABI), which only a
+    static memref type can be. Each buffer of dynamic shape (over size
+    symbols) that a gpu.launch reads becomes a static 1-D buffer of its
+    largest size over the symbols' ranges (graph.dims of its kernel
+    function), from which the launch rebuilds its view with the dynamic
+    sizes; gpu-kernel-outlining passes those sizes as kernel arguments. Run
+    right before outlining.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::memref::MemRefDialect"];
 }
 
 def GpuMapKernels : Pass<"gpu-map-kernels", "mlir::ModuleOp"> {

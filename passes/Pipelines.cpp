@@ -141,7 +141,8 @@ std::string cpuLowerStage() {
          "counting,async-runtime-ref-counting-opt,"
          "arith-emulate-unsupported-floats{source-types=bf16 "
          "target-type=f32},arith-expand{include-bf16},"
-         "cpu-flatten-constants,expand-strided-metadata,lower-affine,"
+         "cpu-flatten-constants,memref-expand-shapes-as-casts,"
+         "expand-strided-metadata,lower-affine,"
          "cpu-approximate-math,"
          "convert-math-to-llvm,convert-math-to-libm,convert-async-to-llvm,"
          "convert-scf-to-cf,"
@@ -158,11 +159,13 @@ std::string cpuLowerStage() {
 std::string gpuLowerStage(const loop::TargetDescription &t) {
   return "func.func(gpu-lower-mma,gpu-distribute-rows,loop-vector-access,"
          "loop-unroll),gpu-map-kernels,canonicalize,"
-         "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+         "gpu-launch-sink-index-computations,gpu-pass-dynamic-buffers,"
+         "gpu-kernel-outlining,"
          "canonicalize,nvvm-attach-target{chip=" +
          t.chip() + " features=" + t.ptxFeatures +
          " O=3},gpu.module(convert-linalg-to-loops,gpu-lower-bf16-mma-sync,"
-         "convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,"
+         "convert-nvgpu-to-nvvm,memref-expand-shapes-as-casts,"
+         "expand-strided-metadata,lower-affine,"
          "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-"
          "conv},gpu-extern-dynamic-shared,canonicalize,cse),"
          "reconcile-unrealized-casts,gpu-module-to-binary{format=isa}";

@@ -5,6 +5,7 @@
 #include "passes/linalg/Contractions.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -136,6 +137,30 @@ static std::optional<int64_t> evaluate(AffineExpr expr, unsigned numDims,
   return std::nullopt;
 }
 
+/// Whether `e` never decreases as its (non-negative) dims and symbols grow:
+/// sums and products of them and of non-negative constants, divided by
+/// positive constants.
+static bool growsWithOperands(AffineExpr e) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue() >= 0;
+  if (isa<AffineDimExpr, AffineSymbolExpr>(e))
+    return true;
+  auto binary = cast<AffineBinaryOpExpr>(e);
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+  case AffineExprKind::Mul:
+    return growsWithOperands(binary.getLHS()) &&
+           growsWithOperands(binary.getRHS());
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv:
+    return growsWithOperands(binary.getLHS()) &&
+           isa<AffineConstantExpr>(binary.getRHS()) &&
+           cast<AffineConstantExpr>(binary.getRHS()).getValue() > 0;
+  default:
+    return false;
+  }
+}
+
 namespace {
 
 /// Sizes at their largest in a kernel: the IR's size computations
@@ -157,6 +182,10 @@ struct LargestSizes {
       std::optional<int64_t> index = dim.getConstantIndex();
       return index ? ofDim(dim.getSource(), *index) : std::nullopt;
     }
+    if (auto dim = dyn_cast_if_present<memref::DimOp>(def)) {
+      std::optional<int64_t> index = dim.getConstantIndex();
+      return index ? ofDim(dim.getSource(), *index) : std::nullopt;
+    }
     if (auto apply = dyn_cast_if_present<affine::AffineApplyOp>(def)) {
       SmallVector<int64_t> values;
       for (Value operand : apply.getMapOperands()) {
@@ -168,6 +197,30 @@ struct LargestSizes {
       return evaluate(apply.getMap().getResult(0), apply.getMap().getNumDims(),
                       values);
     }
+    // A minimum is at most each of its terms: the smallest of those whose
+    // largest value is known (min(16, n - i) of a tile is at most 16).
+    if (auto min = dyn_cast_if_present<affine::AffineMinOp>(def)) {
+      SmallVector<std::optional<int64_t>> operands = llvm::map_to_vector(
+          min.getMapOperands(), [&](Value operand) { return ofValue(operand); });
+      std::optional<int64_t> smallest;
+      for (AffineExpr term : min.getMap().getResults()) {
+        SmallVector<int64_t> values;
+        bool known = true;
+        for (auto [i, operand] : llvm::enumerate(operands)) {
+          bool used = i < min.getMap().getNumDims()
+                          ? term.isFunctionOfDim(i)
+                          : term.isFunctionOfSymbol(i - min.getMap().getNumDims());
+          known &= operand.has_value() || !used;
+          values.push_back(operand.value_or(0));
+        }
+        std::optional<int64_t> value =
+            known ? evaluate(term, min.getMap().getNumDims(), values) : std::nullopt;
+        // Only a term that grows with its operands is largest at theirs.
+        if (value && growsWithOperands(term))
+          smallest = smallest ? std::min(*smallest, *value) : *value;
+      }
+      return smallest;
+    }
     return std::nullopt;
   }
 
@@ -178,7 +231,7 @@ struct LargestSizes {
   }
 
   std::optional<int64_t> ofDim(Value tensor, int64_t d) {
-    auto type = cast<RankedTensorType>(tensor.getType());
+    auto type = cast<ShapedType>(tensor.getType());
     if (!type.isDynamicDim(d))
       return type.getDimSize(d);
     if (auto arg = dyn_cast<BlockArgument>(tensor))
@@ -186,6 +239,9 @@ struct LargestSizes {
     Operation *def = tensor.getDefiningOp();
     if (auto empty = dyn_cast<tensor::EmptyOp>(def))
       return ofValue(empty.getDynamicSize(d));
+    if (auto alloc = dyn_cast<memref::AllocOp>(def))
+      return ofValue(
+          alloc.getDynamicSizes()[alloc.getType().getDynamicDimIndex(d)]);
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
       llvm::SmallBitVector dropped = slice.getDroppedDims();
       SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
@@ -194,6 +250,16 @@ struct LargestSizes {
           return ofSize(sizes[i]);
       return std::nullopt;
     }
+    if (auto view = dyn_cast<memref::SubViewOp>(def)) {
+      llvm::SmallBitVector dropped = view.getDroppedDims();
+      SmallVector<OpFoldResult> sizes = view.getMixedSizes();
+      for (int64_t i = 0, kept = 0; i < int64_t(sizes.size()); ++i)
+        if (!dropped.test(i) && kept++ == d)
+          return ofSize(sizes[i]);
+      return std::nullopt;
+    }
+    if (auto cast = dyn_cast<memref::ReinterpretCastOp>(def))
+      return ofSize(cast.getMixedSizes()[d]);
     if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
       return ofSize(expand.getMixedOutputShape()[d]);
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
@@ -231,6 +297,14 @@ struct LargestSizes {
 };
 
 } // namespace
+
+std::optional<int64_t> tessel::largestSize(Value shaped, int64_t dim) {
+  auto func = shaped.getParentRegion()->getParentOfType<func::FuncOp>();
+  if (!func)
+    return std::nullopt;
+  LargestSizes largest{func, func->getAttrOfType<DictionaryAttr>("graph.dims")};
+  return largest.ofDim(shaped, dim);
+}
 
 std::optional<SmallVector<int64_t>>
 tessel::largestLoopExtents(TilingInterface root) {

@@ -61,6 +61,11 @@ constexpr llvm::StringLiteral kArgumentShape = "graph.shape";
 std::optional<llvm::SmallVector<int64_t>>
 largestLoopExtents(mlir::TilingInterface root);
 
+/// The largest size of dim `dim` of `shaped` (a tensor or buffer of a
+/// kernel function) over its size symbols' ranges, as largestLoopExtents
+/// finds sizes; nothing where the IR does not tie it to the arguments.
+std::optional<int64_t> largestSize(mlir::Value shaped, int64_t dim);
+
 /// Tiles `root` by `sizes` (0 = untiled) into an scf.forall (with `mapping`,
 /// which may be empty) or, when `sequential`, scf.for loops, fuses every
 /// linalg producer into the innermost tile, and redirects later uses to the

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TileAndFuseRoot.h"
 #include "passes/gpu/Buffers.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -85,7 +86,12 @@ bool isWholeBuffer(Value v) {
 bool staysOutside(Operation &op) {
   if (auto copy = dyn_cast<memref::CopyOp>(op))
     return isWholeBuffer(copy.getSource()) && isWholeBuffer(copy.getTarget());
-  return op.hasTrait<OpTrait::IsTerminator>() || isSinkable(&op) ||
+  // Sizes (of buffers over size symbols, of grids): the host computes them.
+  bool isSize = isMemoryEffectFree(&op) && op.getNumRegions() == 0 &&
+                op.getNumResults() > 0 &&
+                llvm::all_of(op.getResultTypes(),
+                             [](Type t) { return t.isIndex(); });
+  return op.hasTrait<OpTrait::IsTerminator>() || isSinkable(&op) || isSize ||
          isa<arith::ConstantOp, memref::AllocOp, memref::DeallocOp,
              gpu::LaunchOp>(op);
 }
@@ -200,6 +206,49 @@ scf::ForallOp guardDynamicTripCount(scf::ForallOp forall) {
   return bounded;
 }
 
+/// A normalized block-mapped forall whose trip count is dynamic (a loop
+/// over a size symbol) as a gpu.launch of that many blocks, counted on the
+/// host: upstream's map_forall_to_blocks takes static counts only. Its
+/// indices become the block ids of the dims it maps to.
+FailureOr<gpu::LaunchOp> launchDynamicBlocks(scf::ForallOp forall,
+                                             std::array<int64_t, 3> block) {
+  IRRewriter rewriter(forall.getContext());
+  rewriter.setInsertionPoint(forall);
+  Location loc = forall.getLoc();
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  std::array<Value, 3> grid = {one, one, one};
+  SmallVector<int64_t> dims;
+  for (auto [ub, id] : llvm::zip(forall.getMixedUpperBound(),
+                                 *forall.getMapping())) {
+    auto mapping = dyn_cast<gpu::GPUBlockMappingAttr>(id);
+    if (!mapping || mapping.isLinearMapping() ||
+        grid[mapping.getMappingId()] != one)
+      return forall.emitError("a block-mapped scf.forall of dynamic trip "
+                              "count maps each loop to one of block x, y, z");
+    grid[mapping.getMappingId()] =
+        getValueOrCreateConstantIndexOp(rewriter, loc, ub);
+    dims.push_back(mapping.getMappingId());
+  }
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  auto launch = gpu::LaunchOp::create(rewriter, loc, grid[0], grid[1], grid[2],
+                                      c(block[0]), c(block[1]), c(block[2]));
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&body);
+  auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+  gpu::KernelDim3 ids = launch.getBlockIds();
+  std::array<Value, 3> blockIds = {ids.x, ids.y, ids.z};
+  SmallVector<Value> indices;
+  for (int64_t d : dims)
+    indices.push_back(blockIds[d]);
+  Block *loop = forall.getBody();
+  rewriter.eraseOp(loop->getTerminator());
+  rewriter.inlineBlockBefore(loop, terminator, indices);
+  rewriter.eraseOp(forall);
+  return launch;
+}
+
 /// Maps one block-mapped forall (and the thread foralls in it) to a launch.
 LogicalResult mapForall(scf::ForallOp forall) {
   SmallVector<scf::ForallOp> dynamic;
@@ -221,27 +270,42 @@ LogicalResult mapForall(scf::ForallOp forall) {
     for (int i = 0; i < 3; ++i)
       block[i] = std::max(block[i], dims[i]);
   });
+  // A dynamic grid is launched here; a static one by upstream's mapping.
+  Operation *target = forall;
+  bool dynamicGrid = ShapedType::isDynamicShape(forall.getStaticUpperBound());
+  Location loc = forall.getLoc();
+  if (dynamicGrid) {
+    FailureOr<gpu::LaunchOp> launch = launchDynamicBlocks(forall, block);
+    if (failed(launch))
+      return failure();
+    target = *launch;
+  }
   std::string script;
   llvm::raw_string_ostream os(script);
   os << R"mlir(
 module attributes {transform.with_named_sequence} {
-  transform.named_sequence @map(%f: !transform.any_op {transform.consumed}) {
-    %l = transform.gpu.map_forall_to_blocks %f {generate_gpu_launch}
+  transform.named_sequence @map(%f: !transform.any_op {transform.)mlir"
+     << (dynamicGrid ? "readonly" : "consumed") << R"mlir(}) {
+)mlir";
+  if (dynamicGrid)
+    os << "    %l = transform.cast %f : !transform.any_op to !transform.any_op\n";
+  else
+    os << R"mlir(    %l = transform.gpu.map_forall_to_blocks %f {generate_gpu_launch}
         : (!transform.any_op) -> !transform.any_op
-    transform.gpu.map_nested_forall_to_threads %l block_dims = [)mlir"
+)mlir";
+  os << "    transform.gpu.map_nested_forall_to_threads %l block_dims = ["
      << block[0] << ", " << block[1] << ", " << block[2] << R"mlir(]
         : (!transform.any_op) -> !transform.any_op
     transform.yield
   }
 })mlir";
   OwningOpRef<ModuleOp> transforms =
-      parseSourceString<ModuleOp>(script, ParserConfig(forall.getContext()));
+      parseSourceString<ModuleOp>(script, ParserConfig(target->getContext()));
   if (!transforms)
     return failure();
   Operation *sequence = SymbolTable::lookupSymbolIn(*transforms, "map");
-  Location loc = forall.getLoc();
   if (failed(transform::applyTransformNamedSequence(
-          forall, sequence, *transforms, transform::TransformOptions())))
+          target, sequence, *transforms, transform::TransformOptions())))
     return emitError(loc, "could not map these loops to the GPU");
   return success();
 }
@@ -263,12 +327,47 @@ LogicalResult privatizeAllocations(gpu::LaunchOp launch) {
       allocs.push_back(alloc);
   });
   for (memref::AllocOp alloc : allocs) {
-    if (!alloc.getType().hasStaticShape())
-      return alloc.emitError("a kernel-local buffer has a dynamic shape");
     eraseDeallocs(alloc);
     rewriter.setInsertionPoint(alloc);
-    rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType(),
-                                                  alloc.getAlignmentAttr());
+    MemRefType type = alloc.getType();
+    if (type.hasStaticShape()) {
+      rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, type,
+                                                    alloc.getAlignmentAttr());
+      continue;
+    }
+    // A buffer over a size symbol: the stack holds its largest size (over
+    // the symbols' ranges), and a row-major view of it the size of this run.
+    int64_t elements = 1;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      std::optional<int64_t> largest = largestSize(alloc.getResult(), d);
+      if (!largest)
+        return alloc.emitError("a kernel-local buffer of dynamic shape has no "
+                               "largest size the kernel's size symbols "
+                               "(graph.dims) give");
+      elements *= *largest;
+    }
+    Location loc = alloc.getLoc();
+    Value stack = memref::AllocaOp::create(
+        rewriter, loc,
+        MemRefType::get({elements}, type.getElementType(),
+                        MemRefLayoutAttrInterface(), type.getMemorySpace()),
+        alloc.getAlignmentAttr());
+    SmallVector<OpFoldResult> sizes = alloc.getMixedSizes();
+    SmallVector<OpFoldResult> strides(type.getRank());
+    OpFoldResult stride = rewriter.getIndexAttr(1);
+    AffineExpr s0, s1;
+    bindSymbols(rewriter.getContext(), s0, s1);
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride = affine::makeComposedFoldedAffineApply(rewriter, loc, s0 * s1,
+                                                     {stride, sizes[d]});
+    }
+    auto [typeStrides, offset] = type.getStridesAndOffset();
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (ShapedType::isDynamic(typeStrides[d]))
+        strides[d] = getValueOrCreateConstantIndexOp(rewriter, loc, strides[d]);
+    rewriter.replaceOpWithNewOp<memref::ReinterpretCastOp>(
+        alloc, type, stack, rewriter.getIndexAttr(0), sizes, strides);
   }
   return success();
 }

@@ -41,12 +41,15 @@ std::pair<memref::AllocOp, Operation *> copiedAlloc(Value source, Block &block) 
   return {topLevelAlloc(source, block), nullptr};
 }
 
-/// `out` reshaped back to the type of `reshape`'s source: the inverse view.
-Value inverseReshape(OpBuilder &b, Operation *reshape, Value out) {
+/// `out` reshaped back to the type of `reshape`'s source, `alloc`: the
+/// inverse view, sized as `alloc` is (sizes over symbols cannot be inferred
+/// from a collapsed buffer).
+Value inverseReshape(OpBuilder &b, Operation *reshape, Value out,
+                     memref::AllocOp alloc) {
   if (auto collapse = dyn_cast<memref::CollapseShapeOp>(reshape))
     return memref::ExpandShapeOp::create(
         b, reshape->getLoc(), collapse.getSrcType(), out,
-        collapse.getReassociationIndices());
+        collapse.getReassociationIndices(), alloc.getMixedSizes());
   auto expand = cast<memref::ExpandShapeOp>(reshape);
   return memref::CollapseShapeOp::create(b, reshape->getLoc(), out,
                                          expand.getReassociationIndices());
@@ -77,7 +80,7 @@ void elideOutputCopies(Block &block) {
     Value replacement = out;
     if (reshape) {
       OpBuilder b(alloc);
-      replacement = inverseReshape(b, reshape, out);
+      replacement = inverseReshape(b, reshape, out, alloc);
       reshape->erase();
     }
     alloc.replaceAllUsesWith(replacement);

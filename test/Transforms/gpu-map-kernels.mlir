@@ -1,5 +1,5 @@
 // RUN: tessel-opt %s --split-input-file --verify-diagnostics --gpu-map-kernels --canonicalize | FileCheck %s
-// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,nvvm-attach-target{chip=sm_90 features=+ptx80},gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-pass-dynamic-buffers,gpu-kernel-outlining,convert-linalg-to-loops,memref-expand-shapes-as-casts,expand-strided-metadata,lower-affine,convert-scf-to-cf,nvvm-attach-target{chip=sm_90 features=+ptx80},gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv}),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
 
 // The grid is the block forall's trip counts (x innermost), the block size
 // the thread forall's. A buffer allocated per thread goes on its stack; the
@@ -181,6 +181,44 @@ func.func private @mixed(%a: memref<51x24xf32>, %out: memref<51x24xf32>) attribu
         linalg.yield %y : f32
       }
     } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A block forall over a size symbol launches as many blocks as its trip
+// count, counted on the host; a thread's buffer over one is its largest
+// size on the stack (n <= 64 in graph.dims), viewed at its size.
+// CHECK-LABEL: func.func private @dynamic
+// CHECK-SAME: %[[X:[^:]*]]: memref<?xf32>
+// CHECK: %[[N:.*]] = memref.dim %[[X]], %c0
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[N]], %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: %[[STACK:.*]] = memref.alloca() : memref<64xf32>
+// CHECK: memref.reinterpret_cast %[[STACK]] to offset: [0], sizes: [%[[N]]], strides: [1] : memref<64xf32> to memref<?xf32>
+// CHECK: memref.load %[[X]][%[[B]]]
+
+// Buffers over a size symbol reach the kernel as pointers to their largest
+// extent, each with its size (gpu-pass-dynamic-buffers).
+// PTX: gpu.binary @dynamic_kernel
+// PTX-SAME: .visible .entry dynamic_kernel(
+// PTX-SAME: .param .u64 .ptr .align 1 dynamic_kernel_param_0,
+// PTX-SAME: .param .u64 dynamic_kernel_param_1,
+// PTX-SAME: .param .u64 .ptr .align 1 dynamic_kernel_param_2,
+// PTX-SAME: .param .u64 dynamic_kernel_param_3\0A)
+func.func private @dynamic(%x: memref<?xf32> {graph.shape = #graph.shape<[n]>}, %out: memref<?xf32> {graph.shape = #graph.shape<[n]>})
+    attributes {graph.dims = {n = #graph.dim<1, 64>}, tessel.kernel = "elementwise"} {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  scf.forall (%i) in (%n) {
+    scf.forall (%t) in (32) {
+      %tmp = memref.alloc(%n) : memref<?xf32>
+      %v = memref.load %x[%i] : memref<?xf32>
+      memref.store %v, %tmp[%t] : memref<?xf32>
+      %w = memref.load %tmp[%t] : memref<?xf32>
+      memref.store %w, %out[%i] : memref<?xf32>
+      memref.dealloc %tmp : memref<?xf32>
+    } {mapping = [#gpu.thread<x>]}
   } {mapping = [#gpu.block<x>]}
   return
 }

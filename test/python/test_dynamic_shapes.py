@@ -255,11 +255,5 @@ def test_tuning_reports_symbolic_kernels_as_not_tuned(tmp_path):
     assert summary.trials == 0 and summary.error.startswith("not tuned: its sizes are size symbols")
 
 
-def test_gpu_targets_refuse_size_symbols_by_name():
-    module = tessel.trace(lambda x: x + 1, spec("n", 4), dims={"n": (1, 8)})
-    with pytest.raises(tessel.UnsupportedError, match=r"dynamic shape .*size symbols run on the CPU backend so far"):
-        tessel.compile(module, target="cuda:sm_90")
-
-
 def _gelu(x):
     return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))

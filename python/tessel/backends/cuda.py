@@ -34,16 +34,18 @@ from mlir.dialects import arith, func, gpu, memref
 
 from .. import cache as caching
 from .. import ir as tir
+from .. import shapes
 from .. import targets
 from ..errors import CompileError, UnsupportedError
 from ..runtime.artifact import FORMAT, VERSION, BufferInfo, KernelInfo, TensorMapInfo, read, saved_manifest, \
     tensor_map_info
 from ..runtime.fields import FieldError
+from ..runtime.sizes import read_dims
 from ..runtime.executor import Executable
 from ..tools import ptxas
 from .pipelines import cuda_stages, run_stages, scheduled_for
 from ..dtypes import BFLOAT16, ELEMENT_DTYPES, dtype_named
-from .signature import TensorSpec, entry_function, signature
+from .signature import TensorSpec, entry_function, signature, size_ranges
 
 __all__ = ["BufferInfo", "CudaArtifact", "KernelInfo", "compile_cuda"]
 
@@ -61,8 +63,11 @@ class CudaArtifact:
                  outputs: Sequence[TensorSpec], kernels: Sequence[KernelInfo],
                  buffers: Sequence[BufferInfo], constants: dict[int, np.ndarray],
                  steps: Sequence[dict[str, Any]], stage_seconds: dict[str, float],
-                 tensor_maps: Sequence[TensorMapInfo] = ()) -> None:
+                 tensor_maps: Sequence[TensorMapInfo] = (),
+                 dims: dict[str, shapes.DimRange] | None = None) -> None:
         self.target = target
+        # The ranges of the size symbols that shapes and launch shapes name.
+        self.dims = dict(dims or {})
         self.name = name
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -101,19 +106,21 @@ class CudaArtifact:
                          for i, blob in zip(metadata["constants"], blobs[len(kernels):], strict=True)}
 
             def spec(s: dict[str, Any]) -> TensorSpec:
-                return TensorSpec(tuple(s["shape"]), dtype_named(s["dtype"]))
+                return TensorSpec(tuple(d if isinstance(d, int) else shapes.size_text(d) for d in s["shape"]),
+                                  dtype_named(s["dtype"]))
 
-            tensor_maps = [tensor_map_info(t, f"tensor_maps[{i}]", by_id)
+            dims = read_dims(m["dims"])
+            tensor_maps = [tensor_map_info(t, f"tensor_maps[{i}]", by_id, ranges=dims)
                            for i, t in enumerate(m.get("tensor_maps", []))]
             return cls(m["target"], m["entry"], [spec(s) for s in m["inputs"]], [spec(s) for s in m["outputs"]],
-                       kernels, buffers, constants, m["steps"], stage_seconds, tensor_maps)
+                       kernels, buffers, constants, m["steps"], stage_seconds, tensor_maps, dims)
         except (KeyError, TypeError, ValueError, UnicodeDecodeError, FieldError) as e:
             raise ValueError(f"not a packed artifact: {e!r}") from None
 
     def manifest(self) -> dict[str, Any]:
         """The manifest as JSON-ready data (file names relative to the artifact)."""
         def spec(s: TensorSpec) -> dict[str, Any]:
-            return {"shape": list(s.shape), "dtype": s.dtype.name}
+            return {"shape": list(s.sizes()), "dtype": s.dtype.name}
 
         return {
             "format": FORMAT,
@@ -122,7 +129,8 @@ class CudaArtifact:
             # The runtime checks and configures launches by this copy (it imports no compiler).
             "target_description": targets.get(self.target).to_json(),
             "entry": self.name,
-            "dims": {},  # no size symbols: every shape and launch shape below is an int
+            # Each size symbol's range; shapes and launch shapes below are ints or expressions over them.
+            "dims": {name: {"min": r.min, "max": r.max, "multiple_of": r.multiple_of} for name, r in self.dims.items()},
             "inputs": [spec(s) for s in self.inputs],
             "outputs": [spec(s) for s in self.outputs],
             "buffers": [
@@ -290,6 +298,40 @@ def _memref_spec(t: ir.Type) -> tuple[tuple[int, ...], np.dtype]:
     return tuple(memref.shape), dtype
 
 
+# Index arithmetic of the host program -> size expression ops (shapes.Size trees).
+_SIZE_OPS = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "floordiv",
+             "arith.divui": "floordiv", "arith.floordivsi": "floordiv", "arith.ceildivsi": "ceildiv",
+             "arith.ceildivui": "ceildiv", "arith.remsi": "mod", "arith.remui": "mod", "arith.maxsi": "max",
+             "arith.maxui": "max", "arith.minsi": "min", "arith.minui": "min"}
+
+
+def _folded(op: str, a: shapes.Size, b: shapes.Size) -> shapes.Size:
+    """``{op: [a, b]}``, computed when both are ints, without its identities."""
+    if isinstance(a, int) and isinstance(b, int):
+        return shapes.evaluate({op: [a, b]}, {})
+    if (op in ("add", "sub") and b == 0) or (op in ("mul", "floordiv", "ceildiv") and b == 1):
+        return a
+    if (op == "add" and a == 0) or (op == "mul" and a == 1):
+        return b
+    return {op: [a, b]}
+
+
+def _affine_size(expr: Any, dims: Sequence[shapes.Size], symbols: Sequence[shapes.Size]) -> shapes.Size:
+    """An affine expression of the host program as a size expression."""
+    expr = expr.maybe_downcast()
+    if isinstance(expr, ir.AffineConstantExpr):
+        return expr.value
+    if isinstance(expr, ir.AffineDimExpr):
+        return dims[expr.position]
+    if isinstance(expr, ir.AffineSymbolExpr):
+        return symbols[expr.position]
+    for kind, op in ((ir.AffineAddExpr, "add"), (ir.AffineMulExpr, "mul"), (ir.AffineModExpr, "mod"),
+                     (ir.AffineFloorDivExpr, "floordiv"), (ir.AffineCeilDivExpr, "ceildiv")):
+        if isinstance(expr, kind):
+            return _folded(op, _affine_size(expr.lhs, dims, symbols), _affine_size(expr.rhs, dims, symbols))
+    raise UnsupportedError(f"the host program computes a size by {expr}, which the manifest cannot express")
+
+
 class _MlirAttribute(ctypes.Structure):
     """MLIR's C API ``MlirAttribute``: one pointer, passed by value."""
 
@@ -349,11 +391,13 @@ def _ptx_objects(module: ir.Module) -> dict[str, str]:
     return objects
 
 
-def _launch(launch: Any, ptx: dict[str, str], target: str, run_ptxas: bool) -> KernelInfo:
-    """The KernelInfo of one gpu.launch_func (operands filled in by the caller)."""
+def _launch(launch: Any, ptx: dict[str, str], target: str, run_ptxas: bool,
+            size: Callable[[ir.Value], shapes.Size]) -> KernelInfo:
+    """The KernelInfo of one gpu.launch_func (operands filled in by the
+    caller); ``size`` gives its launch shape, maybe over size symbols."""
     symbol = str(ir.SymbolRefAttr(launch.attributes["kernel"]))  # @module::@func
     module_name, func_name = (part.lstrip("@") for part in symbol.split("::"))
-    dims = [_constant_index(v) for v in (
+    dims = [size(v) for v in (
         launch.gridSizeX, launch.gridSizeY, launch.gridSizeZ,
         launch.blockSizeX, launch.blockSizeY, launch.blockSizeZ)]
     shared = launch.dynamicSharedMemorySize
@@ -366,6 +410,13 @@ def _launch(launch: Any, ptx: dict[str, str], target: str, run_ptxas: bool) -> K
 
 
 _VIEWS = ("memref.collapse_shape", "memref.expand_shape")
+
+
+def _is_flat_alias(op: Any) -> bool:
+    """A reinterpret_cast to a static 1-D buffer at offset 0 with unit stride."""
+    result = ir.MemRefType(op.result.type)
+    return (result.rank == 1 and result.has_static_shape and list(op.attributes["static_offsets"]) == [0]
+            and list(op.attributes["static_strides"]) == [1])
 
 
 def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
@@ -388,9 +439,26 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
     kernel_index: dict[str, int] = {}
     steps: list[dict[str, Any]] = []
 
+    sizes: dict[Any, shapes.Size] = {}  # index values of the host program, as size expressions
+
+    def size(value: ir.Value) -> shapes.Size:
+        if value in sizes:
+            return sizes[value]
+        if isinstance(value.owner, arith.ConstantOp):
+            return _constant_index(value)
+        raise UnsupportedError(f"a size the host program computes ({value}) is not one the manifest can "
+                               "express")
+
+    def dynamic_shape(value: ir.Value, dynamic: Sequence[shapes.Size]) -> tuple[shapes.Size, ...]:
+        """``value``'s memref shape with its dynamic dims, in order, ``dynamic``."""
+        rest = iter(dynamic)
+        return tuple(next(rest) if d == ir.ShapedType.get_dynamic_size() else d
+                     for d in ir.MemRefType(value.type).shape)
+
     def add(value: ir.Value, kind: str, index: int | None = None, view_of: int | None = None,
-            dtype: np.dtype | None = None) -> int:
-        shape, stored = _memref_spec(value.type)
+            dtype: np.dtype | None = None, shape: tuple[shapes.Size, ...] | None = None) -> int:
+        static, stored = _memref_spec(value.type)
+        shape = static if shape is None else shape
         dtype = stored if dtype is None else dtype
         memref = ir.MemRefType(value.type)
         if view_of is not None and memref.affine_map != ir.AffineMap.get_identity(memref.rank):
@@ -409,14 +477,36 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
                 ids[op.result] = add(op.result, "constant")
                 constants[ids[op.result]] = _constant_value(globals_[symbol], buffers[ids[op.result]])
             elif kind == "memref.alloc":
-                ids[op.result] = add(op.result, "temporary")
+                ids[op.result] = add(op.result, "temporary",
+                                     shape=dynamic_shape(op.result, [size(v) for v in op.operands]))
                 steps.append({"op": "alloc", "buffer": ids[op.result]})
             elif kind == "memref.dealloc":
                 steps.append({"op": "free", "buffer": ids[op.operands[0]]})
             elif kind in _VIEWS:
                 base = ids[op.operands[0]]
+                source = buffers[base].shape
+                groups = [[int(d) for d in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+                if kind == "memref.collapse_shape":
+                    shape = tuple(functools.reduce(lambda a, d: _folded("mul", a, source[d]), g, 1) for g in groups)
+                else:
+                    shape = dynamic_shape(op.result, [size(v) for v in op.operands[1:]])
                 ids[op.result] = add(op.result, "view", view_of=buffers[base].view_of
-                                     if buffers[base].view_of is not None else base)
+                                     if buffers[base].view_of is not None else base, shape=shape)
+            elif kind == "memref.reinterpret_cast" and _is_flat_alias(op):
+                # A buffer over size symbols passed to a kernel as its static
+                # largest extent (gpu-pass-dynamic-buffers): the same pointer.
+                ids[op.result] = ids[op.operands[0]]
+            elif kind == "memref.dim":
+                sizes[op.result] = buffers[ids[op.operands[0]]].shape[size(op.operands[1])]
+            elif kind == "affine.apply":
+                affine_map = ir.AffineMapAttr(op.attributes["map"]).value
+                operands = [size(v) for v in op.operands]
+                sizes[op.result] = _affine_size(affine_map.results[0], operands[:affine_map.n_dims],
+                                                operands[affine_map.n_dims:])
+            elif kind in _SIZE_OPS:
+                sizes[op.result] = _folded(_SIZE_OPS[kind], size(op.operands[0]), size(op.operands[1]))
+            elif kind == "arith.index_cast":
+                sizes[op.result] = size(op.operands[0])
             elif kind == "memref.copy":
                 steps.append({"op": "copy", "source": ids[op.operands[0]],
                               "target": ids[op.operands[1]]})
@@ -428,9 +518,11 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
                 symbol = str(ir.SymbolRefAttr(op.attributes["kernel"]))
                 if symbol not in kernel_index:
                     kernel_index[symbol] = len(kernels)
-                    kernels.append(_launch(op, ptx, target, run_ptxas))
+                    kernels.append(_launch(op, ptx, target, run_ptxas, size))
+                # Buffers by id; sizes (index operands) as 64-bit parameters.
                 steps.append({"op": "launch", "kernel": kernel_index[symbol],
-                              "args": [ids[v] for v in op.kernelOperands]})
+                              "args": [{"size": size(v)} if isinstance(v.type, ir.IndexType) else ids[v]
+                                       for v in op.kernelOperands]})
             elif kind == "func.return":
                 return
             elif kind != "arith.constant":
@@ -448,7 +540,7 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
         # i8, byte for byte numpy's bool.
         spec = inputs[i] if is_input else outputs[i - len(inputs)]
         ids[arg] = add(arg, "input" if is_input else "output", i if is_input else i - len(inputs),
-                       dtype=spec.dtype)
+                       dtype=spec.dtype, shape=spec.sizes())
     walk(host, ids)
     return kernels, buffers, constants, steps
 
@@ -514,7 +606,8 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
         raise UnsupportedError(f"unknown CUDA target {target!r}; available: {', '.join(chips)}")
     work = tir.clone(module)
     func = entry_function(work, entry)
-    name, inputs, outputs = signature(func, "the CUDA backend")
+    name, inputs, outputs = signature(func, "the CUDA backend", symbolic=True)
+    ranges = size_ranges(func)
     if run_ptxas is None:
         try:
             ptxas()
@@ -544,7 +637,8 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
         kernels, buffers, constants, steps = _host_program(
             work, symbol, inputs, outputs, target, run_ptxas)
     seconds["manifest"] = time.perf_counter() - start
-    artifact = CudaArtifact(target, name, inputs, outputs, kernels, buffers, constants, steps, seconds)
+    artifact = CudaArtifact(target, name, inputs, outputs, kernels, buffers, constants, steps, seconds,
+                            dims=ranges)
     if cache is not None:
         start = time.perf_counter()
         cache.put("cuda", key, artifact.packed())
