@@ -329,3 +329,21 @@ def test_onnx_dims_without_a_range_or_bounds_that_depend_on_the_sizes_are_errors
         tessel.from_onnx(is_one, dims={"batch": (1, 8), "seq": (1, 64)})
     exe = tessel.compile(tessel.from_onnx(is_one, dims={"batch": (1, 8), "seq": (2, 64)}), target="cpu")
     np.testing.assert_array_equal(exe(data), -data)
+
+
+@pytest.mark.parametrize("source", ["torch", "onnx"])
+def test_the_gpt_decoder_compiles_once_for_sm_90_and_matches_on_the_emulator(gpt, source):
+    # Issue 30's GPU half: one sm_90 artifact over batch and seq (manifest
+    # version 4: shapes, grids and size arguments as expressions), run on the
+    # PTX emulator at every size.
+    if source == "torch":
+        module, reference = tessel.from_torch(gpt, (_ids(2, 5),), dynamic_shapes=(DYNAMIC,)), _eager(gpt)
+    else:
+        exported = _onnx_gpt(gpt)
+        module = tessel.from_onnx(onnx.load_from_string(exported), dims={"batch": (1, 8), "seq": (1, 64)})
+        reference = _onnxruntime(exported)
+    artifact = tessel.compile(module, target="cuda:sm_90")
+    assert set(artifact.manifest()["dims"]) == {"batch", "seq"}
+    exe = artifact.emulate()
+    _check_at_sizes(lambda ids: tuple(np.asarray(r) for r in exe(ids)), reference,
+                    lambda b, s: _ids(b, s).numpy(), atol=1e-4)

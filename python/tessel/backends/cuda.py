@@ -455,10 +455,13 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
         return tuple(next(rest) if d == ir.ShapedType.get_dynamic_size() else d
                      for d in ir.MemRefType(value.type).shape)
 
+    shape_of: dict[Any, tuple[shapes.Size, ...]] = {}  # every memref value's shape, buffers' and parts'
+
     def add(value: ir.Value, kind: str, index: int | None = None, view_of: int | None = None,
             dtype: np.dtype | None = None, shape: tuple[shapes.Size, ...] | None = None) -> int:
         static, stored = _memref_spec(value.type)
         shape = static if shape is None else shape
+        shape_of[value] = shape
         dtype = stored if dtype is None else dtype
         memref = ir.MemRefType(value.type)
         if view_of is not None and memref.affine_map != ir.AffineMap.get_identity(memref.rank):
@@ -467,6 +470,12 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
         file = f"constants/{len(buffers)}.npy" if kind == "constant" else None
         buffers.append(BufferInfo(len(buffers), kind, shape, dtype, index, view_of, file))
         return buffers[-1].id
+
+    def buffer(value: ir.Value, ids: dict[Any, int]) -> int:
+        if value not in ids:
+            raise UnsupportedError(f"a kernel takes part of a buffer ({value.type}) from the host program; the "
+                                   "CUDA backend's launch sequence passes whole buffers only")
+        return ids[value]
 
     def walk(func: Any, ids: dict[Any, int]) -> None:
         name = ir.StringAttr(func.attributes["sym_name"]).value
@@ -483,21 +492,27 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
             elif kind == "memref.dealloc":
                 steps.append({"op": "free", "buffer": ids[op.operands[0]]})
             elif kind in _VIEWS:
-                base = ids[op.operands[0]]
-                source = buffers[base].shape
+                source = shape_of[op.operands[0]]
                 groups = [[int(d) for d in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
                 if kind == "memref.collapse_shape":
                     shape = tuple(functools.reduce(lambda a, d: _folded("mul", a, source[d]), g, 1) for g in groups)
                 else:
                     shape = dynamic_shape(op.result, [size(v) for v in op.operands[1:]])
-                ids[op.result] = add(op.result, "view", view_of=buffers[base].view_of
-                                     if buffers[base].view_of is not None else base, shape=shape)
-            elif kind == "memref.reinterpret_cast" and _is_flat_alias(op):
+                shape_of[op.result] = shape
+                if op.operands[0] in ids:  # a view of a whole buffer, not of part of one (a subview)
+                    base = ids[op.operands[0]]
+                    ids[op.result] = add(op.result, "view", view_of=buffers[base].view_of
+                                         if buffers[base].view_of is not None else base, shape=shape)
+            elif kind == "memref.subview":
+                # Part of a buffer, which no step can pass: only its sizes are read.
+                shape_of[op.result] = dynamic_shape(op.result, [size(v) for v in op.opview.sizes])
+            elif kind == "memref.reinterpret_cast" and _is_flat_alias(op) and op.operands[0] in ids:
                 # A buffer over size symbols passed to a kernel as its static
                 # largest extent (gpu-pass-dynamic-buffers): the same pointer.
                 ids[op.result] = ids[op.operands[0]]
+                shape_of[op.result] = tuple(ir.MemRefType(op.result.type).shape)
             elif kind == "memref.dim":
-                sizes[op.result] = buffers[ids[op.operands[0]]].shape[size(op.operands[1])]
+                sizes[op.result] = shape_of[op.operands[0]][size(op.operands[1])]
             elif kind == "affine.apply":
                 affine_map = ir.AffineMapAttr(op.attributes["map"]).value
                 operands = [size(v) for v in op.operands]
@@ -513,6 +528,8 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
             elif kind == "func.call":
                 callee = funcs[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
                 args = callee.regions[0].blocks[0].arguments
+                for arg, v in zip(args, op.operands):
+                    shape_of[arg] = shape_of[v]
                 walk(callee, {arg: ids[v] for arg, v in zip(args, op.operands)})
             elif kind == "gpu.launch_func":
                 symbol = str(ir.SymbolRefAttr(op.attributes["kernel"]))
@@ -521,7 +538,7 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
                     kernels.append(_launch(op, ptx, target, run_ptxas, size))
                 # Buffers by id; sizes (index operands) as 64-bit parameters.
                 steps.append({"op": "launch", "kernel": kernel_index[symbol],
-                              "args": [{"size": size(v)} if isinstance(v.type, ir.IndexType) else ids[v]
+                              "args": [{"size": size(v)} if isinstance(v.type, ir.IndexType) else buffer(v, ids)
                                        for v in op.kernelOperands]})
             elif kind == "func.return":
                 return
