@@ -169,7 +169,13 @@ struct CpuMatmul final : Strategy {
     // tile of 488 rows of 512 computes and copies more than the 200-row
     // tiles of 1000 rows (1000^3: 7.2 ms against 6.9).
     int64_t bm = pickDividing(bmChoices, r.extents[batch], 128, regM);
+    // Rows over a size symbol are whole tiles only at some sizes: their
+    // partial tile, in row blocks of unpacked B, costs most in large tiles.
+    bool dynamicRows =
+        ShapedType::isDynamic(matmul.getStaticLoopRanges()[batch]);
     for (int64_t preferred : {512, 256}) {
+      if (dynamicRows)
+        break;
       int64_t larger =
           pickDividing(bmChoices, r.extents[batch], preferred, regM);
       if (tilesOf(larger) >= kCpuMinTiles &&
