@@ -352,22 +352,8 @@ LogicalResult privatizeAllocations(gpu::LaunchOp launch) {
         MemRefType::get({elements}, type.getElementType(),
                         MemRefLayoutAttrInterface(), type.getMemorySpace()),
         alloc.getAlignmentAttr());
-    SmallVector<OpFoldResult> sizes = alloc.getMixedSizes();
-    SmallVector<OpFoldResult> strides(type.getRank());
-    OpFoldResult stride = rewriter.getIndexAttr(1);
-    AffineExpr s0, s1;
-    bindSymbols(rewriter.getContext(), s0, s1);
-    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
-      strides[d] = stride;
-      stride = affine::makeComposedFoldedAffineApply(rewriter, loc, s0 * s1,
-                                                     {stride, sizes[d]});
-    }
-    auto [typeStrides, offset] = type.getStridesAndOffset();
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      if (ShapedType::isDynamic(typeStrides[d]))
-        strides[d] = getValueOrCreateConstantIndexOp(rewriter, loc, strides[d]);
-    rewriter.replaceOpWithNewOp<memref::ReinterpretCastOp>(
-        alloc, type, stack, rewriter.getIndexAttr(0), sizes, strides);
+    rewriter.replaceOp(alloc, rowMajorView(rewriter, loc, type, stack,
+                                           alloc.getMixedSizes()));
   }
   return success();
 }

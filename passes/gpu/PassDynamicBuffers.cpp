@@ -13,6 +13,7 @@
 
 #include "passes/Passes.h"
 #include "passes/TileAndFuseRoot.h"
+#include "passes/gpu/Buffers.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -70,18 +71,7 @@ LogicalResult passDynamicBuffers(gpu::LaunchOp launch) {
     Value flat = memref::ReinterpretCastOp::create(
         outside, loc, flatType, buffer, outside.getIndexAttr(0),
         {outside.getIndexAttr(elements)}, {outside.getIndexAttr(1)});
-    // Row-major strides of the sizes, as the identity layout has them.
-    SmallVector<OpFoldResult> strides(type.getRank());
-    OpFoldResult stride = inside.getIndexAttr(1);
-    AffineExpr s0, s1;
-    bindSymbols(launch.getContext(), s0, s1);
-    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
-      strides[d] = stride;
-      stride = affine::makeComposedFoldedAffineApply(inside, loc, s0 * s1,
-                                                     {stride, sizes[d]});
-    }
-    Value view = memref::ReinterpretCastOp::create(
-        inside, loc, type, flat, inside.getIndexAttr(0), sizes, strides);
+    Value view = rowMajorView(inside, loc, type, flat, sizes);
     buffer.replaceUsesWithIf(view, [&](OpOperand &use) {
       return launch->isProperAncestor(use.getOwner()) &&
              use.getOwner() != view.getDefiningOp();

@@ -129,8 +129,8 @@ def evaluate(size: Size, values: Mapping[str, int]) -> int:
         return x * y
     if op == "floordiv":
         return x // y
-    if op == "ceildiv":
-        return -(-x // y)
+    if op == "ceildiv":  # divisors are positive; written so that symbolic sizes evaluate too
+        return (x + y - 1) // y
     if op == "mod":
         return x % y
     if op == "min":

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import UnsupportedError
-from ..shapes import parse_size
+from ..shapes import evaluate, parse_size
 from ..tracing import Tensor, as_tensor
 
 __all__ = ["Value", "SymbolicSize", "SizeLike", "as_size", "sizes_of", "dims", "is_symbolic", "shape_text",
@@ -59,6 +59,18 @@ _Monomial = tuple[_Atom, ...]  # sorted by text; () is the constant term
 
 def _atom_key(atom: _Atom) -> str:
     return atom if isinstance(atom, str) else str(atom)
+
+
+class _Symbols(dict):
+    """Each symbol's name, as a size of its own (``make(name)``), for
+    :func:`tessel.shapes.evaluate` to build a size from its tree."""
+
+    def __init__(self, make: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, name: str) -> Any:
+        return self.make(name)
 
 
 class SymbolicSize:
@@ -236,25 +248,8 @@ class SymbolicSize:
     @classmethod
     def parse(cls, text: str) -> SizeLike:
         """The size of a dim as :attr:`Tensor.shape` gives it (``"seq * 2"``)."""
-        def build(tree: Any) -> SizeLike:
-            if isinstance(tree, int):
-                return tree
-            if isinstance(tree, str):
-                return cls.symbol(tree)
-            (op, (a, b)), = tree.items()
-            a, b = build(a), build(b)
-            if op == "add":
-                return a + b
-            if op == "sub":
-                return a - b
-            if op == "mul":
-                return a * b
-            if op == "floordiv":
-                return a // b
-            if op == "ceildiv":
-                return (a + b - 1) // b
-            return a % b
-        return build(parse_size(text))
+        # The tree evaluated over symbols instead of their values.
+        return evaluate(parse_size(text), _Symbols(cls.symbol))
 
 
 SizeLike = Union[int, SymbolicSize]
