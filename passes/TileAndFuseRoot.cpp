@@ -113,12 +113,6 @@ loopExtents(TilingInterface root,
   return extents;
 }
 
-std::optional<SmallVector<int64_t>>
-tessel::staticLoopExtents(TilingInterface root) {
-  return loopExtents(root, [](OpFoldResult size) {
-    return getConstantIntValue(size);
-  });
-}
 
 /// `expr` with its dims and symbols replaced by `values` (dims first), if
 /// that is a constant.

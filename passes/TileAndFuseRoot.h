@@ -44,10 +44,6 @@ mlir::FailureOr<mlir::TilingInterface> scheduledRoot(
     llvm::ArrayRef<std::pair<unsigned, mlir::TilingInterface>> roots,
     std::optional<uint64_t> result);
 
-/// The extent of each loop of `root`, or nothing when one is dynamic.
-std::optional<llvm::SmallVector<int64_t>>
-staticLoopExtents(mlir::TilingInterface root);
-
 /// The function argument attribute giving the argument's size symbols
 /// (#graph.shape), which graph-to-linalg keeps when it drops the encodings.
 constexpr llvm::StringLiteral kArgumentShape = "graph.shape";

@@ -673,12 +673,6 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
       .result();
 }
 
-Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                   TypedAttr value) {
-  return filledTensor(b, loc, getAsIndexOpFoldResult(b.getContext(), shape),
-                      value);
-}
-
 /// A 2-D weight makes one linalg.matmul (the lhs's batch dims fold into its
 /// rows, as in x @ W of a transformer); other batched matmuls are a generic
 /// contraction whose batch maps broadcast. f16/bf16 accumulate in f32.
