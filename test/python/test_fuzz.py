@@ -11,7 +11,7 @@ the command that reruns it. ``TESSEL_FUZZ_GRAPHS`` (default 300) and
 Symbolic graphs (``random_graph(seed, symbolic=True)``: inputs with size
 symbols, compiled once and run at four sizes each, 1 included) are chosen
 alike by ``TESSEL_FUZZ_SYMBOLIC_GRAPHS`` (default 20) and
-``TESSEL_FUZZ_SYMBOLIC_SEED``, less ``KNOWN_SYMBOLIC_FAILURES``.
+``TESSEL_FUZZ_SYMBOLIC_SEED``.
 """
 
 import collections
@@ -26,12 +26,7 @@ FIRST_SEED = int(os.environ.get("TESSEL_FUZZ_SEED", "0"))
 BATCH = 5  # graphs per module: JIT time grows faster than linearly with a module's kernels
 SYMBOLIC_GRAPHS = int(os.environ.get("TESSEL_FUZZ_SYMBOLIC_GRAPHS", "20"))
 FIRST_SYMBOLIC_SEED = int(os.environ.get("TESSEL_FUZZ_SYMBOLIC_SEED", "0"))
-# Symbolic graphs that fail today, each through a compiler bug reported with
-# a reproducer (issue 30): they stay out of the test list until it is fixed.
-KNOWN_SYMBOLIC_FAILURES: dict[int, str] = {
-}
-SYMBOLIC_SEEDS = [seed for seed in range(FIRST_SYMBOLIC_SEED, FIRST_SYMBOLIC_SEED + SYMBOLIC_GRAPHS)
-                  if seed not in KNOWN_SYMBOLIC_FAILURES]
+SYMBOLIC_SEEDS = range(FIRST_SYMBOLIC_SEED, FIRST_SYMBOLIC_SEED + SYMBOLIC_GRAPHS)
 
 
 def _id(seed: int) -> str:
