@@ -96,6 +96,20 @@ struct CpuStreamingStoresPass
     : tessel::impl::CpuStreamingStoresBase<CpuStreamingStoresPass> {
   using Base::Base;
 
+  /// The bytes of buffer `arg` (a kernel argument), at the largest sizes of
+  /// its size symbols where it has some; 0 where those are unknown.
+  static int64_t largestBytes(BlockArgument arg) {
+    auto type = cast<MemRefType>(arg.getType());
+    int64_t elements = 1;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      std::optional<int64_t> size = tessel::largestSize(arg, d);
+      if (!size)
+        return 0;
+      elements *= *size;
+    }
+    return elements * type.getElementTypeBitWidth() / 8;
+  }
+
   /// The function argument `op` writes a large part of through unit-stride
   /// subviews whose offsets keep each vector of `lanes` aligned to its
   /// size, when the argument's buffer is; null if there is none.
@@ -112,7 +126,8 @@ struct CpuStreamingStoresPass
     if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
       return {};
     lanes = vectorBits / element.getIntOrFloatBitWidth();
-    if (lanes < 2 || !viewType.hasStaticShape() ||
+    // Rows may be as many as a size symbol says; the row is static.
+    if (lanes < 2 || ShapedType::isDynamic(viewType.getShape().back()) ||
         viewType.getShape().back() % lanes != 0)
       return {};
     // Every vector of the op starts a whole number of vectors from the
@@ -123,7 +138,8 @@ struct CpuStreamingStoresPass
     for (auto [extent, stride] :
          llvm::zip(viewType.getShape().drop_back(),
                    ArrayRef(viewStrides).drop_back()))
-      if (extent > 1 && (ShapedType::isDynamic(stride) || stride % lanes != 0))
+      if ((ShapedType::isDynamic(extent) || extent > 1) &&
+          (ShapedType::isDynamic(stride) || stride % lanes != 0))
         return {};
     SmallVector<memref::SubViewOp> views;
     Value base = init->get();
@@ -135,11 +151,15 @@ struct CpuStreamingStoresPass
     if (!arg || arg.getOwner() != &func.getBody().front())
       return {};
     auto argType = cast<MemRefType>(arg.getType());
-    if (!argType.hasStaticShape() || !argType.getLayout().isIdentity() ||
-        argType.getNumElements() * element.getIntOrFloatBitWidth() / 8 <
-            static_cast<int64_t>(minBytes))
+    if (!argType.getLayout().isIdentity() ||
+        largestBytes(arg) < static_cast<int64_t>(minBytes))
       return {};
+    // Of an identity layout every stride but the last is a multiple of the
+    // (static) row, itself a multiple of the lanes: a dynamic one too.
     SmallVector<int64_t> strides = argType.getStridesAndOffset().first;
+    for (int64_t &stride : strides)
+      if (ShapedType::isDynamic(stride))
+        stride = lanes;
     for (memref::SubViewOp view : views) {
       if (view.getSourceType().getRank() != view.getType().getRank() ||
           !llvm::all_of(view.getStaticStrides(),
@@ -264,6 +284,26 @@ struct CpuStreamingStoresPass
         test = arith::CmpIOp::create(
             rewriter, loc, arith::CmpIPredicate::eq, misalignment,
             arith::ConstantIndexOp::create(rewriter, loc, 0));
+        // A result over size symbols is large only at some sizes: streamed
+        // when this call's is.
+        auto type = cast<MemRefType>(result.getType());
+        if (!type.hasStaticShape()) {
+          int64_t fixed = type.getElementTypeBitWidth() / 8;
+          for (int64_t d = 0; d < type.getRank(); ++d)
+            if (!type.isDynamicDim(d))
+              fixed *= type.getDimSize(d);
+          Value size = arith::ConstantIndexOp::create(rewriter, loc, fixed);
+          for (int64_t d = 0; d < type.getRank(); ++d)
+            if (type.isDynamicDim(d))
+              size = arith::MulIOp::create(
+                  rewriter, loc, size,
+                  memref::DimOp::create(rewriter, loc, result, d));
+          test = arith::AndIOp::create(
+              rewriter, loc, test,
+              arith::CmpIOp::create(
+                  rewriter, loc, arith::CmpIPredicate::uge, size,
+                  arith::ConstantIndexOp::create(rewriter, loc, minBytes)));
+        }
       }
       rewriter.setInsertionPoint(op);
       auto branch = scf::IfOp::create(rewriter, loc, TypeRange(), test,

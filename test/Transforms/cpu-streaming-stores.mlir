@@ -143,3 +143,39 @@ func.func private @ragged_rows(%in: memref<64x64xf32>, %out: memref<64x72xf32>) 
   }
   return
 }
+
+// -----
+
+// A result over a size symbol (n <= 1024 rows of 64: 256 KiB at the
+// largest) is streamed when this call's is large enough: the aligned test
+// also compares its bytes with min-bytes.
+// CHECK-LABEL: func.func private @dynamic_rows
+// CHECK: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %arg1
+// CHECK: %[[MIS:.*]] = arith.remui %[[PTR]], %c64
+// CHECK: %[[ALIGNED:.*]] = arith.cmpi eq, %[[MIS]]
+// CHECK: %[[N:.*]] = memref.dim %arg1, %c0
+// CHECK: %[[BYTES:.*]] = arith.muli %c256, %[[N]]
+// CHECK: %[[LARGE:.*]] = arith.cmpi uge, %[[BYTES]], %c16384
+// CHECK: %[[OK:.*]] = arith.andi %[[ALIGNED]], %[[LARGE]]
+// CHECK: scf.if %[[OK]] {
+// CHECK: vector.store {{.*}} {alignment = 64 : i64, nontemporal = true}
+// SMALL-LABEL: func.func private @dynamic_rows
+// SMALL-NOT: scf.if
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @dynamic_rows(%in: memref<?x64xf32> {graph.shape = #graph.shape<[n, 64]>}, %out: memref<?x64xf32> {graph.shape = #graph.shape<[n, 64]>})
+    attributes {graph.dims = {n = #graph.dim<1, 1024>}, tessel.kernel = "elementwise"} {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %n = memref.dim %in, %c0 : memref<?x64xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c4) {
+    %src = memref.subview %in[%i, 0] [4, 64] [1, 1] : memref<?x64xf32> to memref<4x64xf32, strided<[64, 1], offset: ?>>
+    %dst = memref.subview %out[%i, 0] [4, 64] [1, 1] : memref<?x64xf32> to memref<4x64xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%src : memref<4x64xf32, strided<[64, 1], offset: ?>>) outs(%dst : memref<4x64xf32, strided<[64, 1], offset: ?>>) {
+    ^bb0(%a: f32, %o: f32):
+      %e = math.exp %a : f32
+      linalg.yield %e : f32
+    }
+    scf.reduce
+  }
+  return
+}
