@@ -113,7 +113,6 @@ loopExtents(TilingInterface root,
   return extents;
 }
 
-
 /// `expr` with its dims and symbols replaced by `values` (dims first), if
 /// that is a constant.
 static std::optional<int64_t> evaluate(AffineExpr expr, unsigned numDims,
@@ -172,13 +171,10 @@ struct LargestSizes {
     if (std::optional<int64_t> c = getConstantIntValue(v))
       return c;
     Operation *def = v.getDefiningOp();
-    if (auto dim = dyn_cast_if_present<tensor::DimOp>(def)) {
-      std::optional<int64_t> index = dim.getConstantIndex();
-      return index ? ofDim(dim.getSource(), *index) : std::nullopt;
-    }
-    if (auto dim = dyn_cast_if_present<memref::DimOp>(def)) {
-      std::optional<int64_t> index = dim.getConstantIndex();
-      return index ? ofDim(dim.getSource(), *index) : std::nullopt;
+    // tensor.dim and memref.dim.
+    if (auto dim = dyn_cast_if_present<ShapedDimOpInterface>(def)) {
+      std::optional<int64_t> index = getConstantIntValue(dim.getDimension());
+      return index ? ofDim(dim.getShapedValue(), *index) : std::nullopt;
     }
     if (auto apply = dyn_cast_if_present<affine::AffineApplyOp>(def)) {
       SmallVector<int64_t> values;
@@ -236,22 +232,20 @@ struct LargestSizes {
     if (auto alloc = dyn_cast<memref::AllocOp>(def))
       return ofValue(
           alloc.getDynamicSizes()[alloc.getType().getDynamicDimIndex(d)]);
-    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+    // Dim d of a slice (tensor.extract_slice, memref.subview) is its d-th
+    // size that the slice keeps.
+    auto sliceSize = [&](auto slice) -> std::optional<int64_t> {
       llvm::SmallBitVector dropped = slice.getDroppedDims();
       SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
       for (int64_t i = 0, kept = 0; i < int64_t(sizes.size()); ++i)
         if (!dropped.test(i) && kept++ == d)
           return ofSize(sizes[i]);
       return std::nullopt;
-    }
-    if (auto view = dyn_cast<memref::SubViewOp>(def)) {
-      llvm::SmallBitVector dropped = view.getDroppedDims();
-      SmallVector<OpFoldResult> sizes = view.getMixedSizes();
-      for (int64_t i = 0, kept = 0; i < int64_t(sizes.size()); ++i)
-        if (!dropped.test(i) && kept++ == d)
-          return ofSize(sizes[i]);
-      return std::nullopt;
-    }
+    };
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def))
+      return sliceSize(slice);
+    if (auto view = dyn_cast<memref::SubViewOp>(def))
+      return sliceSize(view);
     if (auto cast = dyn_cast<memref::ReinterpretCastOp>(def))
       return ofSize(cast.getMixedSizes()[d]);
     if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))

@@ -60,11 +60,11 @@ struct StorageConverter : TypeConverter {
       Type elem = t.getElementType();
       if (elem.isInteger(1))
         elem = IntegerType::get(t.getContext(), 8);
-      if (elem == t.getElementType() && !isa_and_present<graph::ShapeAttr>(t.getEncoding()))
-        return t;
       Attribute encoding = t.getEncoding();
       if (isa_and_present<graph::ShapeAttr>(encoding))
         encoding = {};
+      if (elem == t.getElementType() && encoding == t.getEncoding())
+        return t;
       return RankedTensorType::get(t.getShape(), elem, encoding);
     });
   }
@@ -900,8 +900,6 @@ struct TransposeToLinalg : OpConversionPattern<graph::TransposeOp> {
   }
 };
 
-/// Row-major reshape: collapse to one dimension, then expand. Rank-0 sides
-/// need no collapse or expansion group.
 /// Groups of input and output dims of a reshape whose sizes multiply to the
 /// same product (graph::SizeProduct), each as small as can be: [b, s, 256]
 /// into [b, s, 4, 64] is [0], [1], [2] into [0], [1], [2, 3]. Nothing when
@@ -953,8 +951,9 @@ reshapeGroups(RankedTensorType in, RankedTensorType out) {
 
 /// A reshape as a collapse of its input's groups of dims and an expansion
 /// into the output's (reshapeGroups), or, when the shapes do not split into
-/// groups, through one dimension. Small groups keep each group's dynamic
-/// dims apart: memref lowering expands a group with one dynamic dim only.
+/// groups, through one dimension (rank-0 sides need no collapse or
+/// expansion group). Small groups keep each group's dynamic dims apart:
+/// memref lowering expands a group with one dynamic dim only.
 struct ReshapeToTensor : OpConversionPattern<graph::ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1119,9 +1118,12 @@ struct GatherToLinalg : OpConversionPattern<graph::GatherOp> {
                                    rewriter.getMultiDimIdentityMap(rank)};
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
-    // The axis's size (maybe a size symbol's), for wrapping and clamping.
+    // The axis's size (maybe a size symbol's) and last index, for wrapping
+    // and clamping; computed once, outside the loop.
     Value n = getValueOrCreateConstantIndexOp(
         rewriter, loc, tensor::getMixedSize(rewriter, loc, input, axis));
+    Value last = arith::SubIOp::create(
+        rewriter, loc, n, arith::ConstantIndexOp::create(rewriter, loc, 1));
     Value result =
         linalg::GenericOp::create(
             rewriter, loc, type, indices,
@@ -1141,10 +1143,7 @@ struct GatherToLinalg : OpConversionPattern<graph::GatherOp> {
               i = arith::SelectOp::create(
                   b, l, negative, arith::AddIOp::create(b, l, i, n), i);
               i = arith::MaxSIOp::create(
-                  b, l,
-                  arith::MinSIOp::create(b, l, i,
-                                         arith::SubIOp::create(b, l, n, c(1))),
-                  c(0));
+                  b, l, arith::MinSIOp::create(b, l, i, last), c(0));
               SmallVector<Value> coords;
               for (int64_t d = 0; d < axis; ++d)
                 coords.push_back(linalg::IndexOp::create(b, l, d));
