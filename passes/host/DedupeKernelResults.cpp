@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/host/Calls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -20,6 +21,7 @@ namespace tessel {
 } // namespace tessel
 
 using namespace mlir;
+using tessel::recreateCalls;
 
 namespace {
 
@@ -42,25 +44,13 @@ struct HostDedupeKernelResultsPass
       ret->setOperands(unique);
       kernel.setType(FunctionType::get(&getContext(), kernel.getArgumentTypes(),
                                        ValueRange(unique).getTypes()));
-      std::optional<SymbolTable::UseRange> uses =
-          SymbolTable::getSymbolUses(kernel, module);
-      if (!uses) {
-        kernel.emitError("kernel is referenced in an unknown way");
+      if (failed(recreateCalls(
+              kernel, module, "kernel is referenced in an unknown way",
+              "kernels may only be called",
+              [&](OpBuilder &, func::CallOp, func::CallOp now, unsigned i) {
+                return now.getResult(slotOf[i]);
+              })))
         return signalPassFailure();
-      }
-      for (SymbolTable::SymbolUse use : *uses) {
-        auto call = dyn_cast<func::CallOp>(use.getUser());
-        if (!call) {
-          use.getUser()->emitError("kernels may only be called");
-          return signalPassFailure();
-        }
-        OpBuilder b(call);
-        auto replacement = func::CallOp::create(b, call.getLoc(), kernel,
-                                                call.getOperands());
-        for (auto [i, result] : llvm::enumerate(call.getResults()))
-          result.replaceAllUsesWith(replacement.getResult(slotOf[i]));
-        call.erase();
-      }
     }
   }
 };

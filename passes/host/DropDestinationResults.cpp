@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/host/Calls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,6 +26,7 @@ namespace tessel {
 
 using namespace mlir;
 using tessel::kDestinationsAttr;
+using tessel::recreateCalls;
 
 namespace {
 
@@ -64,30 +66,19 @@ struct HostDropDestinationResultsPass
       func.setType(FunctionType::get(&getContext(), func.getArgumentTypes(),
                                      {}));
       func->removeAttr(kDestinationsAttr);
-      std::optional<SymbolTable::UseRange> uses =
-          SymbolTable::getSymbolUses(func, module);
-      if (!uses) {
-        func.emitError("function is referenced in an unknown way");
+      // Each call's results are the destinations it passed.
+      if (failed(recreateCalls(
+              func, module, "function is referenced in an unknown way",
+              "functions with destinations may only be called",
+              [&](OpBuilder &b, func::CallOp old, func::CallOp, unsigned i) -> Value {
+                Value destination = old.getOperand(first + i);
+                Type type = old.getResult(i).getType();
+                if (destination.getType() == type)
+                  return destination;
+                return memref::CastOp::create(b, old.getLoc(), type, destination)
+                    .getResult();
+              })))
         return signalPassFailure();
-      }
-      for (SymbolTable::SymbolUse use : *uses) {
-        auto call = dyn_cast<func::CallOp>(use.getUser());
-        if (!call) {
-          use.getUser()->emitError("functions with destinations may only be "
-                                   "called");
-          return signalPassFailure();
-        }
-        OpBuilder b(call);
-        func::CallOp::create(b, call.getLoc(), func, call.getOperands());
-        for (auto [i, result] : llvm::enumerate(call.getResults())) {
-          Value destination = call.getOperand(first + i);
-          if (destination.getType() != result.getType())
-            destination = memref::CastOp::create(b, call.getLoc(),
-                                                 result.getType(), destination);
-          result.replaceAllUsesWith(destination);
-        }
-        call.erase();
-      }
     }
   }
 };
