@@ -491,12 +491,23 @@ def GpuLowerMma : Pass<"gpu-lower-mma", "mlir::func::FuncOp"> {
     consuming it (the fused epilogue) are folded in: the epilogue runs on
     the registers and stores the kernel's result, so the f32 tile never
     goes to memory. A marked contraction in any other form is an error.
+
+    A config of shape m 64 (sm_90a) becomes warpgroups issuing
+    nvvm.wgmma.mma_async instead: the cp.async copies write A and B into
+    128-byte-swizzled tiles (B in groups of 64 columns), which the
+    instructions read through matrix descriptors after a
+    fence.proxy.async; `stages - 2` K steps are in flight while one
+    step's wgmma group is still running (`stages - 1` and none with two
+    stages). The accumulators are LLVM structs in registers, read by the
+    same epilogue.
   }];
   let dependentDialects = [
     "mlir::affine::AffineDialect",
     "mlir::arith::ArithDialect",
     "mlir::gpu::GPUDialect",
+    "mlir::LLVM::LLVMDialect",
     "mlir::memref::MemRefDialect",
+    "mlir::NVVM::NVVMDialect",
     "mlir::nvgpu::NVGPUDialect",
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",

@@ -167,7 +167,9 @@ std::string gpuLowerStage(const loop::TargetDescription &t) {
          "convert-nvgpu-to-nvvm,memref-expand-shapes-as-casts,"
          "expand-strided-metadata,lower-affine,"
          "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-"
-         "conv},gpu-extern-dynamic-shared,canonicalize,cse),"
+         "conv},"
+         // NVVM ops that LLVM has no intrinsic for (wgmma) as inline PTX.
+         "convert-nvvm-to-llvm,gpu-extern-dynamic-shared,canonicalize,cse),"
          "reconcile-unrealized-casts,gpu-module-to-binary{format=isa}";
 }
 

@@ -61,10 +61,12 @@ void TargetAttr::print(AsmPrinter &printer) const {
 LogicalResult
 MmaConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       TargetAttr, int64_t blockM, int64_t blockN, int64_t warpM,
-                      int64_t warpN, int64_t k, int64_t stages, int64_t pad) {
+                      int64_t warpN, int64_t k, int64_t stages, int64_t pad,
+                      int64_t shapeM, int64_t shapeN) {
   for (auto [name, value] :
        {std::pair<StringRef, int64_t>{"block_m", blockM}, {"block_n", blockN},
-        {"warp_m", warpM}, {"warp_n", warpN}, {"k", k}, {"stages", stages}})
+        {"warp_m", warpM}, {"warp_n", warpN}, {"k", k}, {"stages", stages},
+        {"shape_m", shapeM}, {"shape_n", shapeN}})
     if (value <= 0)
       return emitError() << "mma_config: " << name << " = " << value
                          << " is not positive";

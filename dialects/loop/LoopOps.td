@@ -62,8 +62,11 @@ def Loop_MmaConfigAttr : AttrDef<Loop_Dialect, "MmaConfig"> {
     What `loop.mma`, `loop.promote` and `loop.pipeline` decided for one
     contraction, with knob values resolved: the block tile (`block_m` x
     `block_n`, the whole extent where the block level does not tile), the
-    warp tile, the K step, the pipeline's stages and the padding of the
-    shared-memory rows. loop-apply-schedule puts it on the contraction;
+    warp tile, the K step, the pipeline's stages, the padding of the
+    shared-memory rows and the instruction's m and n (`shape_m` 16,
+    `shape_n` 8: mma.sync, omitted; `shape_m` 64: wgmma.mma_async of
+    n = `shape_n` over warpgroups of `warp_m` x `warp_n` results).
+    loop-apply-schedule puts it on the contraction;
     it stays there through bufferization until gpu-lower-mma reads it and
     checks it against the whole tile on `target`.
 
@@ -76,7 +79,9 @@ def Loop_MmaConfigAttr : AttrDef<Loop_Dialect, "MmaConfig"> {
   let parameters = (ins Loop_TargetNameParameter:$target,
                         "int64_t":$block_m, "int64_t":$block_n,
                         "int64_t":$warp_m, "int64_t":$warp_n, "int64_t":$k,
-                        "int64_t":$stages, "int64_t":$pad);
+                        "int64_t":$stages, "int64_t":$pad,
+                        DefaultValuedParameter<"int64_t", "16">:$shape_m,
+                        DefaultValuedParameter<"int64_t", "8">:$shape_n);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -267,12 +272,18 @@ def Loop_MmaOp : Loop_ValuesOp<"mma"> {
     `warp_m x warp_n` results each (`sizes[0]`, `sizes[1]`), a sequential K
     loop in steps of `sizes[2]`, and `nvgpu.mma.sync` instructions of
     `shape` (m16n8k16 for f16 or bf16 operands, m16n8k8 for f32 operands
-    multiplied as tf32; f32 accumulation) fed from the promoted tiles. Elementwise epilogues fused into the
+    multiplied as tf32; f32 accumulation) fed from the promoted tiles.
+    A shape of m 64 (`[64, n, 16]`, f16 or bf16 on sm_90a) selects
+    `wgmma.mma_async` of that n instead: warpgroups (four warps) of
+    `warp_m x warp_n` results, both operands read from 128-byte-swizzled
+    shared tiles through matrix descriptors (`sizes[2]` is then 64: one
+    swizzled 128-byte row of K). Elementwise epilogues fused into the
     block tile run on the accumulator registers, so the f32 tile never
     goes to memory.
 
     ```mlir
     loop.mma [%warp_m, %warp_n, %block_k] shape [16, 8, 16]
+    loop.mma [64, 128, 64] shape [64, 128, 16]
     ```
   }];
   let arguments = (ins Variadic<Index>:$dynamic_sizes,

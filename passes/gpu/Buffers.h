@@ -15,6 +15,10 @@
 
 namespace tessel {
 
+/// Alignment of dynamic shared memory and of its buffers of this size or
+/// more: where the 128-byte swizzle of wgmma's tiles repeats.
+constexpr int64_t kSharedAlignment = 1024;
+
 /// A view of type `type` (identity layout, maybe of dynamic shape) at
 /// `sizes` over the first elements of `flat`, a static 1-D buffer at least
 /// as large: how buffers over size symbols live in a static one (their

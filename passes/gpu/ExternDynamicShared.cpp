@@ -7,11 +7,14 @@
 // dynamic region exactly there, and wrong as soon as the kernel also has
 // static shared memory. The CUDA ABI names the dynamic region with an
 // `.extern .shared` array of unknown size; an external global of zero
-// elements is what NVPTX prints as one.
+// elements is what NVPTX prints as one. It is aligned to 1 KiB, where the
+// 128-byte swizzle of wgmma's tiles repeats (the swizzle is a function of
+// the address).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/gpu/Buffers.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_GPUEXTERNDYNAMICSHARED
@@ -29,8 +32,10 @@ struct GpuExternDynamicSharedPass
       auto array = dyn_cast<LLVM::LLVMArrayType>(global.getGlobalType());
       if (global.getAddrSpace() ==
               static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared) &&
-          array && array.getNumElements() == 0)
+          array && array.getNumElements() == 0) {
         global.setLinkage(LLVM::Linkage::External);
+        global.setAlignment(tessel::kSharedAlignment);
+      }
     });
   }
 };

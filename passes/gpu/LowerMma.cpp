@@ -19,6 +19,11 @@
 // fragments of two 16x8 tiles when lane l points at K row l%16, column
 // 8*(l/16). f32 operands multiply as tf32 (mma.m16n8k8): see multiplyTf32.
 //
+// A config of shape m64 (sm_90a) is carried out by warpgroups issuing
+// wgmma.mma_async from 128-byte-swizzled tiles instead (WgmmaEmitter); the
+// batch loops, the masked copies and the epilogue are shared
+// (TileEmitter).
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -177,23 +182,18 @@ FailureOr<MmaMatch> match(linalg::LinalgOp contraction) {
   return m;
 }
 
-/// Emits the per-thread code of one marked contraction.
-class MmaEmitter {
+/// What the tensor-core emitters share: the loops over the block tile's
+/// batch indices, the masked cp.async copies of K tiles, and the epilogue
+/// on the accumulator registers. Subclasses emit one GEMM per thread.
+class TileEmitter {
 public:
-  MmaEmitter(OpBuilder &b, Location loc, const MmaConfig &c, MmaMatch &m,
-             Value tid, Value smA, Value smB)
-      : b(b), loc(loc), c(c), m(m), tid(tid), smA(smA), smB(smB) {}
+  TileEmitter(OpBuilder &b, Location loc, const MmaConfig &c, MmaMatch &m,
+              Value tid)
+      : b(b), loc(loc), c(c), m(m), tid(tid) {}
+  virtual ~TileEmitter() = default;
 
   void emit() {
-    AffineExpr d0 = b.getAffineDimExpr(0);
-    Value lane = apply(d0 % loop::kWarpSize, tid);
-    Value warp = apply(d0.floorDiv(loop::kWarpSize), tid);
-    warpRow = apply(d0.floorDiv(c.warpsN()) * c.wm, warp);
-    warpCol = apply((d0 % c.warpsN()) * c.wn, warp);
-    fragRow = apply(d0 % 16, lane);
-    fragCol = apply(d0.floorDiv(16) * c.copyElements(), lane);
-    laneRow = apply(d0.floorDiv(4), lane);
-    laneCol = apply((d0 % 4) * 2, lane);
+    setUp();
     // A block tile at the edge of M or N has fewer rows or columns than
     // the schedule's (dynamic sizes); the last K step may be partial.
     Value a = m.lhs, bMat = m.rhs;
@@ -206,7 +206,16 @@ public:
     emitBatches(0);
   }
 
-private:
+protected:
+  /// The thread's coordinates, before anything else is emitted.
+  virtual void setUp() = 0;
+  /// The GEMM of one batch index.
+  virtual void emitGemm() = 0;
+  /// Where the 16-byte chunk at (`row`, `col`) of a K tile of A (or of B,
+  /// `rhs`) lands in buffer `stage`: the buffer and its indices.
+  virtual std::pair<Value, SmallVector<Value>>
+  destination(bool rhs, Value stage, Value row, Value col) = 0;
+
   /// Loops over the block tile's batch dims from `dim` on (unit ones are
   /// index 0), then the GEMM of one batch index.
   void emitBatches(unsigned dim) {
@@ -231,7 +240,216 @@ private:
     batchIndices.resize(dim);
   }
 
-  void emitGemm() {
+  /// `indices` of a block-tile operand, after the indices of the batch
+  /// loops it reads (`loops`; all of them for the result).
+  SmallVector<Value>
+  at(ValueRange indices,
+     std::optional<ArrayRef<unsigned>> loops = std::nullopt) {
+    SmallVector<Value> all;
+    if (loops)
+      for (unsigned loop : *loops)
+        all.push_back(batchIndices[loop]);
+    else
+      all.assign(batchIndices);
+    llvm::append_range(all, indices);
+    return all;
+  }
+
+  int64_t steps() const { return llvm::divideCeil(c.k, c.bk); }
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  Value apply(AffineExpr e, ValueRange operands) {
+    return affine::makeComposedAffineApply(
+               b, loc, AffineMap::get(operands.size(), 0, e), getAsOpFoldResult(operands))
+        .getResult();
+  }
+
+  /// Blocks until at most `pending` committed groups are in flight.
+  void wait(Value group, int64_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                     b.getI32IntegerAttr(pending));
+  }
+
+  /// Starts the copies of K tile `step` of A and B into buffer `stage` and
+  /// commits them as one group, which it returns. `elements` (null for all)
+  /// zero-fills. Chunks past the tile's rows, columns or K read nothing and
+  /// zero-fill, from a clamped (valid) address; K and N are multiples of 8,
+  /// so a chunk is wholly inside or outside.
+  Value copyTile(Value step, Value stage, Value elements) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    SmallVector<Value> tokens;
+    // Limits a source index to `bound` - `width` (a valid chunk start) and
+    // zero-fills the chunk when the index is not below `bound`.
+    auto mask = [&](Value &srcIndex, Value bound, int64_t width,
+                    Value &count) {
+      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           srcIndex, bound);
+      srcIndex = arith::MinUIOp::create(
+          b, loc, srcIndex, apply(d0 - width, bound));
+      Value fill = arith::SelectOp::create(b, loc, inside,
+                                           index(c.copyElements()), index(0));
+      count = count ? arith::MinUIOp::create(b, loc, count, fill) : fill;
+    };
+    auto copy = [&](Value src, ArrayRef<unsigned> loops, int64_t rows,
+                    int64_t cols, bool kRows) {
+      int64_t perRow = cols / c.copyElements();
+      for (int64_t r = 0; r < rows * perRow / c.threads(); ++r) {
+        Value chunk = apply(d0 + r * c.threads(), tid);
+        Value row = apply(d0.floorDiv(perRow), chunk);
+        Value col = apply((d0 % perRow) * c.copyElements(), chunk);
+        // A tiles advance along K in columns, B tiles in rows.
+        Value srcRow = kRows ? apply(d0 * c.bk + d1, {step, row}) : row;
+        Value srcCol = kRows ? col : apply(d0 * c.bk + d1, {step, col});
+        Value count = elements;
+        if (kRows ? partialK : partialRows)
+          mask(srcRow, kRows ? index(c.k) : validRows, 1, count);
+        if (kRows ? partialCols : partialK)
+          mask(srcCol, kRows ? validCols : index(c.k), c.copyElements(), count);
+        auto [dst, dstIndices] = destination(kRows, stage, row, col);
+        tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+            dstIndices, src, at({srcRow, srcCol}, loops),
+            b.getIndexAttr(c.copyElements()), count, b.getUnitAttr()));
+      }
+    };
+    copy(m.lhs, m.lhsBatch, c.bm, c.bk, /*kRows=*/false);
+    copy(m.rhs, m.rhsBatch, c.bk, c.bn, /*kRows=*/true);
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  }
+
+  /// Stores `pair`, a lane's two adjacent accumulator columns at (`row`,
+  /// `column`) of the block tile, through the epilogue when there is one.
+  /// Points past a partial tile's edge are not stored. Valid columns come
+  /// in whole 16-byte rows (N is a multiple of 8, or 4 for f32), so a
+  /// pair, at an even column, is wholly inside or outside.
+  void storeFragment(ArrayRef<Value> pair, Value row, Value column) {
+    if (!partialRows && !partialCols)
+      return store(pair, row, column);
+    Value inside = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                              validRows),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
+                              validCols));
+    auto ifOp = scf::IfOp::create(b, loc, inside, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    store(pair, row, column);
+  }
+
+  /// The epilogue chain at `values.size()` adjacent columns from (row,
+  /// col), or the plain stores. Each generic's results are stored to its
+  /// output and passed on in registers to the generics that read it.
+  void store(ArrayRef<Value> values, Value row, Value col) {
+    SmallVector<SmallVector<Value>> points;
+    for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i)
+      points.push_back(at({row, apply(b.getAffineDimExpr(0) + i, col)}));
+    Value acc = m.contraction.getDpsInits()[0];
+    if (m.epilogue.empty())
+      return write(values, acc, points);
+    SmallVector<llvm::DenseMap<Value, Value>> known;
+    for (Value v : values)
+      known.push_back({{acc, v}});
+    for (linalg::GenericOp e : m.epilogue) {
+      Value out = e.getDpsInits()[0];
+      SmallVector<Value> results;
+      for (auto [point, registers] : llvm::zip(points, known)) {
+        results.push_back(compute(e, point, registers));
+        registers[out] = results.back();
+      }
+      // A tile only the chain reads stays in registers.
+      if (!out.getDefiningOp<memref::AllocOp>())
+        write(results, out, points);
+    }
+  }
+
+  /// The value of `e`'s body at `point`, its operands in `known` taken
+  /// from registers, the others loaded.
+  Value compute(linalg::GenericOp e, ValueRange point,
+                const llvm::DenseMap<Value, Value> &known) {
+    return clonePointwiseBody(
+        b, e,
+        [&](OpOperand &operand) -> Value {
+          if (Value value = known.lookup(operand.get()))
+            return value;
+          return memref::LoadOp::create(b, loc, operand.get(),
+                                        indicesOf(e, operand, point));
+        },
+        [&](unsigned dim) { return point[dim]; });
+  }
+
+  /// Stores `values` at `points` of `buffer`: adjacent columns of a
+  /// row-major buffer as one aligned vector (the first column is even and
+  /// so is the row length, a multiple of 4 or 8, so the address is too);
+  /// booleans and strided buffers one by one.
+  void write(ArrayRef<Value> values, Value buffer,
+             ArrayRef<SmallVector<Value>> points) {
+    Type element = values.front().getType();
+    unsigned bits = element.getIntOrFloatBitWidth();
+    if (!isRowMajor(buffer) || bits % 8) {
+      for (auto [v, point] : llvm::zip(values, points))
+        memref::StoreOp::create(b, loc, v, buffer, point);
+      return;
+    }
+    auto type = VectorType::get({static_cast<int64_t>(values.size())}, element);
+    Value vector = vector::FromElementsOp::create(b, loc, type, values);
+    vector::StoreOp::create(
+        b, loc, vector, buffer, points.front(), /*nontemporal=*/false,
+        llvm::Align(values.size() * bits / 8));
+  }
+
+  /// The indices `e` reads `operand` at, at iteration `point`.
+  SmallVector<Value> indicesOf(linalg::GenericOp e, OpOperand &operand,
+                               ValueRange point) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : e.getMatchingIndexingMap(&operand).getResults())
+      indices.push_back(apply(expr, point));
+    return indices;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  const MmaConfig &c;
+  MmaMatch &m;
+  Value tid;
+  Value prologueGroup;
+  SmallVector<Value> batchIndices; // of the GEMM being emitted
+  Value validRows, validCols;       // of this block tile
+  bool partialRows, partialCols, partialK;
+};
+
+/// mma.sync (m16n8k16, tf32 m16n8k8) by warps, fragments loaded with
+/// ldmatrix from padded tiles.
+class MmaSyncEmitter final : public TileEmitter {
+public:
+  MmaSyncEmitter(OpBuilder &b, Location loc, const MmaConfig &c, MmaMatch &m,
+                 Value tid, Value smA, Value smB)
+      : TileEmitter(b, loc, c, m, tid), smA(smA), smB(smB) {}
+
+private:
+  void setUp() override {
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    Value lane = apply(d0 % loop::kWarpSize, tid);
+    Value warp = apply(d0.floorDiv(loop::kWarpSize), tid);
+    warpRow = apply(d0.floorDiv(c.warpsN()) * c.wm, warp);
+    warpCol = apply((d0 % c.warpsN()) * c.wn, warp);
+    fragRow = apply(d0 % 16, lane);
+    fragCol = apply(d0.floorDiv(16) * c.copyElements(), lane);
+    laneRow = apply(d0.floorDiv(4), lane);
+    laneCol = apply((d0 % 4) * 2, lane);
+  }
+
+  std::pair<Value, SmallVector<Value>>
+  destination(bool rhs, Value stage, Value row, Value col) override {
+    return {rhs ? smB : smA, {stage, row, col}};
+  }
+
+  int64_t tilesM() const { return c.wm / 16; }
+  int64_t tilesN() const { return c.wn / 8; }
+
+  void emitGemm() override {
     // Prologue: tiles 0 .. S-2 (zero-filled past the last one). Waits in
     // the loop name the last of these groups; their `numGroups` bound is
     // what selects the tile they wait for.
@@ -263,33 +481,6 @@ private:
     epilogue(loop.getResults());
   }
 
-  /// `indices` of a block-tile operand, after the indices of the batch
-  /// loops it reads (`loops`; all of them for the result).
-  SmallVector<Value>
-  at(ValueRange indices,
-     std::optional<ArrayRef<unsigned>> loops = std::nullopt) {
-    SmallVector<Value> all;
-    if (loops)
-      for (unsigned loop : *loops)
-        all.push_back(batchIndices[loop]);
-    else
-      all.assign(batchIndices);
-    llvm::append_range(all, indices);
-    return all;
-  }
-
-  int64_t steps() const { return llvm::divideCeil(c.k, c.bk); }
-  int64_t tilesM() const { return c.wm / 16; }
-  int64_t tilesN() const { return c.wn / 8; }
-
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-
-  Value apply(AffineExpr e, ValueRange operands) {
-    return affine::makeComposedAffineApply(
-               b, loc, AffineMap::get(operands.size(), 0, e), getAsOpFoldResult(operands))
-        .getResult();
-  }
-
   /// Copies and waits of main-loop step `kt`; returns the buffer it reads.
   Value mainLoopCopies(Value kt) {
     AffineExpr d0 = b.getAffineDimExpr(0);
@@ -314,59 +505,6 @@ private:
                                              index(c.copyElements()), index(0));
     copyTile(clamped, apply(d0 % c.stages, next), elements);
     return apply(d0 % c.stages, kt);
-  }
-
-  /// Blocks until at most `pending` committed groups are in flight.
-  void wait(Value group, int64_t pending) {
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
-                                     b.getI32IntegerAttr(pending));
-  }
-
-  /// Starts the copies of K tile `step` of A and B into buffer `stage` and
-  /// commits them as one group, which it returns. `elements` (null for all)
-  /// zero-fills. Chunks past the tile's rows, columns or K read nothing and
-  /// zero-fill, from a clamped (valid) address; K and N are multiples of 8,
-  /// so a chunk is wholly inside or outside.
-  Value copyTile(Value step, Value stage, Value elements) {
-    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
-    SmallVector<Value> tokens;
-    // Limits a source index to `bound` - `width` (a valid chunk start) and
-    // zero-fills the chunk when the index is not below `bound`.
-    auto mask = [&](Value &srcIndex, Value bound, int64_t width,
-                    Value &count) {
-      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                           srcIndex, bound);
-      srcIndex = arith::MinUIOp::create(
-          b, loc, srcIndex, apply(d0 - width, bound));
-      Value fill = arith::SelectOp::create(b, loc, inside,
-                                           index(c.copyElements()), index(0));
-      count = count ? arith::MinUIOp::create(b, loc, count, fill) : fill;
-    };
-    auto copy = [&](Value src, ArrayRef<unsigned> loops, Value dst,
-                    int64_t rows, int64_t cols, bool kRows) {
-      int64_t perRow = cols / c.copyElements();
-      for (int64_t r = 0; r < rows * perRow / c.threads(); ++r) {
-        Value chunk = apply(d0 + r * c.threads(), tid);
-        Value row = apply(d0.floorDiv(perRow), chunk);
-        Value col = apply((d0 % perRow) * c.copyElements(), chunk);
-        // A tiles advance along K in columns, B tiles in rows.
-        Value srcRow = kRows ? apply(d0 * c.bk + d1, {step, row}) : row;
-        Value srcCol = kRows ? col : apply(d0 * c.bk + d1, {step, col});
-        Value count = elements;
-        if (kRows ? partialK : partialRows)
-          mask(srcRow, kRows ? index(c.k) : validRows, 1, count);
-        if (kRows ? partialCols : partialK)
-          mask(srcCol, kRows ? validCols : index(c.k), c.copyElements(), count);
-        tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-            b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-            ValueRange{stage, row, col}, src, at({srcRow, srcCol}, loops),
-            b.getIndexAttr(c.copyElements()), count, b.getUnitAttr()));
-      }
-    };
-    copy(m.lhs, m.lhsBatch, smA, c.bm, c.bk, /*kRows=*/false);
-    copy(m.rhs, m.rhsBatch, smB, c.bk, c.bn, /*kRows=*/true);
-    return nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   }
 
   /// One 16-deep slice `kk` of the K step in buffer `stage`.
@@ -447,8 +585,7 @@ private:
   }
 
   /// Stores the accumulators, through the epilogue when there is one. A
-  /// lane holds two adjacent columns of each accumulator row, stored as one
-  /// vector per result.
+  /// lane holds two adjacent columns of each accumulator row.
   void epilogue(ValueRange accs) {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     for (int64_t mi = 0; mi < tilesM(); ++mi)
@@ -460,109 +597,261 @@ private:
           for (int64_t col = 0; col < 2; ++col)
             pair.push_back(vector::ExtractOp::create(
                 b, loc, accs[mi * tilesN() + ni], ArrayRef<int64_t>{r, col}));
-          if (!partialRows && !partialCols) {
-            store(pair, row, column);
-            continue;
-          }
-          // Points past a partial tile's edge are not stored. Valid
-          // columns come in whole 16-byte rows (N is a multiple of 8, or 4
-          // for f32), so a lane's pair, at an even column, is wholly inside
-          // or outside.
-          Value inside = arith::AndIOp::create(
-              b, loc,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
-                                    validRows),
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
-                                    validCols));
-          auto ifOp = scf::IfOp::create(b, loc, inside, false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
-          store(pair, row, column);
+          storeFragment(pair, row, column);
         }
   }
 
-  /// The epilogue chain at `values.size()` adjacent columns from (row,
-  /// col), or the plain stores. Each generic's results are stored to its
-  /// output and passed on in registers to the generics that read it.
-  void store(ArrayRef<Value> values, Value row, Value col) {
-    SmallVector<SmallVector<Value>> points;
-    for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i)
-      points.push_back(at({row, apply(b.getAffineDimExpr(0) + i, col)}));
-    Value acc = m.contraction.getDpsInits()[0];
-    if (m.epilogue.empty())
-      return write(values, acc, points);
-    SmallVector<llvm::DenseMap<Value, Value>> known;
-    for (Value v : values)
-      known.push_back({{acc, v}});
-    for (linalg::GenericOp e : m.epilogue) {
-      Value out = e.getDpsInits()[0];
-      SmallVector<Value> results;
-      for (auto [point, registers] : llvm::zip(points, known)) {
-        results.push_back(compute(e, point, registers));
-        registers[out] = results.back();
-      }
-      // A tile only the chain reads stays in registers.
-      if (!out.getDefiningOp<memref::AllocOp>())
-        write(results, out, points);
-    }
-  }
-
-  /// The value of `e`'s body at `point`, its operands in `known` taken
-  /// from registers, the others loaded.
-  Value compute(linalg::GenericOp e, ValueRange point,
-                const llvm::DenseMap<Value, Value> &known) {
-    return clonePointwiseBody(
-        b, e,
-        [&](OpOperand &operand) -> Value {
-          if (Value value = known.lookup(operand.get()))
-            return value;
-          return memref::LoadOp::create(b, loc, operand.get(),
-                                        indicesOf(e, operand, point));
-        },
-        [&](unsigned dim) { return point[dim]; });
-  }
-
-  /// Stores `values` at `points` of `buffer`: adjacent columns of a
-  /// row-major buffer as one aligned vector (the first column is even and
-  /// so is the row length, a multiple of 4 or 8, so the address is too);
-  /// booleans and strided buffers one by one.
-  void write(ArrayRef<Value> values, Value buffer,
-             ArrayRef<SmallVector<Value>> points) {
-    Type element = values.front().getType();
-    unsigned bits = element.getIntOrFloatBitWidth();
-    if (!isRowMajor(buffer) || bits % 8) {
-      for (auto [v, point] : llvm::zip(values, points))
-        memref::StoreOp::create(b, loc, v, buffer, point);
-      return;
-    }
-    auto type = VectorType::get({static_cast<int64_t>(values.size())}, element);
-    Value vector = vector::FromElementsOp::create(b, loc, type, values);
-    vector::StoreOp::create(
-        b, loc, vector, buffer, points.front(), /*nontemporal=*/false,
-        llvm::Align(values.size() * bits / 8));
-  }
-
-  /// The indices `e` reads `operand` at, at iteration `point`.
-  SmallVector<Value> indicesOf(linalg::GenericOp e, OpOperand &operand,
-                               ValueRange point) {
-    SmallVector<Value> indices;
-    for (AffineExpr expr : e.getMatchingIndexingMap(&operand).getResults())
-      indices.push_back(apply(expr, point));
-    return indices;
-  }
-
-  OpBuilder &b;
-  Location loc;
-  const MmaConfig &c;
-  MmaMatch &m;
-  Value tid, smA, smB;
-  Value prologueGroup;
-  SmallVector<Value> batchIndices; // of the GEMM being emitted
-  Value validRows, validCols;       // of this block tile
-  bool partialRows, partialCols, partialK;
+  Value smA, smB;
   // Per-thread coordinates: the warp's tile, ldmatrix row/column offsets,
   // and the lane's accumulator row/column within a 16x8 tile.
   Value warpRow, warpCol, fragRow, fragCol, laneRow, laneCol;
+};
+
+/// wgmma.mma_async (m64nNk16) by warpgroups. Each stage of the one
+/// workgroup buffer holds A's K tile (bm rows of 128 bytes) and then B's
+/// (groups of 64 columns, each bk rows of 128 bytes), both with the 128-byte
+/// swizzle: the 16-byte chunk c of a 128-byte row r lies at chunk c ^ (r % 8)
+/// (the buffer is 1024-byte aligned, the swizzle a function of the address,
+/// as on the hardware). Matrix descriptors give the instructions A K-major
+/// and B N-major (transposed). A thread's accumulator element i of an
+/// instruction lies in row 16 * warp + lane / 4 + 8 * (i / 2 % 2), column
+/// 8 * (i / 4) + 2 * (lane % 4) + i % 2 (PTX ISA, wgmma D fragments).
+class WgmmaEmitter final : public TileEmitter {
+public:
+  WgmmaEmitter(OpBuilder &b, Location loc, const MmaConfig &c, MmaMatch &m,
+               Value tid, Value tiles)
+      : TileEmitter(b, loc, c, m, tid), tiles(tiles) {}
+
+  /// Elements of the one buffer: every stage of A's tiles, then of B's.
+  static int64_t bufferElements(const MmaConfig &c) {
+    return c.stages * (c.bm * c.bk + c.bk * c.bn);
+  }
+
+private:
+  void setUp() override {
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    Value group = apply(d0.floorDiv(kWarpgroupThreads), tid);
+    groupRow = apply(d0.floorDiv(c.warpsN()) * c.wm, group);
+    groupCol = apply((d0 % c.warpsN()) * c.wn, group);
+    // Row and column of the thread's first accumulator element.
+    laneRow = apply((d0 % kWarpgroupThreads).floorDiv(loop::kWarpSize) * 16 +
+                        (d0 % loop::kWarpSize).floorDiv(4),
+                    tid);
+    laneCol = apply((d0 % 4) * 2, tid);
+    // Descriptor bits every instruction shares: the buffer's address >> 4,
+    // the byte offsets and the 128B swizzle (mode 1, bits 62-63). Offsets
+    // within the buffer are added to the address field; the buffer lies
+    // below 256 KiB, so the field does not overflow.
+    Type i64 = b.getI64Type();
+    Value address = arith::IndexCastUIOp::create(
+        b, loc, i64,
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tiles));
+    Value field = arith::AndIOp::create(
+        b, loc,
+        arith::ShRUIOp::create(b, loc, address,
+                               arith::ConstantIntOp::create(b, loc, i64, 4)),
+        arith::ConstantIntOp::create(b, loc, i64, 0x3FFF));
+    auto bits = [&](int64_t leading, int64_t stride) {
+      uint64_t constant = (uint64_t(leading >> 4) << 16) |
+                          (uint64_t(stride >> 4) << 32) | (uint64_t(1) << 62);
+      return arith::OrIOp::create(
+          b, loc, field,
+          arith::ConstantIntOp::create(b, loc, i64,
+                                       static_cast<int64_t>(constant)));
+    };
+    // K-major A: 8 rows of 128 bytes per core-matrix group (the leading
+    // offset is unused with a swizzle). N-major B: the next 64 columns one
+    // group (bk rows) on, the next 8 K rows 1024 bytes on.
+    descriptorA = bits(16, 8 * kSwizzleBytes);
+    descriptorB = bits(c.bk * kSwizzleBytes, 8 * kSwizzleBytes);
+  }
+
+  int64_t stageA() const { return c.bm * c.bk; }
+  int64_t stageB() const { return c.bk * c.bn; }
+  /// Elements of one 64-column group of B's tile, and in a row of it.
+  int64_t rowElements() const { return kSwizzleBytes / c.elementBytes; }
+  int64_t groupB() const { return c.bk * rowElements(); }
+  int64_t tilesM() const { return c.wm / kWgmmaM; }
+  int64_t tilesN() const { return c.wn / c.shapeN; }
+
+  /// Elements of the 128-byte row `row` of a swizzled tile to where its
+  /// chunk holding column `col` (of the row's 64-column group) lies.
+  Value swizzled(Value row, Value col) {
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    Value chunk = arith::XOrIOp::create(
+        b, loc, apply((d0 % rowElements()).floorDiv(c.copyElements()), col),
+        apply(d0 % 8, row));
+    return apply(d0 * c.copyElements(), chunk);
+  }
+
+  std::pair<Value, SmallVector<Value>>
+  destination(bool rhs, Value stage, Value row, Value col) override {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1),
+               d2 = b.getAffineDimExpr(2);
+    Value chunk = swizzled(row, col);
+    if (!rhs)
+      return {tiles, {apply(d0 * stageA() + d1 * rowElements() + d2,
+                            {stage, row, chunk})}};
+    AffineExpr group = b.getAffineDimExpr(3).floorDiv(rowElements());
+    return {tiles,
+            {apply(c.stages * stageA() + d0 * stageB() + group * groupB() +
+                       d1 * rowElements() + d2,
+                   {stage, row, chunk, col})}};
+  }
+
+  void emitGemm() override {
+    // One wgmma group may still run while the next is issued; the copies
+    // run `ahead` steps in front, into the stages no running group reads.
+    int64_t retire = c.stages >= 3 ? 1 : 0;
+    int64_t ahead = c.stages - 1 - retire;
+    for (int64_t s = 0; s < ahead; ++s) {
+      bool valid = s < steps();
+      prologueGroup = copyTile(index(valid ? s : steps() - 1), index(s),
+                               valid ? Value() : index(0));
+    }
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+    auto accType = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(c.shapeN / 2, f32));
+    auto init = cast<FloatAttr>(
+        m.fill.value().getDefiningOp<arith::ConstantOp>().getValue());
+    Value fill = arith::ConstantOp::create(b, loc, init);
+    Value acc = LLVM::UndefOp::create(b, loc, accType);
+    for (int64_t i = 0; i < c.shapeN / 2; ++i)
+      acc = LLVM::InsertValueOp::create(b, loc, acc, fill, i);
+    SmallVector<Value> inits(tilesM() * tilesN(), acc);
+    auto loop = scf::ForOp::create(b, loc, index(0), index(steps()),
+                                   index(1), inits);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      AffineExpr d0 = b.getAffineDimExpr(0);
+      Value kt = loop.getInductionVar();
+      // Tile kt landed (groups so far: `ahead` and one per earlier step);
+      // its writes, made through the generic proxy, are ordered before the
+      // wgmma's reads through the async proxy, then for every thread.
+      wait(prologueGroup, ahead - 1);
+      NVVM::FenceProxyOp::create(
+          b, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      gpu::BarrierOp::create(b, loc);
+      // The stage step kt + ahead fills was last read by step
+      // kt + ahead - stages = kt - 1 - retire, retired by every thread
+      // before the barrier.
+      Value next = apply(d0 + ahead, kt);
+      Value last = index(steps() - 1);
+      Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                            next, last);
+      copyTile(arith::MinUIOp::create(b, loc, next, last),
+               apply(d0 % c.stages, next),
+               arith::SelectOp::create(b, loc, inRange,
+                                       index(c.copyElements()), index(0)));
+      Value stage = apply(d0 % c.stages, kt);
+      SmallVector<Value> accs;
+      for (Value acc : loop.getRegionIterArgs())
+        accs.push_back(pinned(acc));
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      for (int64_t kk = 0; kk < c.bk / c.instructionK(); ++kk)
+        for (int64_t mi = 0; mi < tilesM(); ++mi)
+          for (int64_t ni = 0; ni < tilesN(); ++ni) {
+            Value &a = accs[mi * tilesN() + ni];
+            a = multiply(a, stage, mi, ni, kk);
+          }
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, retire);
+      scf::YieldOp::create(b, loc, accs);
+    }
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    wait(prologueGroup, 0);
+    SmallVector<Value> results;
+    for (Value acc : loop.getResults())
+      results.push_back(pinned(acc));
+    epilogue(results);
+  }
+
+  /// `acc` through an empty volatile inline asm that reads and writes each
+  /// of its registers (CUTLASS's warpgroup_fence_operand): LLVM then moves
+  /// no access to them across the wgmma fences and waits around it. It
+  /// emits no instruction.
+  Value pinned(Value acc) {
+    auto type = cast<LLVM::LLVMStructType>(acc.getType());
+    int64_t n = type.getBody().size();
+    SmallVector<Value> registers;
+    std::string constraints;
+    for (int64_t i = 0; i < n; ++i) {
+      registers.push_back(LLVM::ExtractValueOp::create(b, loc, acc, i));
+      constraints += (i ? ",=f" : "=f");
+    }
+    for (int64_t i = 0; i < n; ++i)
+      constraints += "," + std::to_string(i);
+    return LLVM::InlineAsmOp::create(
+               b, loc, type, registers, "", constraints,
+               /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::tailcallkind::TailCallKind::None,
+               LLVM::AsmDialectAttr(), ArrayAttr())
+        .getResult(0);
+  }
+
+  /// The descriptor `bits` of a matrix `elements` into the buffer.
+  Value descriptor(Value bits, Value elements) {
+    Type i64 = b.getI64Type();
+    Value offset = arith::IndexCastUIOp::create(
+        b, loc, i64,
+        apply(b.getAffineDimExpr(0).floorDiv(kCopyBytes / c.elementBytes),
+              elements));
+    return arith::AddIOp::create(b, loc, bits, offset);
+  }
+
+  /// acc + A x B for instruction (mi, ni) of the warpgroup's tile and the
+  /// 16-deep slice `kk` of the K step in buffer `stage`.
+  Value multiply(Value acc, Value stage, int64_t mi, int64_t ni, int64_t kk) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    Value a = descriptor(
+        descriptorA,
+        apply(d0 * stageA() + (d1 + mi * kWgmmaM) * rowElements() +
+                  kk * c.instructionK(),
+              {stage, groupRow}));
+    Value bMat = descriptor(
+        descriptorB,
+        apply(c.stages * stageA() + d0 * stageB() +
+                  (d1 + ni * c.shapeN).floorDiv(rowElements()) * groupB() +
+                  kk * c.instructionK() * rowElements(),
+              {stage, groupCol}));
+    Type element = getElementTypeOrSelf(tiles.getType());
+    auto type = element.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    MLIRContext *ctx = b.getContext();
+    return NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, acc.getType(), acc, a, bMat,
+        NVVM::MMAShapeAttr::get(ctx, kWgmmaM, c.shapeN, c.instructionK()),
+        type, type, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        NVVM::MMALayout::row, NVVM::MMALayout::row,
+        NVVM::MMAIntOverflowAttr());
+  }
+
+  /// Stores the accumulators, through the epilogue when there is one.
+  void epilogue(ValueRange accs) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    for (int64_t mi = 0; mi < tilesM(); ++mi)
+      for (int64_t ni = 0; ni < tilesN(); ++ni)
+        for (int64_t i = 0; i < c.shapeN / 2; i += 2) {
+          Value row = apply(d0 + d1 + (mi * kWgmmaM + 8 * (i / 2 % 2)),
+                            {groupRow, laneRow});
+          Value column = apply(d0 + d1 + (ni * c.shapeN + 8 * (i / 4)),
+                               {groupCol, laneCol});
+          SmallVector<Value> pair;
+          for (int64_t j = 0; j < 2; ++j)
+            pair.push_back(LLVM::ExtractValueOp::create(
+                b, loc, accs[mi * tilesN() + ni], i + j));
+          storeFragment(pair, row, column);
+        }
+  }
+
+  Value tiles;
+  // The warpgroup's tile in the block tile; the row and column of the
+  // thread's first accumulator element in an instruction's 64 x n.
+  Value groupRow, groupCol, laneRow, laneCol;
+  Value descriptorA, descriptorB;
 };
 
 LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
@@ -585,7 +874,8 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
   MmaConfig c{config.getBlockM(), config.getBlockN(), aType.getDimSize(kDim),
               config.getBlockM(), config.getBlockN(), config.getWarpM(),
               config.getWarpN(),  config.getK(),      config.getStages(),
-              config.getPad(),    mmaElementBytes(contraction)};
+              config.getPad(),    mmaElementBytes(contraction),
+              config.getShapeM(), config.getShapeN()};
   // loop-validate has checked the schedule against the whole kernel; this
   // guards a marked op that did not go through it.
   std::string unfit =
@@ -600,19 +890,31 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
   Location loc = contraction.getLoc();
   MLIRContext *ctx = b.getContext();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto buffer = [&](int64_t rows, int64_t cols) {
+  auto buffer = [&](ArrayRef<int64_t> shape) {
     return memref::AllocOp::create(
         b, loc,
-        MemRefType::get({c.stages, rows, cols + c.pad}, aType.getElementType(),
+        MemRefType::get(shape, aType.getElementType(),
                         MemRefLayoutAttrInterface(), workgroup));
   };
-  Value smA = buffer(c.bm, c.bk), smB = buffer(c.bk, c.bn);
   auto threads = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(c.threads())},
       ValueRange{},
       b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
-  b.setInsertionPoint(threads.getBody()->getTerminator());
-  MmaEmitter(b, loc, c, m, threads.getInductionVar(0), smA, smB).emit();
+  Value tid = threads.getInductionVar(0);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(threads);
+    if (c.wgmma()) {
+      Value tiles = buffer({WgmmaEmitter::bufferElements(c)});
+      b.setInsertionPoint(threads.getBody()->getTerminator());
+      WgmmaEmitter(b, loc, c, m, tid, tiles).emit();
+    } else {
+      Value smA = buffer({c.stages, c.bm, c.bk + c.pad});
+      Value smB = buffer({c.stages, c.bk, c.bn + c.pad});
+      b.setInsertionPoint(threads.getBody()->getTerminator());
+      MmaSyncEmitter(b, loc, c, m, tid, smA, smB).emit();
+    }
+  }
 
   SmallVector<memref::AllocOp> tiles;
   if (m.accumulator)

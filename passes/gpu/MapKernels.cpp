@@ -422,17 +422,21 @@ void placeInSharedMemory(gpu::LaunchOp launch) {
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
-  // 16-byte aligned: cp.async and ldmatrix move 16-byte rows.
+  // 16-byte aligned: cp.async and ldmatrix move 16-byte rows; buffers of 1
+  // KiB or more at multiples of 1 KiB, where a 128-byte swizzle (wgmma's
+  // tiles) repeats (the region itself is 1 KiB aligned,
+  // gpu-extern-dynamic-shared).
   int64_t bytes = 0;
   for (memref::AllocOp alloc : buffers) {
     MemRefType type = alloc.getType();
+    int64_t size = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    bytes = llvm::alignTo(bytes, size >= kSharedAlignment ? kSharedAlignment : 16);
     Value offset = arith::ConstantIndexOp::create(b, loc, bytes);
     Value view = memref::ViewOp::create(b, loc, type, base, offset, ValueRange{});
     eraseDeallocs(alloc);
     alloc.replaceAllUsesWith(view);
     alloc.erase();
-    bytes += llvm::alignTo(
-        type.getNumElements() * type.getElementTypeBitWidth() / 8, 16);
+    bytes += llvm::alignTo(size, 16);
   }
   OpBuilder outside(launch);
   launch.getDynamicSharedMemorySizeMutable().assign(arith::ConstantIntOp::create(

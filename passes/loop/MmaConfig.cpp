@@ -11,12 +11,59 @@ using namespace mlir;
 using namespace tessel;
 
 int64_t MmaConfig::threads() const {
-  return (bm / wm) * warpsN() * loop::kWarpSize;
+  return groups() * (wgmma() ? kWarpgroupThreads : loop::kWarpSize);
 }
 
 int64_t MmaConfig::sharedBytes() const {
-  // A and B tiles per stage, rows padded.
+  // A and B tiles per stage, rows padded (wgmma's are swizzled, not
+  // padded).
   return stages * (bm * (bk + pad) + bk * (bn + pad)) * elementBytes;
+}
+
+/// What wgmma adds to check(): instruction shapes and the swizzled tiles'
+/// layout (gpu-lower-mma's WgmmaEmitter).
+static std::string checkWgmma(const MmaConfig &c,
+                              const loop::TargetDescription &target,
+                              const std::function<std::string(MmaConfig::Field)> &name) {
+  auto msg = [&](MmaConfig::Field f, int64_t value, const Twine &why) {
+    return (name(f) + " = " + Twine(value) + " " + why).str();
+  };
+  for (loop::Instruction needed :
+       {loop::Instruction::Wgmma, loop::Instruction::CpAsync})
+    if (!target.has(needed))
+      return ("target '" + target.name + "' has no " +
+              loop::instructionNames()[static_cast<unsigned>(needed)] +
+              " instructions, which loop.mma of shape m64 (wgmma) needs")
+          .str();
+  if (c.elementBytes != 2)
+    return "loop.mma of shape m64 (wgmma) takes f16 or bf16 operands; f32 "
+           "ones (as tf32) need a K-major B, which a row-major B is not: use "
+           "shape [16, 8, 8]";
+  // B's tile is stored in groups of 64 columns (128-byte swizzled rows);
+  // an instruction spans whole groups.
+  int64_t group = kSwizzleBytes / c.elementBytes;
+  if (c.shapeN <= 0 || c.shapeN > 256 || c.shapeN % group)
+    return ("loop.mma shape n = " + Twine(c.shapeN) +
+            " is not one tessel's wgmma takes with a row-major B: a "
+            "multiple of " + Twine(group) + " up to 256")
+        .str();
+  if (c.wm % kWgmmaM)
+    return msg(MmaConfig::WarpM, c.wm,
+               "is not a multiple of 64 (the m of wgmma)");
+  if (c.wn % c.shapeN)
+    return msg(MmaConfig::WarpN, c.wn,
+               "is not a multiple of the wgmma shape's n = " + Twine(c.shapeN));
+  if (c.bk * c.elementBytes != kSwizzleBytes)
+    return msg(MmaConfig::BlockK, c.bk,
+               "is not " + Twine(group) +
+                   ": wgmma reads K in 128-byte swizzled rows");
+  if (c.pad)
+    return msg(MmaConfig::Pad, c.pad,
+               "is not 0: wgmma's tiles are swizzled, not padded");
+  if (c.stages < 2)
+    return msg(MmaConfig::Stages, c.stages,
+               "is below 2: wgmma overlaps its copies with a ring of stages");
+  return "";
 }
 
 StringRef MmaConfig::knobName(Field field) {
@@ -31,18 +78,25 @@ std::string MmaConfig::check(const loop::TargetDescription &target,
     return (name(f) + " = " + Twine(value) + " " + why).str();
   };
   using loop::Instruction;
+  if (wgmma()) {
+    std::string unfit = checkWgmma(*this, target, name);
+    if (!unfit.empty())
+      return unfit;
+  }
   // 2-byte operands (f16, bf16) take the f16 shape's instruction.
   for (Instruction needed :
        {elementBytes == 4 ? Instruction::MmaSyncTf32 : Instruction::MmaSyncF16,
         Instruction::Ldmatrix, Instruction::CpAsync})
-    if (!target.has(needed))
+    if (!wgmma() && !target.has(needed))
       return ("target '" + target.name + "' has no " +
               loop::instructionNames()[static_cast<unsigned>(needed)] +
               " instructions, which loop.mma needs")
           .str();
-  if (wm % 16)
+  if (wgmma()) {
+    // Checked above, with the instruction's rules.
+  } else if (wm % 16)
     return msg(WarpM, wm, "is not a multiple of 16 (the m of mma.m16n8k16)");
-  if (wn % warpNStep())
+  else if (wn % warpNStep())
     return msg(WarpN, wn,
                elementBytes == 4
                    ? "is not a multiple of 8 (the n of mma.m16n8k8)"

@@ -19,6 +19,11 @@ namespace tessel {
 
 /// Bytes per cp.async copy, and per row of an ldmatrix 8x8 b16 matrix.
 constexpr int64_t kCopyBytes = 16;
+/// wgmma: the m of every shape, threads of a warpgroup, and the bytes of K
+/// in one row of a 128-byte-swizzled operand tile (the K step).
+constexpr int64_t kWgmmaM = 64;
+constexpr int64_t kWarpgroupThreads = 128;
+constexpr int64_t kSwizzleBytes = 128;
 
 /// The knobs of one tensor-core contraction and its full extents.
 struct MmaConfig {
@@ -29,11 +34,18 @@ struct MmaConfig {
   // Of A and B: 2 (f16, bf16: mma.m16n8k16) or 4 (f32 multiplied as tf32:
   // mma.m16n8k8).
   int64_t elementBytes = 2;
+  // The instruction's m and n: 16 x 8 is mma.sync; m 64 is wgmma.mma_async
+  // of n = shapeN, whose "warp" tile (wm x wn) is a warpgroup's.
+  int64_t shapeM = 16, shapeN = 8;
+
+  bool wgmma() const { return shapeM == kWgmmaM; }
 
   /// Elements per 16-byte copy (and per ldmatrix row).
   int64_t copyElements() const { return kCopyBytes / elementBytes; }
-  /// The k of one mma instruction.
+  /// The k of one mma instruction (wgmma's too: 32 bytes of K).
   int64_t instructionK() const { return elementBytes == 4 ? 8 : 16; }
+  /// Warps (mma.sync) or warpgroups (wgmma) of the block.
+  int64_t groups() const { return (bm / wm) * warpsN(); }
   /// The n a warp tile steps in: B fragments of 16-bit operands come two
   /// n8 tiles per ldmatrix.x4; tf32 ones one tile at a time.
   int64_t warpNStep() const { return elementBytes == 4 ? 8 : 16; }

@@ -70,12 +70,16 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
              << "add loop.materialize inputs [" << input << "]";
   int64_t elementBytes = mmaElementBytes(contraction);
   SmallVector<int64_t> shape = {16, 8, elementBytes == 4 ? 8 : 16};
-  if (mma.getShape() != ArrayRef<int64_t>(shape))
+  ArrayRef<int64_t> given = mma.getShape();
+  bool wgmma = given.size() == 3 && given[0] == kWgmmaM && given[2] == 16 &&
+               elementBytes == 2;
+  if (!wgmma && given != ArrayRef<int64_t>(shape))
     return mma.emitError("shape [")
-           << mma.getShape() << "] is not supported; "
+           << given << "] is not supported; "
            << (elementBytes == 4 ? "f32 operands (as tf32)"
                                  : "f16 or bf16 operands")
-           << " with f32 accumulation use [" << shape << "]";
+           << " with f32 accumulation use [" << shape << "]"
+           << (elementBytes == 2 ? " (mma.sync) or [64, n, 16] (wgmma)" : "");
   unsigned batch = *mmaBatchLoops(contraction);
   SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
   SmallVector<int64_t> block = blockTile.getResolvedSizes();
@@ -92,7 +96,8 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
               block[batch],       block[batch + 1],
               sizes[0],           sizes[1],
               sizes[2],           stages,
-              promote.getResolvedPad(), elementBytes};
+              promote.getResolvedPad(), elementBytes,
+              wgmma ? kWgmmaM : 16, wgmma ? given[1] : 8};
   std::string error =
       c.check(schedule.getTargetDescription(), [&](MmaConfig::Field f) {
         switch (f) {
@@ -184,7 +189,7 @@ LogicalResult markMma(loop::MmaOp mma, TilingInterface root,
   auto config = loop::MmaConfigAttr::getChecked(
       [&] { return mma.emitError(); }, schedule.getContext(),
       schedule.getTarget(), blockSize(batch), blockSize(batch + 1), sizes[0],
-      sizes[1], sizes[2], stages, pad);
+      sizes[1], sizes[2], stages, pad, mma.getShape()[0], mma.getShape()[1]);
   if (!config)
     return failure();
   contraction->setAttr(loop::kMmaAttrName, config);
@@ -223,27 +228,45 @@ struct TensorCoreContraction final : Strategy {
     // The innermost batch loop goes to grid z, outer ones stay in the block.
     int64_t batchBlocks = batch ? extents[batch - 1] : 1;
     auto noName = [](MmaConfig::Field) { return std::string(); };
-    // Candidates from the largest tile down, four warps each (2x2), four
-    // stages where they fit; the first that gives every SM a block wins,
+    // Candidates from the largest tile down (mma.sync: four warps each,
+    // 2x2), four stages where they fit; the first that gives every SM a block wins,
     // else the one with the most blocks.
     std::optional<MmaConfig> best;
     auto blocksOf = [&](const MmaConfig &c) {
       return c.blocks() * batchBlocks;
     };
+    auto consider = [&](const MmaConfig &c) {
+      if (!c.check(r.info, noName).empty())
+        return false;
+      if (!best ||
+          blocksOf(*best) < std::min(blocksOf(c), r.info.multiprocessors))
+        best = c;
+      return true;
+    };
+    // sm_90a: wgmma over warpgroups of 64 rows by the block's columns (one
+    // instruction of n = block_n per 64 rows and 16 of K), K steps of one
+    // swizzled 128-byte row.
+    if (r.info.has(loop::Instruction::Wgmma) && elementBytes == 2)
+      for (int64_t bm : {128, 64})
+        for (int64_t bn : {256, 128, 64})
+          for (int64_t stages : {4, 3, 2})
+            if (consider(MmaConfig{extents[batch], extents[batch + 1],
+                                   extents[batch + 2], bm, bn, kWgmmaM, bn,
+                                   kSwizzleBytes / elementBytes, stages, 0,
+                                   elementBytes, kWgmmaM, bn}))
+              break;
+    // mma.sync where wgmma is not available or fits no tile.
+    bool wgmma = best.has_value();
     for (int64_t bm : {128, 64, 32})
       for (int64_t bn : {128, 64, 32})
         for (int64_t bk : {32, 16})
-          for (int64_t stages : {4, 3, 2}) {
-            MmaConfig c{extents[batch], extents[batch + 1], extents[batch + 2],
-                        bm, bn, bm / 2, bn / 2, bk, stages,
-                        kCopyBytes / elementBytes, elementBytes};
-            if (!c.check(r.info, noName).empty())
-              continue;
-            if (!best ||
-                blocksOf(*best) < std::min(blocksOf(c), r.info.multiprocessors))
-              best = c;
-            break;
-          }
+          for (int64_t stages : {4, 3, 2})
+            if (!wgmma &&
+                consider(MmaConfig{extents[batch], extents[batch + 1],
+                                   extents[batch + 2], bm, bn, bm / 2, bn / 2,
+                                   bk, stages, kCopyBytes / elementBytes,
+                                   elementBytes}))
+              break;
     if (!best)
       return Default::Declined;
     MLIRContext *ctx = r.func.getContext();
@@ -258,7 +281,7 @@ struct TensorCoreContraction final : Strategy {
     Value bn = mmaKnob(MmaConfig::BlockN, best->bn, {32, 64, 128, 256});
     Value bk = mmaKnob(MmaConfig::BlockK, best->bk, {16, 32, 64});
     Value wm = mmaKnob(MmaConfig::WarpM, best->wm, {16, 32, 64, 128});
-    Value wn = mmaKnob(MmaConfig::WarpN, best->wn, {16, 32, 64, 128});
+    Value wn = mmaKnob(MmaConfig::WarpN, best->wn, {16, 32, 64, 128, 256});
     Value stages = mmaKnob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
     int64_t copy = best->copyElements();
     Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, copy, 2 * copy});
@@ -302,7 +325,8 @@ struct TensorCoreContraction final : Strategy {
         sb, loc, ValueRange{wm, wn, bk},
         sb.getDenseI64ArrayAttr(
             {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}),
-        sb.getDenseI64ArrayAttr({16, 8, best->instructionK()}));
+        sb.getDenseI64ArrayAttr(
+            {best->shapeM, best->shapeN, best->instructionK()}));
     return Default::Done;
   }
 

@@ -1,0 +1,89 @@
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-lower-mma),canonicalize)" | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-lower-mma),gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,nvvm-attach-target{chip=sm_90a features=+ptx80 O=3},gpu.module(convert-linalg-to-loops,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},convert-nvvm-to-llvm,gpu-extern-dynamic-shared),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
+
+// A 128x128 block tile on sm_90a with loop.mma [64, 128, 64] shape
+// [64, 128, 16] and three stages: two warpgroups (256 threads) copy A and
+// B with cp.async into one buffer of swizzled tiles (3 x (128x64 + 64x128)
+// f16), fence the copies for the async proxy, and issue four
+// wgmma.m64n128k16 per K step each (K-major A, N-major B), one group left
+// running while the next step's copies start; the bias epilogue runs on
+// the accumulator registers.
+// CHECK-LABEL: func.func private @k
+// CHECK: memref.alloc() : memref<49152xf16, #gpu.address_space<workgroup>>
+// CHECK: scf.forall (%{{.*}}) in (256) {
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: llvm.inline_asm has_side_effects "", "=f,
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: scf.yield
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.extractvalue
+// CHECK: arith.addf
+// CHECK: vector.store {{.*}} : memref<128x128xf32, strided<[256, 1], offset: ?>>, vector<2xf32>
+// CHECK: } {mapping = [#gpu.thread<x>]}
+// CHECK-NOT: linalg.matmul
+// PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
+// PTX: cp.async.cg.shared.global
+// PTX: fence.proxy.async.shared::cta
+// PTX: wgmma.fence.sync.aligned
+// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// PTX: wgmma.commit_group.sync.aligned
+// PTX: wgmma.wait_group.sync.aligned \091;
+// PTX: st.global.v2.b32
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func private @k(%a: memref<256x512xf16>, %b: memref<512x256xf16>, %bias: memref<256xf32>, %out: memref<256x256xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (256, 256) step (128, 128) {
+    %sa = memref.subview %a[%i, 0] [128, 512] [1, 1] : memref<256x512xf16> to memref<128x512xf16, strided<[512, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [512, 128] [1, 1] : memref<512x256xf16> to memref<512x128xf16, strided<[256, 1], offset: ?>>
+    %acc = memref.alloc() : memref<128x128xf32>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<128x128xf32>)
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 128, warp_m = 64, warp_n = 128, k = 64, stages = 3, pad = 0, shape_m = 64, shape_n = 128>}
+        ins(%sa, %sb : memref<128x512xf16, strided<[512, 1], offset: ?>>, memref<512x128xf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<128x128xf32>)
+    %sbias = memref.subview %bias[%j] [128] [1] : memref<256xf32> to memref<128xf32, strided<[1], offset: ?>>
+    %so = memref.subview %out[%i, %j] [128, 128] [1, 1] : memref<256x256xf32> to memref<128x128xf32, strided<[256, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%acc, %sbias : memref<128x128xf32>, memref<128xf32, strided<[1], offset: ?>>) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %s = arith.addf %x, %y : f32
+      linalg.yield %s : f32
+    }
+    memref.dealloc %acc : memref<128x128xf32>
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
+// wgmma's rules are checked where the config is lowered: the K step is one
+// swizzled 128-byte row, and the target must have the instruction.
+func.func private @short_k(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (1) {
+    linalg.fill ins(%zero : f32) outs(%out : memref<64x64xf32>)
+    // expected-error @+1 {{loop.mma: block_k = 32 is not 64: wgmma reads K in 128-byte swizzled rows}}
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 64, block_n = 64, warp_m = 64, warp_n = 64, k = 32, stages = 2, pad = 0, shape_m = 64, shape_n = 64>} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+func.func private @no_wgmma(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (1) {
+    linalg.fill ins(%zero : f32) outs(%out : memref<64x64xf32>)
+    // expected-error @+1 {{loop.mma: target 'sm_90' has no wgmma instructions, which loop.mma of shape m64 (wgmma) needs}}
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90", block_m = 64, block_n = 64, warp_m = 64, warp_n = 64, k = 64, stages = 2, pad = 0, shape_m = 64, shape_n = 64>} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
+  } {mapping = [#gpu.block<x>]}
+  return
+}
