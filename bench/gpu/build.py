@@ -29,7 +29,8 @@ from workloads import workloads  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="small shapes (CI and dry runs)")
-    parser.add_argument("--target", default="sm_90", help="CUDA chip (default sm_90)")
+    parser.add_argument("--target", default="sm_90a",
+                        help="CUDA chip (default sm_90a: the H100/H200's wgmma; sm_90 for portable sm_90 code)")
     parser.add_argument("--out", type=Path, default=HERE / "artifacts", help="output folder")
     args = parser.parse_args()
 

@@ -1,6 +1,6 @@
 """The emulator's checks catch what ptxas does not: broken copies of
-tessel's own kernels (an f16 GEMM with a multi-stage cp.async pipeline, a
-softmax) assemble without complaint, yet each fails on the emulator, with
+tessel's own kernels (an f16 GEMM with a multi-stage cp.async pipeline on
+mma.sync and on sm_90a's wgmma, a softmax) assemble without complaint, yet each fails on the emulator, with
 an error or with results that no longer match numpy, while the unbroken
 kernels pass.
 """
@@ -96,6 +96,42 @@ GEMM_MUTANTS = {
 SOFTMAX_MUTANTS = {"no_barrier_before_the_partials_are_read": _edit_ptx(_drop_reduction_barrier)}
 
 
+def _descriptors(change: Callable[[int], int]) -> Callable[[Path], None]:
+    """Changes every constant of the wgmma descriptors' fixed bits (the
+    swizzle mode, bit 62, set) by ``change``."""
+    def edit(lines):
+        for i, line in enumerate(lines):
+            lines[i] = re.sub(r"\b\d{19}\b",
+                              lambda m: str(change(int(m.group()))) if int(m.group()) >> 62 == 1 else m.group(), line)
+    return _edit_ptx(edit)
+
+
+def _drop_last(pattern: str) -> Callable[[Path], None]:
+    def edit(lines):
+        del lines[max(i for i, line in enumerate(lines) if re.search(pattern, line))]
+    return _edit_ptx(edit)
+
+
+def _wgmma_lines(replace: Callable[[str], str]) -> Callable[[Path], None]:
+    def edit(lines):
+        for i, line in enumerate(lines):
+            if "wgmma.mma_async" in line:
+                lines[i] = replace(line)
+    return _edit_ptx(edit)
+
+
+WGMMA_MUTANTS = {
+    "no_wgmma_wait_in_loop": _in_loop(r"wgmma\.wait_group", lambda line: None, marker="wgmma.mma_async"),
+    "no_wgmma_wait_before_the_epilogue": _drop_last(r"wgmma\.wait_group"),
+    "no_wgmma_fence": _in_loop(r"wgmma\.fence", lambda line: None, marker="wgmma.mma_async"),
+    "no_proxy_fence_after_the_copies": _in_loop(r"fence\.proxy\.async", lambda line: None,
+                                                marker="wgmma.mma_async"),
+    "b_not_transposed": _wgmma_lines(lambda line: re.sub(r"1;$", "0;", line)),
+    "descriptors_without_swizzle": _descriptors(lambda bits: bits - (1 << 62)),
+    "descriptors_one_row_of_128_bytes_off": _descriptors(lambda bits: bits + 8),
+}
+
+
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
     """Saved artifacts, with their inputs and expected outputs."""
@@ -107,9 +143,15 @@ def kernels(tmp_path_factory):
                                        name="gemm"), target="cuda:sm_80")
     softmax = tessel.compile(tessel.trace(lambda x: ops.softmax(x, axis=-1), spec(x.shape, np.float32),
                                           name="softmax"), target="cuda:sm_80")
+    # Long enough a K that LLVM keeps the main loop a loop.
+    a2, b2 = RNG.standard_normal((128, 1024)).astype(np.float16), RNG.standard_normal((1024, 128)).astype(np.float16)
+    wgmma = tessel.compile(tessel.trace(lambda a, b: a @ b, spec(a2.shape, np.float16), spec(b2.shape, np.float16),
+                                        name="gemm"), target="cuda:sm_90a")
     e = np.exp(x - x.max(-1, keepdims=True))
     return {
         "gemm": (gemm.save(root / "gemm"), (a, b), a.astype(np.float32) @ b.astype(np.float32), 2e-2),
+        "wgmma_gemm": (wgmma.save(root / "wgmma_gemm"), (a2, b2), a2.astype(np.float32) @ b2.astype(np.float32),
+                       5e-2),
         "softmax": (softmax.save(root / "softmax"), (x,), e / e.sum(-1, keepdims=True), 1e-5),
     }
 
@@ -126,20 +168,24 @@ def test_the_pipeline_has_the_stages_the_mutants_break(kernels):
     ptx = next((kernels["gemm"][0] / "kernels").glob("*.ptx")).read_text()
     body = "\n".join(ptx.splitlines()[i] for i in _loop(ptx.splitlines(), "mma.sync"))
     assert re.search(r"cp\.async\.wait_group\s+[1-9]", body) and "bar.sync" in body and ".trans" in body
-    assert ".extern .shared .align 16 .b8 __dynamic_shmem__0[];" in ptx
+    assert ".extern .shared .align 1024 .b8 __dynamic_shmem__0[];" in ptx
+    ptx = next((kernels["wgmma_gemm"][0] / "kernels").glob("*.ptx")).read_text()
+    body = "\n".join(ptx.splitlines()[i] for i in _loop(ptx.splitlines(), "wgmma.mma_async"))
+    assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", body) and "fence.proxy.async" in body
+    assert "wgmma.fence" in body and re.search(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx)
 
 
-@pytest.mark.parametrize("name", ["gemm", "softmax"])
+@pytest.mark.parametrize("name", ["gemm", "wgmma_gemm", "softmax"])
 def test_the_unbroken_kernels_match_numpy(kernels, name):
     assert _outcome(*kernels[name]) == "match"
 
 
 @pytest.mark.parametrize("kernel,mutant", [("gemm", m) for m in GEMM_MUTANTS] +
-                         [("softmax", m) for m in SOFTMAX_MUTANTS])
+                         [("wgmma_gemm", m) for m in WGMMA_MUTANTS] + [("softmax", m) for m in SOFTMAX_MUTANTS])
 def test_a_broken_kernel_that_ptxas_accepts_fails_on_the_emulator(kernels, kernel, mutant, tmp_path):
     path, inputs, want, tolerance = kernels[kernel]
     broken = shutil.copytree(path, tmp_path / mutant)
-    (GEMM_MUTANTS | SOFTMAX_MUTANTS)[mutant](broken)
+    (GEMM_MUTANTS | WGMMA_MUTANTS | SOFTMAX_MUTANTS)[mutant](broken)
     [ptx] = (broken / "kernels").glob("*.ptx")
-    assemble(ptx.read_text(), "sm_80", mutant)  # raises if ptxas rejects it
+    assemble(ptx.read_text(), "sm_90a" if kernel == "wgmma_gemm" else "sm_80", mutant)  # raises if ptxas rejects it
     assert _outcome(broken, inputs, want, tolerance) != "match"

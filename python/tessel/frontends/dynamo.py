@@ -21,7 +21,8 @@ Options (``torch.compile(model, backend="tessel", options={...})``):
 ``target`` (``"cpu"``, the default; a CUDA target such as ``"cuda:sm_90"``,
 whose partitions run through :mod:`tessel.runtime` on the GPU the CUDA
 tensors are on, results left there; or ``"auto"``: the GPU's target for CUDA
-tensors, the CPU for CPU tensors), ``emulate`` (a CUDA target's kernels on the
+tensors, its arch-specific one where tessel has it (``"cuda:sm_90a"`` on an
+H100/H200), the CPU for CPU tensors), ``emulate`` (a CUDA target's kernels on the
 PTX emulator, CPU tensors in and out: no GPU needed, slow, for tests),
 ``cache`` (the compile cache, as
 ``tessel.compile`` takes it), ``tuning_db`` (a tuning database, as
@@ -151,6 +152,9 @@ def _target(options: dict[str, Any], example_inputs: Sequence[Any]) -> str:
             return "cpu"
         major, minor = torch.cuda.get_device_capability(cuda[0])
         target = f"cuda:sm_{major}{minor}"
+        # The chip's arch-specific target where tessel has one (sm_90a: wgmma).
+        if f"{target}a" in known:
+            target += "a"
         if target not in known:
             raise UnsupportedError(f"the tensors are on a GPU of {target}, which tessel has no target for; "
                                    f"available: {', '.join(known)}")

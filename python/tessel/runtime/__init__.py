@@ -43,14 +43,18 @@ def load(path: str | Path, *, device: int = 0, dry: bool = False, emulate: bool 
 
 
 def cuda_target(device: int = 0) -> str:
-    """The compile target for CUDA device ``device``: ``"cuda:sm_90"`` for
-    Hopper and newer, ``"cuda:sm_80"`` for Ampere and Ada (the driver
-    compiles the PTX for the exact chip). tessel.RuntimeError when there is
-    no usable GPU, naming why, or when it is older than sm_80."""
+    """The compile target for CUDA device ``device``: ``"cuda:sm_90a"`` for
+    Hopper (sm 9.0: wgmma, whose arch-specific PTX runs on that chip only),
+    ``"cuda:sm_90"`` for newer chips, ``"cuda:sm_80"`` for Ampere and Ada
+    (the driver compiles the PTX for the exact chip). tessel.RuntimeError
+    when there is no usable GPU, naming why, or when it is older than
+    sm_80."""
     from .cuda_driver import CudaDriver
 
     driver = CudaDriver(device)
     major, minor = driver.capability
     if major < 8:
         raise RuntimeError(f"{driver.device_name} is sm_{major}{minor}; tessel's kernels need sm_80 or newer")
+    if (major, minor) == (9, 0):
+        return "cuda:sm_90a"
     return "cuda:sm_90" if major >= 9 else "cuda:sm_80"

@@ -1,0 +1,148 @@
+"""Hopper tensor cores (sm_90a): contractions on wgmma.mma_async.
+
+Every kernel is assembled by ptxas (sm_90a) and the small ones run on the
+PTX emulator against numpy, whose wgmma model (descriptors, swizzles,
+fences, async-proxy ordering) is checked against Triton's sm_90a kernels in
+test_emulator_triton.py; larger shapes only compile.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import ops, schedules
+from tessel.backends.cpu import compile_cpu
+from tessel.dtypes import BFLOAT16
+from tessel.testing import fuzz
+
+RNG = np.random.default_rng(0)
+PTX_TYPES = {"float16": "f16", "bfloat16": "bf16"}
+
+
+def _randn(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def _gemm_bias_gelu(a, w, b):
+    return ops.gelu(a @ w + b, approximate="tanh")
+
+
+def _reference(a, w, b):
+    x = a.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+def _module(m, n, k, dtype):
+    spec = tessel.TensorSpec
+    return tessel.trace(_gemm_bias_gelu, spec((m, k), dtype), spec((k, n), dtype), spec((n,), dtype), name="gemm")
+
+
+def _wgmma_shapes(ptx: str) -> set[str]:
+    return set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)\.f32\.(\w+)\.\w+", ptx))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BFLOAT16], ids=["f16", "bf16"])
+# The second shape leaves edge tiles in M, N and K (masked copies and
+# stores, a K step half past K); the last two only compile.
+@pytest.mark.parametrize("m,n,k", [(256, 384, 512), (200, 296, 104), (4096, 4096, 4096), (8192, 768, 3072)])
+def test_16_bit_matmul_with_epilogue_runs_on_wgmma_without_spills(m, n, k, dtype):
+    dtype = np.dtype(dtype)
+    artifact = tessel.compile(_module(m, n, k, dtype), target="cuda:sm_90a")
+    [kernel] = artifact.kernels
+    ptx = kernel.ptx
+    assert ".target sm_90a" in ptx and "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert {t for _, t in _wgmma_shapes(ptx)} == {PTX_TYPES[dtype.name]}
+    for instruction in ("cp.async.cg.shared.global", "fence.proxy.async.shared::cta", "wgmma.fence.sync.aligned",
+                        "wgmma.commit_group.sync.aligned", ".extern .shared .align 1024"):
+        assert instruction in ptx, instruction
+    assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
+    if m * n * k >= 4096**3:
+        # The largest tile: two warpgroups of 64 x 256, four stages of
+        # 128x64 and 64x256 swizzled tiles (192 KiB).
+        assert _wgmma_shapes(ptx) == {("m64n256k16", PTX_TYPES[dtype.name])}
+        assert kernel.block == (256, 1, 1) and kernel.dynamic_shared_bytes == 4 * (128 * 64 + 64 * 256) * 2
+    if m * n * k <= 256 * 384 * 512:
+        a, w, b = _randn(m, k, dtype=dtype), (_randn(k, n) * 0.1).astype(dtype), _randn(n, dtype=dtype)
+        np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), _reference(a, w, b),
+                                   rtol=2e-2, atol=2e-2)
+
+
+# (block_m, block_n, warp_n, stages) over the knobs' legal points: one and
+# two warpgroups, instructions of n 64 to 256, two to four stages (with two,
+# no wgmma group is left running across steps).
+@pytest.mark.parametrize("block_m,block_n,warp_n,stages", [(64, 64, 64, 2), (64, 128, 128, 3), (128, 64, 64, 4),
+                                                           (128, 256, 256, 3), (64, 256, 128, 2)])
+def test_sampled_wgmma_schedules_match_numpy(block_m, block_n, warp_n, stages):
+    m, n, k = 192, 256, 160
+    module = _module(m, n, k, np.dtype(np.float16))
+    scheduled = schedules.default_schedules(module, "sm_90a")
+    knobs = {knob.name: knob for knob in schedules.knobs(scheduled)}
+    point = schedules.with_knobs(scheduled, {knobs["block_m"].key: block_m, knobs["block_n"].key: block_n,
+                                             knobs["warp_n"].key: warp_n, knobs["stages"].key: stages})
+    text = str(point).replace(f"shape [64, {knobs['warp_n'].value}, 16]", f"shape [64, {warp_n}, 16]")
+    point = tessel.parse(text)
+    artifact = tessel.compile(point, target="cuda:sm_90a")
+    [kernel] = artifact.kernels
+    assert _wgmma_shapes(kernel.ptx) == {(f"m64n{warp_n}k16", "f16")}
+    assert kernel.block == (block_m // 64 * block_n // warp_n * 128, 1, 1)
+    a, w, b = _randn(m, k, dtype=np.float16), (_randn(k, n) * 0.1).astype(np.float16), _randn(n, dtype=np.float16)
+    np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), _reference(a, w, b),
+                               rtol=2e-2, atol=2e-2)
+
+
+def test_an_illegal_wgmma_point_is_an_error_naming_its_knob():
+    module = _module(128, 128, 128, np.dtype(np.float16))
+    scheduled = schedules.default_schedules(module, "sm_90a")
+    knobs = {knob.name: knob for knob in schedules.knobs(scheduled)}
+    point = schedules.with_knobs(scheduled, {knobs["block_k"].key: 32})
+    assert not schedules.is_legal(point)
+    with pytest.raises(tessel.CompileError, match="block_k.* = 32 is not 64: wgmma reads K in 128-byte swizzled rows"):
+        tessel.compile(point, target="cuda:sm_90a")
+
+
+def test_batched_attention_matmuls_run_on_wgmma():
+    # q @ k^T and p @ v per head: the batch on grid z; in q @ k^T, K (the
+    # head dim, 32) is half a K step, zero-filled.
+    q, kt, v = (_randn(4, 64, 32, dtype=np.float16), _randn(4, 32, 64, dtype=np.float16),
+                _randn(4, 64, 64, dtype=np.float16))
+    module = tessel.trace(lambda q, kt, v: ops.softmax(q @ kt * 0.125, axis=-1).astype(np.float16) @ v,
+                          q, kt, v, name="attention")
+    artifact = tessel.compile(module, target="cuda:sm_90a")
+    assert sum(bool(_wgmma_shapes(k.ptx)) for k in artifact.kernels) == 2
+    s = q.astype(np.float32) @ kt.astype(np.float32) * 0.125
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p = (p / p.sum(-1, keepdims=True)).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(artifact.emulate()(q, kt, v).astype(np.float32), p @ v.astype(np.float32),
+                               rtol=2e-2, atol=2e-2)
+
+
+def test_convolutions_run_on_wgmma_over_materialized_patches():
+    x = _randn(2, 16, 16, 16, dtype=np.float16)
+    w = (_randn(64, 16, 3, 3) * 0.1).astype(np.float16)
+    module = tessel.trace(lambda x, w: ops.relu(ops.conv2d(x, w, padding=1)), x, w, name="conv")
+    artifact = tessel.compile(module, target="cuda:sm_90a")
+    assert sum(bool(_wgmma_shapes(k.ptx)) for k in artifact.kernels) == 1
+    want = np.maximum(fuzz.conv2d_reference(x.astype(np.float64), w.astype(np.float64), stride=1, padding=1,
+                                            dilation=1, groups=1, layout="NCHW"), 0)
+    np.testing.assert_allclose(artifact.emulate()(x, w).astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+def test_contractions_wgmma_cannot_take_keep_mma_sync():
+    # f32 operands (as tf32) need a K-major B; N = 40 fits no 64-column
+    # group of B's swizzled tile.
+    for dtype, n, allow_tf32 in ((np.float32, 128, True), (np.float16, 40, False)):
+        module = _module(128, n, 64, np.dtype(dtype))
+        [kernel] = tessel.compile(module, target="cuda:sm_90a", allow_tf32=allow_tf32).kernels
+        assert "mma.sync.aligned" in kernel.ptx and "wgmma" not in kernel.ptx
+
+
+def test_wgmma_schedules_match_numpy_on_cpu():
+    # The same block tiling and fused epilogue, run by the CPU.
+    a, w, b = _randn(2, 40, 104, dtype=np.float16), (_randn(104, 136) * 0.1).astype(np.float16), \
+        _randn(136, dtype=np.float16)
+    module = tessel.trace(_gemm_bias_gelu, a, w, b, name="gemm")
+    assert "shape [64, " in str(schedules.default_schedules(module, "sm_90a"))
+    np.testing.assert_allclose(compile_cpu(module, schedules="sm_90a")(a, w, b).astype(np.float32),
+                               _reference(a, w, b), rtol=2e-2, atol=2e-2)
