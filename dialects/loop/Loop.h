@@ -10,6 +10,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/OpAsmSupport.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/loop/LoopDialect.h.inc"
 #include "dialects/loop/Target.h"
@@ -30,6 +31,8 @@ llvm::SmallVector<int64_t> resolveValues(mlir::ValueRange dynamic,
                                          llvm::ArrayRef<int64_t> statics);
 /// The largest tunable value (tile size, factor, count) a schedule takes.
 constexpr int64_t kMaxTunableValue = (int64_t(1) << 31) - 1;
+/// Bytes of an encoded tensor map (a CUtensorMap): loop.tensor_map's result.
+constexpr int64_t kTensorMapBytes = 128;
 
 /// The phases of a schedule, in the order its primitives are written and
 /// carried out (loop.schedule's verifier checks the order): each needs what

@@ -361,6 +361,44 @@ static LogicalResult verifyThreads(Operation *op, ValueRange dynamic,
   return success();
 }
 
+LogicalResult TensorMapOp::verify() {
+  auto source = cast<MemRefType>(getSource().getType());
+  auto map = cast<MemRefType>(getMap().getType());
+  if (map.getShape() != ArrayRef<int64_t>{kTensorMapBytes} ||
+      !map.getLayout().isIdentity())
+    return emitOpError("result must be a memref<") << kTensorMapBytes
+                                                   << "xi8>: an encoded tensor map";
+  if (!source.getLayout().isIdentity())
+    return emitOpError("takes a whole row-major buffer, not a view of ")
+           << source;
+  if (source.getRank() < 1 || source.getRank() > 5)
+    return emitOpError("tensor maps have 1 to 5 dims, not ") << source.getRank();
+  ArrayRef<int64_t> box = getBox();
+  if (static_cast<int64_t>(box.size()) != source.getRank())
+    return emitOpError("box has ") << box.size() << " dims; the buffer has "
+                                   << source.getRank();
+  for (int64_t size : box)
+    if (size < 1 || size > 256)
+      return emitOpError("box sizes are 1 to 256 elements, not ") << size;
+  int64_t span = llvm::StringSwitch<int64_t>(getSwizzle())
+                     .Case("none", 0)
+                     .Case("32B", 32)
+                     .Case("64B", 64)
+                     .Case("128B", 128)
+                     .Default(-1);
+  if (span < 0)
+    return emitOpError("swizzle is one of none, 32B, 64B, 128B, not '")
+           << getSwizzle() << "'";
+  int64_t row = box.back() * source.getElementTypeBitWidth() / 8;
+  if (row % 16)
+    return emitOpError("the box's innermost dim is ")
+           << row << " bytes, not a multiple of 16";
+  if (span && row > span)
+    return emitOpError("the box's innermost dim is ")
+           << row << " bytes, more than the " << getSwizzle() << " swizzle";
+  return success();
+}
+
 LogicalResult WarpReduceOp::verify() {
   return verifyThreads(*this, getDynamicThreads(), getStaticThreads());
 }

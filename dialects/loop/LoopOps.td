@@ -12,6 +12,7 @@
 #ifndef TESSEL_LOOP_OPS
 #define TESSEL_LOOP_OPS
 
+include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
@@ -537,6 +538,34 @@ def Loop_VectorAccessOp : Loop_ValuesOp<"vector_access"> {
       return resolveValues(getDynamicWidth(), getStaticWidth()).front();
     }
   }];
+}
+
+def Loop_TensorMapOp : Loop_Op<"tensor_map", [Pure]> {
+  let summary = "A TMA tensor map of a buffer, encoded by the runtime";
+  let description = [{
+    The 128-byte tensor map (`CUtensorMap`) that copies tiles of `box`
+    elements (outermost dim first, like the buffer's shape) out of
+    `source`, a whole row-major buffer of the host program, into shared
+    memory with `swizzle` ("none", "32B", "64B" or "128B"), elements
+    outside the buffer read as zeros. gpu-lower-mma makes one per operand
+    it copies with TMA (`cp.async.bulk.tensor`); the CUDA backend records
+    it in the artifact's manifest, and the runtime encodes it with
+    `cuTensorMapEncodeTiled` for the address the buffer has in each call
+    and passes the kernel its address in device memory.
+
+    ```mlir
+    %map = loop.tensor_map %a box [128, 64] swizzle "128B"
+        : memref<4096x4096xf16> -> memref<128xi8>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$source, DenseI64ArrayAttr:$box,
+                       StrAttr:$swizzle);
+  let results = (outs MemRefOf<[I8]>:$map);
+  let assemblyFormat = [{
+    $source `box` $box `swizzle` $swizzle attr-dict `:` type($source) `->`
+    type($map)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TESSEL_LOOP_OPS

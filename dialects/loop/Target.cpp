@@ -127,7 +127,7 @@ struct Table {
           cudaChip("sm_86", 86, "+ptx71", 84, 99, ampere),
           cudaChip("sm_89", 89, "+ptx78", 142, 99, ampere),
           cudaChip("sm_90", 90, "+ptx80", 132, 227, hopper),
-          cudaChip("sm_90a", 90, "+ptx80", 132, 227,
+          cudaChip("sm_90a", 90, "+ptx83", 132, 227,
                    hopper | bits({loop::Instruction::Wgmma,
                                   loop::Instruction::Setmaxnreg}))})
       entries.push_back(std::make_unique<TargetDescription>(std::move(d)));

@@ -607,6 +607,71 @@ private:
   Value warpRow, warpCol, fragRow, fragCol, laneRow, laneCol;
 };
 
+/// The suspend-time hint of an mbarrier wait (ns): a thread waits this long
+/// at most before trying again (upstream's examples take the same).
+constexpr int64_t kMaxWaitTicks = 10000000;
+
+/// An operand of a wgmma contraction that TMA copies: the tensor map of the
+/// whole buffer its block-tile view is part of, the view's offsets in that
+/// buffer (per dim), and the type of a copy's box in shared memory.
+struct TmaOperand {
+  Value map;
+  SmallVector<Value> offsets;
+  MemRefType box;
+};
+
+/// The TMA operand of `view` (input `i` of the contraction, its K dim
+/// `kDim`), the tensor map created beside the buffer's definition, when the
+/// view is a chain of unit-stride subviews of a whole row-major buffer that
+/// `blockLoop` does not define, and covers all of the buffer's K: a box
+/// past the view's rows or columns only feeds results the epilogue does
+/// not store, but K past the view's would be summed in (a split K).
+std::optional<TmaOperand> tmaOperand(OpBuilder &b, Value view, unsigned kDim,
+                                     ArrayRef<int64_t> boxShape,
+                                     scf::ForallOp blockLoop) {
+  Location loc = view.getLoc();
+  auto viewType = cast<MemRefType>(view.getType());
+  SmallVector<memref::SubViewOp> chain;
+  Value root = view;
+  while (auto subview = root.getDefiningOp<memref::SubViewOp>()) {
+    if (subview.getSourceType().getRank() != viewType.getRank() ||
+        !llvm::all_of(subview.getMixedStrides(), [](OpFoldResult s) {
+          return isConstantIntValue(s, 1);
+        }))
+      return std::nullopt;
+    chain.push_back(subview);
+    root = subview.getSource();
+  }
+  auto rootType = cast<MemRefType>(root.getType());
+  Operation *owner = root.getDefiningOp()
+                         ? root.getDefiningOp()
+                         : root.getParentBlock()->getParentOp();
+  if (!rootType.getLayout().isIdentity() || blockLoop->isAncestor(owner) ||
+      rootType.isDynamicDim(kDim) ||
+      viewType.getDimSize(kDim) != rootType.getDimSize(kDim))
+    return std::nullopt;
+  TmaOperand operand;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(root);
+    operand.map = loop::TensorMapOp::create(
+        b, loc, MemRefType::get({loop::kTensorMapBytes}, b.getI8Type()), root,
+        b.getDenseI64ArrayAttr(boxShape), b.getStringAttr("128B"));
+  }
+  AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+  for (int64_t d = 0; d < viewType.getRank(); ++d) {
+    OpFoldResult offset = b.getIndexAttr(0);
+    for (memref::SubViewOp subview : chain)
+      offset = affine::makeComposedFoldedAffineApply(
+          b, loc, d0 + d1, {offset, subview.getMixedOffsets()[d]});
+    operand.offsets.push_back(getValueOrCreateConstantIndexOp(b, loc, offset));
+  }
+  operand.box = MemRefType::get(
+      boxShape, rootType.getElementType(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
+  return operand;
+}
+
 /// wgmma.mma_async (m64nNk16) by warpgroups. Each stage of the one
 /// workgroup buffer holds A's K tile (bm rows of 128 bytes) and then B's
 /// (groups of 64 columns, each bk rows of 128 bytes), both with the 128-byte
@@ -618,9 +683,12 @@ private:
 /// 8 * (i / 4) + 2 * (lane % 4) + i % 2 (PTX ISA, wgmma D fragments).
 class WgmmaEmitter final : public TileEmitter {
 public:
+  /// `tiles` is the buffer of elements, or of bytes where TMA (`tma`: of
+  /// A and of B) fills it.
   WgmmaEmitter(OpBuilder &b, Location loc, const MmaConfig &c, MmaMatch &m,
-               Value tid, Value tiles)
-      : TileEmitter(b, loc, c, m, tid), tiles(tiles) {}
+               Value tid, Value tiles,
+               std::optional<std::array<TmaOperand, 2>> tma)
+      : TileEmitter(b, loc, c, m, tid), tiles(tiles), tma(std::move(tma)) {}
 
   /// Elements of the one buffer: every stage of A's tiles, then of B's.
   static int64_t bufferElements(const MmaConfig &c) {
@@ -699,29 +767,64 @@ private:
                    {stage, row, chunk, col})}};
   }
 
-  void emitGemm() override {
-    // One wgmma group may still run while the next is issued; the copies
-    // run `ahead` steps in front, into the stages no running group reads.
-    int64_t retire = c.stages >= 3 ? 1 : 0;
-    int64_t ahead = c.stages - 1 - retire;
-    for (int64_t s = 0; s < ahead; ++s) {
-      bool valid = s < steps();
-      prologueGroup = copyTile(index(valid ? s : steps() - 1), index(s),
-                               valid ? Value() : index(0));
-    }
-    MLIRContext *ctx = b.getContext();
-    Type f32 = b.getF32Type();
+  // One wgmma group may still run while the next is issued; the copies run
+  // `ahead` steps in front, into the stages no running group reads.
+  int64_t retire() const { return c.stages >= 3 ? 1 : 0; }
+  int64_t ahead() const { return c.stages - 1 - retire(); }
+
+  /// Accumulator structs holding the fill's value, one per instruction of
+  /// the warpgroup's tile.
+  SmallVector<Value> initialAccumulators() {
     auto accType = LLVM::LLVMStructType::getLiteral(
-        ctx, SmallVector<Type>(c.shapeN / 2, f32));
+        b.getContext(), SmallVector<Type>(c.shapeN / 2, b.getF32Type()));
     auto init = cast<FloatAttr>(
         m.fill.value().getDefiningOp<arith::ConstantOp>().getValue());
     Value fill = arith::ConstantOp::create(b, loc, init);
     Value acc = LLVM::UndefOp::create(b, loc, accType);
     for (int64_t i = 0; i < c.shapeN / 2; ++i)
       acc = LLVM::InsertValueOp::create(b, loc, acc, fill, i);
-    SmallVector<Value> inits(tilesM() * tilesN(), acc);
+    return SmallVector<Value>(tilesM() * tilesN(), acc);
+  }
+
+  /// One K step's instructions on the tiles of buffer `stage`, as one
+  /// wgmma group, of which `retire()` are left running.
+  SmallVector<Value> multiplyStep(ValueRange carried, Value stage) {
+    SmallVector<Value> accs;
+    for (Value acc : carried)
+      accs.push_back(pinned(acc));
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    for (int64_t kk = 0; kk < c.bk / c.instructionK(); ++kk)
+      for (int64_t mi = 0; mi < tilesM(); ++mi)
+        for (int64_t ni = 0; ni < tilesN(); ++ni) {
+          Value &a = accs[mi * tilesN() + ni];
+          a = multiply(a, stage, mi, ni, kk);
+        }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, retire());
+    return accs;
+  }
+
+  /// Waits for every wgmma group, then stores the accumulators.
+  void finish(ValueRange accs) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    SmallVector<Value> results;
+    for (Value acc : accs)
+      results.push_back(pinned(acc));
+    epilogue(results);
+  }
+
+  void emitGemm() override {
+    if (tma)
+      return emitTmaGemm();
+    int64_t ahead = this->ahead();
+    for (int64_t s = 0; s < ahead; ++s) {
+      bool valid = s < steps();
+      prologueGroup = copyTile(index(valid ? s : steps() - 1), index(s),
+                               valid ? Value() : index(0));
+    }
+    MLIRContext *ctx = b.getContext();
     auto loop = scf::ForOp::create(b, loc, index(0), index(steps()),
-                                   index(1), inits);
+                                   index(1), initialAccumulators());
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -746,27 +849,124 @@ private:
                apply(d0 % c.stages, next),
                arith::SelectOp::create(b, loc, inRange,
                                        index(c.copyElements()), index(0)));
-      Value stage = apply(d0 % c.stages, kt);
-      SmallVector<Value> accs;
-      for (Value acc : loop.getRegionIterArgs())
-        accs.push_back(pinned(acc));
-      NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      for (int64_t kk = 0; kk < c.bk / c.instructionK(); ++kk)
-        for (int64_t mi = 0; mi < tilesM(); ++mi)
-          for (int64_t ni = 0; ni < tilesN(); ++ni) {
-            Value &a = accs[mi * tilesN() + ni];
-            a = multiply(a, stage, mi, ni, kk);
-          }
-      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, retire);
-      scf::YieldOp::create(b, loc, accs);
+      scf::YieldOp::create(
+          b, loc,
+          multiplyStep(loop.getRegionIterArgs(), apply(d0 % c.stages, kt)));
     }
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     wait(prologueGroup, 0);
-    SmallVector<Value> results;
-    for (Value acc : loop.getResults())
-      results.push_back(pinned(acc));
-    epilogue(results);
+    finish(loop.getResults());
+  }
+
+  /// The main loop with TMA: thread 0 starts each K step's copies (one box
+  /// of A, one of B per 64 columns) on the stage's mbarrier, which counts
+  /// their bytes; every thread waits for the step's phase of it. The
+  /// barrier at the top of a step orders every warpgroup's retirement of
+  /// the stage it refills before the copies into it.
+  void emitTmaGemm() {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    barriers = nvgpu::MBarrierCreateOp::create(
+        b, loc, nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages));
+    for (auto [operand, descriptor] : llvm::zip(*tma, descriptors)) {
+      Value address = arith::IndexCastUIOp::create(
+          b, loc, b.getI64Type(),
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand.map));
+      Value pointer = LLVM::IntToPtrOp::create(
+          b, loc, LLVM::LLVMPointerType::get(ctx), address);
+      descriptor = UnrealizedConversionCastOp::create(
+                       b, loc,
+                       nvgpu::TensorMapDescriptorType::get(
+                           ctx, operand.box,
+                           nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+                           nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
+                           nvgpu::TensorMapOOBKind::OOB_ZERO,
+                           nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE),
+                       pointer)
+                       .getResult(0);
+    }
+    // Thread 0 produces, by predicated instructions rather than a branch:
+    // the warpgroup-collective wgmma instructions that follow need its warp
+    // converged.
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                        index(0));
+    // The host wrote the maps (generic proxy) that TMA reads (the tensor
+    // map proxy).
+    for (Value descriptor : descriptors)
+      nvgpu::TmaFenceOp::create(b, loc, descriptor);
+    for (int64_t s = 0; s < c.stages; ++s)
+      nvgpu::MBarrierInitOp::create(b, loc, barriers, index(1), index(s),
+                                    first);
+    for (int64_t s = 0; s < std::min(ahead(), steps()); ++s)
+      produce(index(s), index(s), first);
+    gpu::BarrierOp::create(b, loc);
+    // Steps that refill a stage, then the last `ahead` ones, which do not
+    // (two loops: a predicate LLVM folds to a constant after unrolling would
+    // leave the instructions' inline PTX an immediate guard, "@0").
+    int64_t refilling = std::max<int64_t>(steps() - ahead(), 0);
+    SmallVector<Value> accs = initialAccumulators();
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, refilling},
+                              {refilling, steps()}}) {
+      if (begin == end)
+        continue;
+      auto loop = scf::ForOp::create(b, loc, index(begin), index(end),
+                                     index(1), accs);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kt = loop.getInductionVar();
+      if (begin == 0) {
+        gpu::BarrierOp::create(b, loc);
+        Value next = apply(d0 + ahead(), kt);
+        produce(next, apply(d0 % c.stages, next), first);
+      }
+      Value stage = apply(d0 % c.stages, kt);
+      Value parity = arith::TruncIOp::create(
+          b, loc, b.getI1Type(),
+          arith::IndexCastUIOp::create(
+              b, loc, b.getI64Type(),
+              apply(d0.floorDiv(c.stages) % 2, kt)));
+      nvgpu::MBarrierTryWaitParityOp::create(b, loc, barriers, parity,
+                                             index(kMaxWaitTicks), stage);
+      scf::YieldOp::create(b, loc,
+                           multiplyStep(loop.getRegionIterArgs(), stage));
+      accs = loop.getResults();
+    }
+    finish(accs);
+  }
+
+  /// Where `predicate` holds, starts the TMA copies of K step `step` into
+  /// buffer `stage`, after telling its mbarrier the bytes they land (whole
+  /// boxes, those past the buffer's edges zero-filled).
+  void produce(Value step, Value stage, Value predicate) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    int64_t bytes = (stageA() + stageB()) * c.elementBytes;
+    nvgpu::MBarrierArriveExpectTxOp::create(b, loc, barriers, index(bytes),
+                                            stage, predicate);
+    Value k = apply(d0 * c.bk, step);
+    auto load = [&](unsigned operand, ArrayRef<unsigned> batchLoops,
+                    ArrayRef<Value> inner, Value elements) {
+      // Coordinates innermost first: the view's offsets plus the tile's
+      // position in it (batch indices for the batch dims).
+      const TmaOperand &o = (*tma)[operand];
+      size_t rank = o.offsets.size();
+      SmallVector<Value> coordinates;
+      for (size_t d = 0; d < rank; ++d) {
+        size_t dim = rank - 1 - d;
+        Value position = d < inner.size() ? inner[d]
+                                          : batchIndices[batchLoops[dim]];
+        coordinates.push_back(apply(d0 + d1, {o.offsets[dim], position}));
+      }
+      Value bytesOffset = apply(d0 * c.elementBytes, elements);
+      Value dst = memref::ViewOp::create(b, loc, o.box, tiles, bytesOffset,
+                                         ValueRange{});
+      nvgpu::TmaAsyncLoadOp::create(b, loc, dst, barriers,
+                                    descriptors[operand], coordinates, stage,
+                                    Value(), predicate);
+    };
+    load(0, m.lhsBatch, {k, index(0)}, apply(d0 * stageA(), stage));
+    for (int64_t g = 0; g < c.bn / rowElements(); ++g)
+      load(1, m.rhsBatch, {index(g * rowElements()), k},
+           apply(c.stages * stageA() + d0 * stageB() + g * groupB(), stage));
   }
 
   /// `acc` through an empty volatile inline asm that reads and writes each
@@ -817,7 +1017,7 @@ private:
                   (d1 + ni * c.shapeN).floorDiv(rowElements()) * groupB() +
                   kk * c.instructionK() * rowElements(),
               {stage, groupCol}));
-    Type element = getElementTypeOrSelf(tiles.getType());
+    Type element = getElementTypeOrSelf(m.lhs.getType());
     auto type = element.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
     MLIRContext *ctx = b.getContext();
     return NVVM::WgmmaMmaAsyncOp::create(
@@ -848,10 +1048,14 @@ private:
   }
 
   Value tiles;
+  std::optional<std::array<TmaOperand, 2>> tma;
   // The warpgroup's tile in the block tile; the row and column of the
   // thread's first accumulator element in an instruction's 64 x n.
   Value groupRow, groupCol, laneRow, laneCol;
   Value descriptorA, descriptorB;
+  // TMA: the stages' mbarriers and the tensor maps of A and B.
+  Value barriers;
+  std::array<Value, 2> descriptors;
 };
 
 LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
@@ -905,9 +1109,40 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(threads);
     if (c.wgmma()) {
-      Value tiles = buffer({WgmmaEmitter::bufferElements(c)});
+      std::optional<std::array<TmaOperand, 2>> tma;
+      const loop::TargetDescription &target =
+          config.getTarget().getDescription();
+      if (target.has(loop::Instruction::Tma) &&
+          target.has(loop::Instruction::MbarrierTx)) {
+        auto blockLoop = contraction->getParentOfType<scf::ForallOp>();
+        // Boxes: A's bm rows of one K step, B's K step of 64 columns; one
+        // index of each batch dim.
+        auto box = [&](Value view, int64_t rows, int64_t cols) {
+          SmallVector<int64_t> shape(
+              cast<MemRefType>(view.getType()).getRank() - 2, 1);
+          llvm::append_range(shape, ArrayRef<int64_t>{rows, cols});
+          return shape;
+        };
+        int64_t group = kSwizzleBytes / c.elementBytes;
+        std::optional<TmaOperand> a = tmaOperand(
+            b, m.lhs, m.lhsBatch.size() + 1, box(m.lhs, c.bm, c.bk), blockLoop);
+        std::optional<TmaOperand> bOperand = tmaOperand(
+            b, m.rhs, m.rhsBatch.size(), box(m.rhs, c.bk, group), blockLoop);
+        if (a && bOperand)
+          tma = std::array<TmaOperand, 2>{*a, *bOperand};
+        else if (a || bOperand)
+          (a ? a->map : bOperand->map).getDefiningOp()->erase();
+      }
+      Value tiles =
+          tma ? Value(memref::AllocOp::create(
+                    b, loc,
+                    MemRefType::get({WgmmaEmitter::bufferElements(c) *
+                                         c.elementBytes},
+                                    b.getI8Type(), MemRefLayoutAttrInterface(),
+                                    workgroup)))
+              : buffer({WgmmaEmitter::bufferElements(c)});
       b.setInsertionPoint(threads.getBody()->getTerminator());
-      WgmmaEmitter(b, loc, c, m, tid, tiles).emit();
+      WgmmaEmitter(b, loc, c, m, tid, tiles, std::move(tma)).emit();
     } else {
       Value smA = buffer({c.stages, c.bm, c.bk + c.pad});
       Value smB = buffer({c.stages, c.bk, c.bn + c.pad});

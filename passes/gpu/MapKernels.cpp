@@ -80,7 +80,8 @@ bool isWholeBuffer(Value v) {
 }
 
 /// Ops that stay on the kernel function's top level: they allocate, alias or
-/// name memory rather than compute (the host program reads them), or copy
+/// name memory rather than compute (the host program reads them; the
+/// runtime encodes tensor maps), or copy
 /// one whole buffer to another (a device-to-device copy of the host
 /// program). A copy into or out of part of a buffer is computation.
 bool staysOutside(Operation &op) {
@@ -93,7 +94,7 @@ bool staysOutside(Operation &op) {
                              [](Type t) { return t.isIndex(); });
   return op.hasTrait<OpTrait::IsTerminator>() || isSinkable(&op) || isSize ||
          isa<arith::ConstantOp, memref::AllocOp, memref::DeallocOp,
-             gpu::LaunchOp>(op);
+             gpu::LaunchOp, loop::TensorMapOp>(op);
 }
 
 /// Moves `ops` (consecutive top-level ops) into a new 1x1x1 launch.

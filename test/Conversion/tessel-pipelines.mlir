@@ -21,7 +21,7 @@
 
 // sm_90a has wgmma: the arch-specific chip and PTX 8.0.
 // SM90A: gpu.binary @mlp_kernel0_kernel
-// SM90A-SAME: .version 8.0
+// SM90A-SAME: .version 8.3
 // SM90A-SAME: .target sm_90a
 
 // CPU-NOT: gpu.

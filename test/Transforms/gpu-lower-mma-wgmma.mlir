@@ -1,29 +1,39 @@
 // RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-lower-mma),canonicalize)" | FileCheck %s
-// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-lower-mma),gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,nvvm-attach-target{chip=sm_90a features=+ptx80 O=3},gpu.module(convert-linalg-to-loops,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},convert-nvvm-to-llvm,gpu-extern-dynamic-shared),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline="builtin.module(func.func(gpu-lower-mma),gpu-map-kernels,canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,nvvm-attach-target{chip=sm_90a features=+ptx83 O=3},gpu.module(convert-linalg-to-loops,convert-nvgpu-to-nvvm,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv},convert-nvvm-to-llvm,gpu-extern-dynamic-shared),reconcile-unrealized-casts,gpu-module-to-binary{format=isa})" | FileCheck %s --check-prefix=PTX
 
 // A 128x128 block tile on sm_90a with loop.mma [64, 128, 64] shape
-// [64, 128, 16] and three stages: two warpgroups (256 threads) copy A and
-// B with cp.async into one buffer of swizzled tiles (3 x (128x64 + 64x128)
-// f16), fence the copies for the async proxy, and issue four
-// wgmma.m64n128k16 per K step each (K-major A, N-major B), one group left
-// running while the next step's copies start; the bias epilogue runs on
-// the accumulator registers.
+// [64, 128, 16] and three stages: tensor maps of A and B (boxes of 128x64
+// and 64x64, 128-byte swizzle) for the runtime to encode; two warpgroups
+// (256 threads); thread 0 initializes an mbarrier per stage and starts the
+// TMA copies of each K step (one box of A, two of B) on its stage's
+// mbarrier, predicated rather than branched; every thread waits for the
+// step's phase and its warpgroup issues four wgmma.m64n128k16 (K-major A,
+// N-major B from the swizzled tiles), one group left running while the
+// next step's copies start; the steps that refill nothing run in a loop of
+// their own; the bias epilogue runs on the accumulator registers.
 // CHECK-LABEL: func.func private @k
-// CHECK: memref.alloc() : memref<49152xf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: loop.tensor_map %arg0 box [128, 64] swizzle "128B" : memref<256x512xf16> -> memref<128xi8>
+// CHECK-DAG: loop.tensor_map %arg1 box [64, 64] swizzle "128B" : memref<512x256xf16> -> memref<128xi8>
+// CHECK: memref.alloc() : memref<98304xi8, #gpu.address_space<workgroup>>
 // CHECK: scf.forall (%{{.*}}) in (256) {
-// CHECK: memref.extract_aligned_pointer_as_index
-// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1}
-// CHECK: nvgpu.device_async_create_group
+// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+// CHECK: nvgpu.tma.fence.descriptor
+// CHECK: nvgpu.mbarrier.init {{.*}}, predicate =
+// CHECK: nvgpu.mbarrier.arrive.expect_tx {{.*}}, %c32768, predicate =
+// CHECK-COUNT-3: nvgpu.tma.async.load
+// CHECK: gpu.barrier
 // CHECK: scf.for {{.*}} iter_args
-// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
-// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK-NEXT: gpu.barrier
+// CHECK: gpu.barrier
+// CHECK: nvgpu.mbarrier.arrive.expect_tx
+// CHECK-COUNT-3: nvgpu.tma.async.load
+// CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK: llvm.inline_asm has_side_effects "", "=f,
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: scf.yield
+// CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: llvm.extractvalue
 // CHECK: arith.addf
@@ -31,8 +41,11 @@
 // CHECK: } {mapping = [#gpu.thread<x>]}
 // CHECK-NOT: linalg.matmul
 // PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
-// PTX: cp.async.cg.shared.global
-// PTX: fence.proxy.async.shared::cta
+// PTX: fence.proxy.tensormap::generic.acquire
+// PTX: mbarrier.init.shared.b64
+// PTX: mbarrier.arrive.expect_tx.shared.b64
+// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// PTX: mbarrier.try_wait.parity.shared.b64
 // PTX: wgmma.fence.sync.aligned
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // PTX: wgmma.commit_group.sync.aligned
@@ -58,6 +71,36 @@ func.func private @k(%a: memref<256x512xf16>, %b: memref<512x256xf16>, %bias: me
       linalg.yield %s : f32
     }
     memref.dealloc %acc : memref<128x128xf32>
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A's view takes half of its buffer's K, where a box would read on into
+// the other half: threads copy both operands with cp.async into the
+// swizzled tiles instead, and fence the copies for the async proxy.
+// CHECK-LABEL: func.func private @half_k
+// CHECK-NOT: loop.tensor_map
+// CHECK: memref.alloc() : memref<49152xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1}
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.wgmma.mma_async
+// PTX: cp.async.cg.shared.global
+// PTX: fence.proxy.async.shared::cta
+// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+func.func private @half_k(%a: memref<256x1024xf16>, %b: memref<512x256xf16>, %out: memref<256x256xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (256, 256) step (128, 128) {
+    %sa = memref.subview %a[%i, 0] [128, 512] [1, 1] : memref<256x1024xf16> to memref<128x512xf16, strided<[1024, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [512, 128] [1, 1] : memref<512x256xf16> to memref<512x128xf16, strided<[256, 1], offset: ?>>
+    %so = memref.subview %out[%i, %j] [128, 128] [1, 1] : memref<256x256xf32> to memref<128x128xf32, strided<[256, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>)
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 128, warp_m = 64, warp_n = 128, k = 64, stages = 3, pad = 0, shape_m = 64, shape_n = 128>}
+        ins(%sa, %sb : memref<128x512xf16, strided<[1024, 1], offset: ?>>, memref<512x128xf16, strided<[256, 1], offset: ?>>) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>)
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}
   return
 }

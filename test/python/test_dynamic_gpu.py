@@ -83,3 +83,46 @@ def test_a_call_outside_the_range_is_a_value_error():
     exe = emulated(lambda x: x * 2, spec("batch", "seq", 32)).emulate()
     with pytest.raises(ValueError, match=r"argument 0 has 17 as dim 1 \(seq\), outside the range \[1, 16\]"):
         exe(normal(1, 17, 32))
+
+
+@pytest.mark.parametrize("target,instruction", [("sm_80", "mma.sync.aligned.m16n8k16"),
+                                                ("sm_90a", "wgmma.mma_async.sync.aligned.m64n")])
+def test_tensor_core_contractions_over_a_symbol_mask_their_edge_tiles(target, instruction):
+    # An f16 linear layer + GELU over a symbolic row count: one compile
+    # whose grid counts row blocks at each call; the last block's rows past
+    # the call's are zero-filled by the copies (on sm_90a TMA, whose tensor
+    # map has the symbol as a dim) and not stored.
+    f16 = np.dtype(np.float16)
+    module = tessel.trace(lambda a, w, b: ops.gelu(a @ w + b, approximate="tanh"),
+                          tessel.TensorSpec(("rows", 128), f16), tessel.TensorSpec((128, 192), f16),
+                          tessel.TensorSpec((192,), f16), dims={"rows": (1, 300)}, name="linear")
+    artifact = tessel.compile(module, target=f"cuda:{target}")
+    [kernel] = artifact.kernels
+    assert instruction in kernel.ptx and not any(isinstance(g, int) for g in kernel.grid[1:2])
+    assert [m.dims for m in artifact.tensor_maps] == ([(192, 128), (128, "rows")] if target == "sm_90a" else [])
+    w, b = (normal(128, 192) * 0.1).astype(f16), normal(192).astype(f16)
+    run = artifact.emulate()
+    for rows in (1, 37, 64, 211, 300):
+        a = normal(rows, 128).astype(f16)
+        x = a.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
+        want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+        np.testing.assert_allclose(run(a, w, b).astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+def test_projections_over_batch_and_sequence_run_on_wgmma_and_scores_fall_back():
+    # x @ W over [batch, seq] rows: M a product of symbols. The scores
+    # q @ k^T have the sequence as N, which tensor cores do not take over
+    # symbols (B's rows must be whole 16-byte copies at every size): they
+    # run on the general GPU schedule, as correctly.
+    f16 = np.dtype(np.float16)
+    module = tessel.trace(lambda x, w: (lambda q: q @ q.transpose(0, 2, 1))(x @ w),
+                          tessel.TensorSpec(("batch", "seq", 64), f16), tessel.TensorSpec((64, 64), f16),
+                          dims={"batch": (1, 4), "seq": (1, 96)}, name="scores")
+    artifact = tessel.compile(module, target="cuda:sm_90a")
+    assert sum("wgmma.mma_async" in k.ptx for k in artifact.kernels) == 1
+    run = artifact.emulate()
+    w = (normal(64, 64) * 0.2).astype(f16)
+    for batch, seq in ((1, 1), (2, 13), (4, 96), (3, 64)):
+        x = normal(batch, seq, 64).astype(f16)
+        q = (x.astype(np.float32) @ w.astype(np.float32)).astype(f16).astype(np.float32)
+        np.testing.assert_allclose(run(x, w).astype(np.float32), q @ q.transpose(0, 2, 1), rtol=3e-2, atol=3e-2)

@@ -1,6 +1,7 @@
 """The emulator's checks catch what ptxas does not: broken copies of
 tessel's own kernels (an f16 GEMM with a multi-stage cp.async pipeline on
-mma.sync and on sm_90a's wgmma, a softmax) assemble without complaint, yet each fails on the emulator, with
+mma.sync, one with a TMA + mbarrier ring on sm_90a's wgmma, a softmax)
+assemble without complaint, yet each fails on the emulator, with
 an error or with results that no longer match numpy, while the unbroken
 kernels pass.
 """
@@ -120,12 +121,29 @@ def _wgmma_lines(replace: Callable[[str], str]) -> Callable[[Path], None]:
     return _edit_ptx(edit)
 
 
+def _flip_parity(line: str) -> str:
+    """The try_wait of an mbarrier's other phase: its parity operand XORed with 1."""
+    parity = re.search(r"\], (%r\d+),", line).group(1)
+    return (".reg .b32 flipped; xor.b32 flipped, " + parity + ", 1; " +
+            line.replace(f"], {parity},", "], flipped,"))
+
+
+def _tensor_maps(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        manifest = json.loads((path / "manifest.json").read_text())
+        for tensor_map in manifest["tensor_maps"]:
+            edit(tensor_map)
+        (path / "manifest.json").write_text(json.dumps(manifest))
+    return mutate
+
+
 WGMMA_MUTANTS = {
     "no_wgmma_wait_in_loop": _in_loop(r"wgmma\.wait_group", lambda line: None, marker="wgmma.mma_async"),
     "no_wgmma_wait_before_the_epilogue": _drop_last(r"wgmma\.wait_group"),
     "no_wgmma_fence": _in_loop(r"wgmma\.fence", lambda line: None, marker="wgmma.mma_async"),
-    "no_proxy_fence_after_the_copies": _in_loop(r"fence\.proxy\.async", lambda line: None,
-                                                marker="wgmma.mma_async"),
+    "no_expect_tx_in_loop": _in_loop(r"mbarrier\.arrive\.expect_tx", lambda line: None, marker="wgmma.mma_async"),
+    "wrong_phase_parity": _in_loop(r"mbarrier\.try_wait\.parity", _flip_parity, marker="wgmma.mma_async"),
+    "tensor_maps_unswizzled": _tensor_maps(lambda m: m.__setitem__("swizzle", "none")),
     "b_not_transposed": _wgmma_lines(lambda line: re.sub(r"1;$", "0;", line)),
     "descriptors_without_swizzle": _descriptors(lambda bits: bits - (1 << 62)),
     "descriptors_one_row_of_128_bytes_off": _descriptors(lambda bits: bits + 8),
@@ -171,8 +189,11 @@ def test_the_pipeline_has_the_stages_the_mutants_break(kernels):
     assert ".extern .shared .align 1024 .b8 __dynamic_shmem__0[];" in ptx
     ptx = next((kernels["wgmma_gemm"][0] / "kernels").glob("*.ptx")).read_text()
     body = "\n".join(ptx.splitlines()[i] for i in _loop(ptx.splitlines(), "wgmma.mma_async"))
-    assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", body) and "fence.proxy.async" in body
+    assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", body) and "mbarrier.try_wait.parity" in body
     assert "wgmma.fence" in body and re.search(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx)
+    assert "mbarrier.arrive.expect_tx" in body and "cp.async.bulk.tensor.2d" in body
+    manifest = json.loads((kernels["wgmma_gemm"][0] / "manifest.json").read_text())
+    assert [m["swizzle"] for m in manifest["tensor_maps"]] == ["128B", "128B"]
 
 
 @pytest.mark.parametrize("name", ["gemm", "wgmma_gemm", "softmax"])

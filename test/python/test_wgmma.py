@@ -1,4 +1,5 @@
-"""Hopper tensor cores (sm_90a): contractions on wgmma.mma_async.
+"""Hopper tensor cores (sm_90a): contractions on wgmma.mma_async, their
+operands copied by TMA (cp.async.bulk.tensor) through an mbarrier ring.
 
 Every kernel is assembled by ptxas (sm_90a) and the small ones run on the
 PTX emulator against numpy, whose wgmma model (descriptors, swizzles,
@@ -54,9 +55,14 @@ def test_16_bit_matmul_with_epilogue_runs_on_wgmma_without_spills(m, n, k, dtype
     ptx = kernel.ptx
     assert ".target sm_90a" in ptx and "mma.sync" not in ptx and "ldmatrix" not in ptx
     assert {t for _, t in _wgmma_shapes(ptx)} == {PTX_TYPES[dtype.name]}
-    for instruction in ("cp.async.cg.shared.global", "fence.proxy.async.shared::cta", "wgmma.fence.sync.aligned",
-                        "wgmma.commit_group.sync.aligned", ".extern .shared .align 1024"):
+    # A and B by TMA into 128-byte-swizzled boxes, each stage's bytes
+    # counted by its mbarrier.
+    for instruction in ("cp.async.bulk.tensor.2d.shared::cluster.global", "mbarrier.arrive.expect_tx",
+                        "mbarrier.try_wait.parity", "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                        ".extern .shared .align 1024"):
         assert instruction in ptx, instruction
+    assert "cp.async.cg" not in ptx
+    assert [(m.buffer, m.swizzle, m.box[0]) for m in artifact.tensor_maps] == [(1, "128B", 64), (0, "128B", 64)]
     assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
     if m * n * k >= 4096**3:
         # The largest tile: two warpgroups of 64 x 256, four stages of
@@ -127,6 +133,19 @@ def test_convolutions_run_on_wgmma_over_materialized_patches():
     want = np.maximum(fuzz.conv2d_reference(x.astype(np.float64), w.astype(np.float64), stride=1, padding=1,
                                             dilation=1, groups=1, layout="NCHW"), 0)
     np.testing.assert_allclose(artifact.emulate()(x, w).astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+def test_operands_tma_cannot_copy_are_copied_by_cp_async():
+    # K split in 8 parts (one block of 64 x 64 results): each part reads its
+    # eighth of K, where a box would run on into the next part's, so
+    # threads copy the tiles, masked, and fence them for the async proxy.
+    a, w = _randn(64, 8192, dtype=np.float16), (_randn(8192, 64) * 0.1).astype(np.float16)
+    artifact = tessel.compile(tessel.trace(lambda a, w: a @ w, a, w, name="split"), target="cuda:sm_90a")
+    [parts] = [k for k in artifact.kernels if _wgmma_shapes(k.ptx)]
+    assert parts.grid == (1, 1, 8) and "cp.async.cg.shared.global" in parts.ptx
+    assert "fence.proxy.async.shared::cta" in parts.ptx and not artifact.tensor_maps
+    np.testing.assert_allclose(artifact.emulate()(a, w).astype(np.float32), a.astype(np.float32) @ w.astype(np.float32),
+                               rtol=2e-2, atol=2e-2)
 
 
 def test_contractions_wgmma_cannot_take_keep_mma_sync():

@@ -15,6 +15,7 @@
 
 #include "passes/loop/strategies/Strategy.h"
 
+#include "passes/TileAndFuseRoot.h"
 #include "passes/linalg/Contractions.h"
 #include "passes/loop/MmaConfig.h"
 
@@ -22,6 +23,23 @@ using namespace mlir;
 using namespace tessel;
 
 namespace {
+
+/// The extents a tensor-core schedule of `contraction` (with `batch` batch
+/// loops) is chosen and checked at: M and the innermost batch loop (a grid
+/// dim) over size symbols at their largest, M's edge tiles masked and the
+/// blocks counted at each call. Nothing where another loop is over
+/// symbols, or a symbol has no range: the lowering needs K and the outer
+/// batch loops static, and B's rows (N) whole 16-byte copies at every size.
+std::optional<SmallVector<int64_t>> mmaExtents(linalg::LinalgOp contraction,
+                                               unsigned batch) {
+  SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
+  for (auto [loop, extent] : llvm::enumerate(extents))
+    if (ShapedType::isDynamic(extent) && loop + 1 != batch && loop != batch)
+      return std::nullopt;
+  if (!ShapedType::isDynamicShape(extents))
+    return extents;
+  return largestLoopExtents(cast<TilingInterface>(contraction.getOperation()));
+}
 
 /// Checks loop.materialize: a contraction kernel whose named inputs are
 /// computed in it, by linalg ops.
@@ -81,7 +99,14 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
            << " with f32 accumulation use [" << shape << "]"
            << (elementBytes == 2 ? " (mma.sync) or [64, n, 16] (wgmma)" : "");
   unsigned batch = *mmaBatchLoops(contraction);
-  SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
+  std::optional<SmallVector<int64_t>> largest = mmaExtents(contraction, batch);
+  if (!largest)
+    return mma.emitError("cannot apply to kernel '")
+           << schedule.getKernel()
+           << "': only M and the innermost batch loop of its contraction may "
+              "be over size symbols (with ranges); tensor cores need K, N and "
+              "outer batch loops static";
+  SmallVector<int64_t> extents = *largest;
   SmallVector<int64_t> block = blockTile.getResolvedSizes();
   for (auto [size, extent] : llvm::zip(block, extents))
     if (size == 0)
@@ -224,7 +249,11 @@ struct TensorCoreContraction final : Strategy {
       return Default::Declined;
     int64_t elementBytes = mmaElementBytes(contraction);
     unsigned batch = *mmaBatchLoops(contraction);
-    SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
+    std::optional<SmallVector<int64_t>> largest =
+        mmaExtents(contraction, batch);
+    if (!largest)
+      return Default::Declined;
+    SmallVector<int64_t> extents = *largest;
     // The innermost batch loop goes to grid z, outer ones stay in the block.
     int64_t batchBlocks = batch ? extents[batch - 1] : 1;
     auto noName = [](MmaConfig::Field) { return std::string(); };

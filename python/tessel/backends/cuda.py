@@ -438,6 +438,8 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
     kernels: list[KernelInfo] = []
     kernel_index: dict[str, int] = {}
     steps: list[dict[str, Any]] = []
+    tensor_maps: list[TensorMapInfo] = []
+    map_ids: dict[Any, int] = {}  # loop.tensor_map results -> their index in tensor_maps
 
     sizes: dict[Any, shapes.Size] = {}  # index values of the host program, as size expressions
 
@@ -522,6 +524,10 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
                 sizes[op.result] = _folded(_SIZE_OPS[kind], size(op.operands[0]), size(op.operands[1]))
             elif kind == "arith.index_cast":
                 sizes[op.result] = size(op.operands[0])
+            elif kind == "loop.tensor_map":
+                map_ids[op.result] = len(tensor_maps)
+                tensor_maps.append(_tensor_map(op, buffer(op.operands[0], ids), shape_of[op.operands[0]],
+                                               buffers[ids[op.operands[0]]].dtype))
             elif kind == "memref.copy":
                 steps.append({"op": "copy", "source": ids[op.operands[0]],
                               "target": ids[op.operands[1]]})
@@ -538,7 +544,8 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
                     kernels.append(_launch(op, ptx, target, run_ptxas, size))
                 # Buffers by id; sizes (index operands) as 64-bit parameters.
                 steps.append({"op": "launch", "kernel": kernel_index[symbol],
-                              "args": [{"size": size(v)} if isinstance(v.type, ir.IndexType) else buffer(v, ids)
+                              "args": [{"size": size(v)} if isinstance(v.type, ir.IndexType)
+                                       else {"tensor_map": map_ids[v]} if v in map_ids else buffer(v, ids)
                                        for v in op.kernelOperands]})
             elif kind == "func.return":
                 return
@@ -559,7 +566,22 @@ def _host_program(module: ir.Module, entry: str, inputs: Sequence[TensorSpec],
         ids[arg] = add(arg, "input" if is_input else "output", i if is_input else i - len(inputs),
                        dtype=spec.dtype, shape=spec.sizes())
     walk(host, ids)
-    return kernels, buffers, constants, steps
+    return kernels, buffers, constants, steps, tensor_maps
+
+
+def _tensor_map(op: Any, buffer: int, shape: Sequence[shapes.Size], dtype: np.dtype) -> TensorMapInfo:
+    """The manifest's tensor map of a loop.tensor_map over buffer ``buffer``
+    (row-major, of ``shape`` and ``dtype``): dims, box and element strides
+    innermost first, the strides of dims 1.. in bytes (size expressions
+    over size symbols), zeros outside the buffer."""
+    dims = tuple(reversed(shape))
+    strides, stride = [], dtype.itemsize
+    for d in dims[:-1]:
+        stride = _folded("mul", stride, d)
+        strides.append(stride)
+    box = tuple(reversed([int(b) for b in ir.DenseI64ArrayAttr(op.attributes["box"])]))
+    swizzle = ir.StringAttr(op.attributes["swizzle"]).value
+    return TensorMapInfo(dtype.name, dims, tuple(strides), box, (1,) * len(dims), swizzle, buffer=buffer)
 
 
 def _ptx_identifiers(module: ir.Module) -> dict[str, str]:
@@ -651,11 +673,11 @@ def compile_cuda(module: ir.Module, target: str = "sm_90", *, entry: str | None 
                               print_ir_after_all=print_ir_after_all, timing=timing))
     start = time.perf_counter()
     with work.context:
-        kernels, buffers, constants, steps = _host_program(
+        kernels, buffers, constants, steps, tensor_maps = _host_program(
             work, symbol, inputs, outputs, target, run_ptxas)
     seconds["manifest"] = time.perf_counter() - start
     artifact = CudaArtifact(target, name, inputs, outputs, kernels, buffers, constants, steps, seconds,
-                            dims=ranges)
+                            tensor_maps, dims=ranges)
     if cache is not None:
         start = time.perf_counter()
         cache.put("cuda", key, artifact.packed())

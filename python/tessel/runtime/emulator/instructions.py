@@ -933,7 +933,9 @@ def _float_result(x: np.ndarray, to: str, mode: str, saturate, flush) -> np.ndar
 @opcode("cvta")
 def _cvta(d: Decoder, ins: Instruction, mods: Mods) -> Op:
     to_space = mods.take("to")
-    space = mods.take("global", "shared", "shared::cta", "local", "const", "param")
+    # Blocks run in clusters of one here, and the .shared::cta window lies in the .shared::cluster one: a
+    # CTA's own shared memory has the same address in both (PTX ISA, "Shared State Space").
+    space = mods.take("global", "shared", "shared::cta", "shared::cluster", "local", "const", "param")
     t = mods.type({"u32", "u64"})
     if space is None:
         raise mods.error("needs a state space")

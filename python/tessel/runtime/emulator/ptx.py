@@ -12,7 +12,7 @@ function's nested ``{ }`` scopes here, so later stages see unique slots.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace, field
 from ...errors import RuntimeError
 
 __all__ = ["Address", "EmulationError", "Function", "Immediate", "Instruction", "Module", "Param",
@@ -516,6 +516,9 @@ class _Body:
         # Names in scope: registers, and call parameters (their variable's name).
         self.scopes: list[dict[str, Register | str]] = []
         self.declared = 0
+        # Labels are scoped by blocks too (an inline asm's "LAB_WAIT:" in braces may be inlined many times):
+        # per open block, where its instructions start and its labels' names in the function.
+        self.label_scopes: list[tuple[int, dict[str, str]]] = []
 
     def declare(self, function: Function, name: str, type_: str) -> None:
         slot = len(function.registers)
@@ -531,25 +534,41 @@ class _Body:
     def parse(self, function: Function) -> None:
         p = self.p
         p.expect("{")
-        self.scopes.append({})
+        self.open(function)
         while True:
             token = p.peek()
             if token.kind == "eof":
                 raise EmulationError(f"function {self.name} is not closed", line=token.line)
             if token.text == "}":
                 p.next()
-                self.scopes.pop()
+                self.close(function)
                 if not self.scopes:
                     return
                 continue
             if token.text == "{":
                 p.next()
-                self.scopes.append({})
+                self.open(function)
                 continue
             if token.text in _LINE_DIRECTIVES:
                 p.line_directive(token)
                 continue
             self.statement(function, token)
+
+    def open(self, function: Function) -> None:
+        self.scopes.append({})
+        self.label_scopes.append((len(function.body), {}))
+
+    def close(self, function: Function) -> None:
+        """Ends a block: branches in it to its labels name them as the function does."""
+        self.scopes.pop()
+        start, labels = self.label_scopes.pop()
+        if not labels:
+            return
+        for i in range(start, len(function.body)):
+            ins = function.body[i]
+            if any(isinstance(o, Symbol) and o.name in labels for o in ins.operands):
+                function.body[i] = replace(ins, operands=[Symbol(labels[o.name]) if isinstance(o, Symbol)
+                                                          and o.name in labels else o for o in ins.operands])
 
     def statement(self, function: Function, token: _Token) -> None:
         p = self.p
@@ -599,9 +618,13 @@ class _Body:
             return
         if token.kind == "id" and p.tokens[p.pos + 1].text == ":" and p.tokens[p.pos + 2].text != ":":
             p.pos += 2
-            if token.text in function.labels:
+            labels = self.label_scopes[-1][1]
+            if token.text in labels:
                 raise EmulationError(f"label {token.text} is defined twice", line=token.line)
-            function.labels[token.text] = len(function.body)
+            # The function's own labels keep their names; a nested block's get one of their own.
+            name = token.text if len(self.label_scopes) == 1 else f"{token.text}%{len(function.labels)}"
+            labels[token.text] = name
+            function.labels[name] = len(function.body)
             return
         if token.kind == "id" and token.text.startswith("."):
             raise EmulationError(f"unknown directive {token.text!r} in function {self.name}", line=token.line)
