@@ -62,7 +62,10 @@ LogicalResult
 MmaConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       TargetAttr, int64_t blockM, int64_t blockN, int64_t warpM,
                       int64_t warpN, int64_t k, int64_t stages, int64_t pad,
-                      int64_t shapeM, int64_t shapeN) {
+                      int64_t shapeM, int64_t shapeN, int64_t producers) {
+  if (producers != 0 && producers != 1)
+    return emitError() << "mma_config: producers = " << producers
+                       << " is not 0 or 1";
   for (auto [name, value] :
        {std::pair<StringRef, int64_t>{"block_m", blockM}, {"block_n", blockN},
         {"warp_m", warpM}, {"warp_n", warpN}, {"k", k}, {"stages", stages},
@@ -436,6 +439,16 @@ LogicalResult MaterializeOp::verify() {
   return verifyContractionInputs(*this, getInputs(), "materializes no input");
 }
 
+LogicalResult WarpSpecializeOp::verify() {
+  if (failed(verifyList(*this, "producers", "value", getDynamicProducers(),
+                        getStaticProducers(), 1)))
+    return failure();
+  int64_t producers = getStaticProducers().front();
+  if (!ShapedType::isDynamic(producers) && producers != 0 && producers != 1)
+    return emitOpError("producers is 0 or 1, not ") << producers;
+  return success();
+}
+
 LogicalResult UnrollOp::verify() {
   return verifyPositiveCount(*this, "unroll factor", getDynamicFactor(),
                              getStaticFactor(),
@@ -499,6 +512,9 @@ SmallVector<TunableList> SplitReductionOp::getTunableLists() {
 SmallVector<TunableList> SplitKOp::getTunableLists() {
   return {{"parts", getDynamicParts(), getStaticParts(),
            Cuts::ContractionReduction}};
+}
+SmallVector<TunableList> WarpSpecializeOp::getTunableLists() {
+  return {{"producers", getDynamicProducers(), getStaticProducers()}};
 }
 SmallVector<TunableList> UnrollOp::getTunableLists() {
   return {{"factor", getDynamicFactor(), getStaticFactor()}};

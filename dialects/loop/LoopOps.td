@@ -66,7 +66,8 @@ def Loop_MmaConfigAttr : AttrDef<Loop_Dialect, "MmaConfig"> {
     warp tile, the K step, the pipeline's stages, the padding of the
     shared-memory rows and the instruction's m and n (`shape_m` 16,
     `shape_n` 8: mma.sync, omitted; `shape_m` 64: wgmma.mma_async of
-    n = `shape_n` over warpgroups of `warp_m` x `warp_n` results).
+    n = `shape_n` over warpgroups of `warp_m` x `warp_n` results) and the
+    warpgroups that only copy (`producers`, loop.warp_specialize).
     loop-apply-schedule puts it on the contraction;
     it stays there through bufferization until gpu-lower-mma reads it and
     checks it against the whole tile on `target`.
@@ -82,7 +83,8 @@ def Loop_MmaConfigAttr : AttrDef<Loop_Dialect, "MmaConfig"> {
                         "int64_t":$warp_m, "int64_t":$warp_n, "int64_t":$k,
                         "int64_t":$stages, "int64_t":$pad,
                         DefaultValuedParameter<"int64_t", "16">:$shape_m,
-                        DefaultValuedParameter<"int64_t", "8">:$shape_n);
+                        DefaultValuedParameter<"int64_t", "8">:$shape_n,
+                        DefaultValuedParameter<"int64_t", "0">:$producers);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -262,6 +264,32 @@ def Loop_PipelineOp : Loop_ValuesOp<"pipeline"> {
   let extraClassDeclaration = [{
     int64_t getResolvedStages() {
       return resolveValues(getDynamicStages(), getStaticStages()).front();
+    }
+  }];
+}
+
+def Loop_WarpSpecializeOp : Loop_ValuesOp<"warp_specialize"> {
+  let summary = "Gives a tensor-core pipeline's copies warpgroups of their own";
+  let description = [{
+    With `producers` 1, a warpgroup of the block only copies: one of its
+    threads starts each stage's TMA copies once the consumers have released
+    the stage (an mbarrier per stage each way), while the other warpgroups
+    only wait for full stages and compute (loop.mma of shape m64, wgmma),
+    with no block-wide barrier in the K loop. 0 keeps every warpgroup a
+    consumer, thread 0 starting the copies between steps.
+    ```mlir
+    loop.warp_specialize producers [%producers]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_producers,
+                       DenseI64ArrayAttr:$static_producers);
+  let assemblyFormat = [{
+    `producers` custom<DynamicIndexList>($dynamic_producers, $static_producers)
+    attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedProducers() {
+      return resolveValues(getDynamicProducers(), getStaticProducers()).front();
     }
   }];
 }

@@ -885,9 +885,6 @@ private:
                        pointer)
                        .getResult(0);
     }
-    // Thread 0 produces, by predicated instructions rather than a branch:
-    // the warpgroup-collective wgmma instructions that follow need its warp
-    // converged.
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                         index(0));
     // The host wrote the maps (generic proxy) that TMA reads (the tensor
@@ -897,6 +894,11 @@ private:
     for (int64_t s = 0; s < c.stages; ++s)
       nvgpu::MBarrierInitOp::create(b, loc, barriers, index(1), index(s),
                                     first);
+    if (c.producers)
+      return emitSpecializedGemm(first);
+    // Thread 0 produces, by predicated instructions rather than a branch:
+    // the warpgroup-collective wgmma instructions that follow need its warp
+    // converged.
     for (int64_t s = 0; s < std::min(ahead(), steps()); ++s)
       produce(index(s), index(s), first);
     gpu::BarrierOp::create(b, loc);
@@ -931,6 +933,100 @@ private:
                            multiplyStep(loop.getRegionIterArgs(), stage));
       accs = loop.getResults();
     }
+    finish(accs);
+  }
+
+  /// Warp specialization: the last warpgroup's first thread produces, the
+  /// others consume. Stage s of step t (s = t % stages, its n = t / stages
+  /// th fill) is full once phase n of full[s] completes (the copies' bytes
+  /// landed), and may be refilled once phase n of empty[s] completes (every
+  /// consumer thread arrived after retiring the stage's wgmma group).
+  void emitSpecializedGemm(Value first) {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    Value full = barriers;
+    Value empty = nvgpu::MBarrierCreateOp::create(
+        b, loc, nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages));
+    for (int64_t s = 0; s < c.stages; ++s)
+      nvgpu::MBarrierInitOp::create(b, loc, empty,
+                                    index(c.consumerThreads()), index(s),
+                                    first);
+    gpu::BarrierOp::create(b, loc);
+    auto parity = [&](Value step, int64_t phaseOffset) {
+      return arith::TruncIOp::create(
+          b, loc, b.getI1Type(),
+          arith::IndexCastUIOp::create(
+              b, loc, b.getI64Type(),
+              apply((d0.floorDiv(c.stages) + phaseOffset) % 2, step)));
+    };
+    // Loops over steps [begin, end) whose bodies `body` emits, yielding
+    // what it returns.
+    auto steps = [&](int64_t begin, int64_t end, ValueRange carried,
+                     function_ref<SmallVector<Value>(Value, ValueRange)> body)
+        -> SmallVector<Value> {
+      if (begin >= end)
+        return llvm::to_vector(carried);
+      auto loop = scf::ForOp::create(b, loc, index(begin), index(end),
+                                     index(1), carried);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      // A loop without results has its (empty) yield already.
+      if (carried.empty()) {
+        b.setInsertionPoint(loop.getBody()->getTerminator());
+        body(loop.getInductionVar(), {});
+      } else {
+        scf::YieldOp::create(
+            b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
+      }
+      return SmallVector<Value>(loop.getResults());
+    };
+    Value producer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                           tid, index(c.consumerThreads()));
+    auto roles = scf::IfOp::create(b, loc, producer, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(roles.thenBlock());
+      Value elected = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            tid, index(c.consumerThreads()));
+      auto ifElected = scf::IfOp::create(b, loc, elected, false);
+      b.setInsertionPointToStart(ifElected.thenBlock());
+      // The first fill of each stage needs no release.
+      int64_t fresh = std::min(c.stages, this->steps());
+      auto fill = [&](bool reuse) {
+        return [&, reuse](Value t, ValueRange) {
+          Value stage = apply(d0 % c.stages, t);
+          if (reuse)
+            nvgpu::MBarrierTryWaitParityOp::create(
+                b, loc, empty, parity(t, 1), index(kMaxWaitTicks), stage);
+          produce(t, stage, Value());
+          return SmallVector<Value>();
+        };
+      };
+      steps(0, fresh, {}, fill(false));
+      steps(fresh, this->steps(), {}, fill(true));
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(roles.elseBlock());
+    // Step 0 releases nothing: one group stays running, and a step
+    // releases the stage of the step before once that group retired.
+    auto consume = [&](bool release) {
+      return [&, release](Value kt, ValueRange carried) {
+        Value stage = apply(d0 % c.stages, kt);
+        nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(kt, 0),
+                                               index(kMaxWaitTicks), stage);
+        SmallVector<Value> accs = multiplyStep(carried, stage);
+        if (release)
+          nvgpu::MBarrierArriveOp::create(
+              b, loc, nvgpu::MBarrierTokenType::get(b.getContext()), empty,
+              apply((d0 + c.stages - 1) % c.stages, kt));
+        return accs;
+      };
+    };
+    int64_t peeled = std::min<int64_t>(retire(), this->steps());
+    SmallVector<Value> accs =
+        steps(0, peeled, initialAccumulators(), consume(false));
+    accs = steps(peeled, this->steps(), accs, consume(true));
     finish(accs);
   }
 
@@ -1079,7 +1175,7 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
               config.getBlockM(), config.getBlockN(), config.getWarpM(),
               config.getWarpN(),  config.getK(),      config.getStages(),
               config.getPad(),    mmaElementBytes(contraction),
-              config.getShapeM(), config.getShapeN()};
+              config.getShapeM(), config.getShapeN(), config.getProducers()};
   // loop-validate has checked the schedule against the whole kernel; this
   // guards a marked op that did not go through it.
   std::string unfit =
@@ -1100,14 +1196,14 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
         MemRefType::get(shape, aType.getElementType(),
                         MemRefLayoutAttrInterface(), workgroup));
   };
-  auto threads = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(c.threads())},
-      ValueRange{},
-      b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
-  Value tid = threads.getInductionVar(0);
+  auto threadLoop = [&] {
+    return scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(c.threads())},
+        ValueRange{},
+        b.getArrayAttr(
+            {gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+  };
   {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(threads);
     if (c.wgmma()) {
       std::optional<std::array<TmaOperand, 2>> tma;
       const loop::TargetDescription &target =
@@ -1133,6 +1229,12 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
         else if (a || bOperand)
           (a ? a->map : bOperand->map).getDefiningOp()->erase();
       }
+      // A producer warpgroup takes the TMA copies of one GEMM per block
+      // (batch indices in the block would need the stages' phases carried
+      // from one to the next); otherwise every warpgroup computes.
+      if (!tma || llvm::any_of(accType.getShape().take_front(m.batch),
+                               [](int64_t extent) { return extent != 1; }))
+        c.producers = 0;
       Value tiles =
           tma ? Value(memref::AllocOp::create(
                     b, loc,
@@ -1141,13 +1243,18 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
                                     b.getI8Type(), MemRefLayoutAttrInterface(),
                                     workgroup)))
               : buffer({WgmmaEmitter::bufferElements(c)});
+      scf::ForallOp threads = threadLoop();
       b.setInsertionPoint(threads.getBody()->getTerminator());
-      WgmmaEmitter(b, loc, c, m, tid, tiles, std::move(tma)).emit();
+      WgmmaEmitter(b, loc, c, m, threads.getInductionVar(0), tiles,
+                   std::move(tma))
+          .emit();
     } else {
       Value smA = buffer({c.stages, c.bm, c.bk + c.pad});
       Value smB = buffer({c.stages, c.bk, c.bn + c.pad});
+      scf::ForallOp threads = threadLoop();
       b.setInsertionPoint(threads.getBody()->getTerminator());
-      MmaSyncEmitter(b, loc, c, m, tid, smA, smB).emit();
+      MmaSyncEmitter(b, loc, c, m, threads.getInductionVar(0), smA, smB)
+          .emit();
     }
   }
 

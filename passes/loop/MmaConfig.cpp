@@ -10,8 +10,12 @@
 using namespace mlir;
 using namespace tessel;
 
-int64_t MmaConfig::threads() const {
+int64_t MmaConfig::consumerThreads() const {
   return groups() * (wgmma() ? kWarpgroupThreads : loop::kWarpSize);
+}
+
+int64_t MmaConfig::threads() const {
+  return consumerThreads() + producers * kWarpgroupThreads;
 }
 
 int64_t MmaConfig::sharedBytes() const {
@@ -63,12 +67,19 @@ static std::string checkWgmma(const MmaConfig &c,
   if (c.stages < 2)
     return msg(MmaConfig::Stages, c.stages,
                "is below 2: wgmma overlaps its copies with a ring of stages");
+  if (c.producers &&
+      !(target.has(loop::Instruction::Tma) &&
+        target.has(loop::Instruction::MbarrierTx)))
+    return msg(MmaConfig::Producers, c.producers,
+               "needs TMA copies, which target '" + Twine(target.name) +
+                   "' does not have");
   return "";
 }
 
 StringRef MmaConfig::knobName(Field field) {
   static constexpr StringLiteral names[] = {
-      "block_m", "block_n", "warp_m", "warp_n", "block_k", "stages", "pad"};
+      "block_m", "block_n", "warp_m", "warp_n", "block_k", "stages", "pad",
+      "producers"};
   return names[field];
 }
 
@@ -78,6 +89,10 @@ std::string MmaConfig::check(const loop::TargetDescription &target,
     return (name(f) + " = " + Twine(value) + " " + why).str();
   };
   using loop::Instruction;
+  if (producers && !wgmma())
+    return msg(Producers, producers,
+               "needs loop.mma of shape m64 (wgmma): mma.sync warps copy "
+               "their own tiles");
   if (wgmma()) {
     std::string unfit = checkWgmma(*this, target, name);
     if (!unfit.empty())
@@ -129,14 +144,16 @@ std::string MmaConfig::check(const loop::TargetDescription &target,
     return msg(WarpM, wm, "gives " + Twine(threads()) +
                               " threads per block; the limit is " +
                               Twine(target.maxThreadsPerBlock));
-  if ((bm * bk / copy) % threads())
+  // Copies by threads (cp.async; with a producer warpgroup, TMA copies
+  // whole boxes, and so do the consumers where TMA cannot).
+  if ((bm * bk / copy) % consumerThreads())
     return msg(BlockM, bm, "gives an A tile of " + Twine(bm * bk / copy) +
                                " 16-byte copies, not a multiple of the " +
-                               Twine(threads()) + " threads");
-  if ((bk * bn / copy) % threads())
+                               Twine(consumerThreads()) + " threads");
+  if ((bk * bn / copy) % consumerThreads())
     return msg(BlockN, bn, "gives a B tile of " + Twine(bk * bn / copy) +
                                " 16-byte copies, not a multiple of the " +
-                               Twine(threads()) + " threads");
+                               Twine(consumerThreads()) + " threads");
   if (pad % copy)
     return msg(Pad, pad, "is not a multiple of " + Twine(copy) +
                              " (rows must stay 16-byte aligned for cp.async "

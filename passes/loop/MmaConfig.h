@@ -37,6 +37,8 @@ struct MmaConfig {
   // The instruction's m and n: 16 x 8 is mma.sync; m 64 is wgmma.mma_async
   // of n = shapeN, whose "warp" tile (wm x wn) is a warpgroup's.
   int64_t shapeM = 16, shapeN = 8;
+  // Warpgroups that only copy (loop.warp_specialize): 0 or 1.
+  int64_t producers = 0;
 
   bool wgmma() const { return shapeM == kWgmmaM; }
 
@@ -54,10 +56,13 @@ struct MmaConfig {
   int64_t blocks() const {
     return llvm::divideCeil(m, bm) * llvm::divideCeil(n, bn);
   }
+  /// Threads of the block, and those that compute (and copy with
+  /// cp.async): all but a producer warpgroup's.
   int64_t threads() const;
+  int64_t consumerThreads() const;
   int64_t sharedBytes() const;
   /// The fields a message can name, in the order above.
-  enum Field { BlockM, BlockN, WarpM, WarpN, BlockK, Stages, Pad };
+  enum Field { BlockM, BlockN, WarpM, WarpN, BlockK, Stages, Pad, Producers };
   /// The first limit this config breaks on `target`, as a message naming
   /// the offending value through `name` (e.g. "knob 'block_m'"), or "".
   std::string check(const loop::TargetDescription &target,

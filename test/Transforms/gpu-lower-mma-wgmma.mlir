@@ -77,6 +77,52 @@ func.func private @k(%a: memref<256x512xf16>, %b: memref<512x256xf16>, %bias: me
 
 // -----
 
+// With a producer warpgroup (producers = 1): 384 threads; full and empty
+// mbarriers per stage; the last warpgroup's first thread fills each stage
+// once the consumers released it (the first fills need no release); the
+// consumers wait for full stages, compute, and release the stage before
+// once its wgmma group retired, with no block-wide barrier in their loop.
+// CHECK-LABEL: func.func private @specialized
+// CHECK: scf.forall (%{{.*}}) in (384) {
+// CHECK: %[[FULL:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+// CHECK: %[[EMPTY:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+// CHECK: nvgpu.mbarrier.init %[[EMPTY]][%{{.*}}], %c256, predicate =
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[FULL]]
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[EMPTY]]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[FULL]]
+// CHECK: } else {
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[FULL]]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: scf.for
+// CHECK-NOT: gpu.barrier
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[FULL]]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvgpu.mbarrier.arrive %[[EMPTY]]
+// CHECK: scf.yield
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: vector.store
+// PTX: mbarrier.arrive.shared.b64
+// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+func.func private @specialized(%a: memref<256x512xf16>, %b: memref<512x256xf16>, %out: memref<256x256xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (256, 256) step (128, 128) {
+    %sa = memref.subview %a[%i, 0] [128, 512] [1, 1] : memref<256x512xf16> to memref<128x512xf16, strided<[512, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [512, 128] [1, 1] : memref<512x256xf16> to memref<512x128xf16, strided<[256, 1], offset: ?>>
+    %so = memref.subview %out[%i, %j] [128, 128] [1, 1] : memref<256x256xf32> to memref<128x128xf32, strided<[256, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>)
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 128, warp_m = 64, warp_n = 128, k = 64, stages = 3, pad = 0, shape_m = 64, shape_n = 128, producers = 1>}
+        ins(%sa, %sb : memref<128x512xf16, strided<[512, 1], offset: ?>>, memref<512x128xf16, strided<[256, 1], offset: ?>>) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>)
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
 // A's view takes half of its buffer's K, where a box would read on into
 // the other half: threads copy both operands with cp.async into the
 // swizzled tiles instead, and fence the copies for the async proxy.

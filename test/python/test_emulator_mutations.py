@@ -1,6 +1,7 @@
 """The emulator's checks catch what ptxas does not: broken copies of
 tessel's own kernels (an f16 GEMM with a multi-stage cp.async pipeline on
-mma.sync, one with a TMA + mbarrier ring on sm_90a's wgmma, a softmax)
+mma.sync, ones with a TMA + mbarrier ring on sm_90a's wgmma, with and
+without a producer warpgroup, a softmax)
 assemble without complaint, yet each fails on the emulator, with
 an error or with results that no longer match numpy, while the unbroken
 kernels pass.
@@ -16,16 +17,17 @@ import numpy as np
 import pytest
 
 import tessel
-from tessel import ops
+from tessel import ops, schedules
 from tessel.backends.cuda import assemble
 
 RNG = np.random.default_rng(0)
 
 
 def _loop(lines: list[str], marker: str) -> range:
-    """The lines of the first loop (a label and the branch back to it) that holds ``marker``."""
+    """The lines of the first loop (a label and the branch back to it) that holds ``marker``: LLVM's
+    block labels ($L__BB...), not those of inline PTX in braces (LAB_WAIT), which repeat."""
     for start, line in enumerate(lines):
-        label = re.match(r"^(\$?\w+):", line.strip())
+        label = re.match(r"^(\$\w+):", line.strip())
         if label is None:
             continue
         for end in range(start + 1, len(lines)):
@@ -113,6 +115,30 @@ def _drop_last(pattern: str) -> Callable[[Path], None]:
     return _edit_ptx(edit)
 
 
+def _drop_first(pattern: str) -> Callable[[Path], None]:
+    def edit(lines):
+        del lines[min(i for i, line in enumerate(lines) if re.search(pattern, line))]
+    return _edit_ptx(edit)
+
+
+def _producers_last(pattern: str, replace: Callable[[str], str | None]) -> Callable[[Path], None]:
+    """Rewrites (None deletes) the last line matching ``pattern`` of the producer's code: before a TMA
+    copy with no wgmma between (LLVM unrolls the producer's short loop)."""
+    def edit(lines):
+        copies = [i for i, line in enumerate(lines) if "cp.async.bulk.tensor" in line]
+        for i in reversed(range(copies[-1])):
+            if "wgmma" in lines[i]:
+                break
+            if re.search(pattern, lines[i]):
+                new = replace(lines[i])
+                if new is None:
+                    del lines[i]
+                else:
+                    lines[i] = new
+                return
+    return _edit_ptx(edit)
+
+
 def _wgmma_lines(replace: Callable[[str], str]) -> Callable[[Path], None]:
     def edit(lines):
         for i, line in enumerate(lines):
@@ -137,17 +163,32 @@ def _tensor_maps(edit: Callable[[dict], None]) -> Callable[[Path], None]:
     return mutate
 
 
+# The warp-specialized wgmma GEMM (sm_90a's default): a producer warpgroup's
+# loop starts TMA copies into stages the consumers released; the consumers'
+# loop waits for full stages, runs wgmma and releases the stage before.
 WGMMA_MUTANTS = {
     "no_wgmma_wait_in_loop": _in_loop(r"wgmma\.wait_group", lambda line: None, marker="wgmma.mma_async"),
     "no_wgmma_wait_before_the_epilogue": _drop_last(r"wgmma\.wait_group"),
-    "no_wgmma_fence": _in_loop(r"wgmma\.fence", lambda line: None, marker="wgmma.mma_async"),
-    "no_expect_tx_in_loop": _in_loop(r"mbarrier\.arrive\.expect_tx", lambda line: None, marker="wgmma.mma_async"),
-    "wrong_phase_parity": _in_loop(r"mbarrier\.try_wait\.parity", _flip_parity, marker="wgmma.mma_async"),
+    "no_wgmma_fence_before_the_first_wgmma": _drop_first(r"wgmma\.fence"),
+    "consumers_wait_for_the_wrong_phase": _in_loop(r"mbarrier\.try_wait\.parity", _flip_parity,
+                                                   marker="wgmma.mma_async"),
+    "consumers_release_nothing": _in_loop(r"mbarrier\.arrive\.shared", lambda line: None, marker="wgmma.mma_async"),
+    "producer_counts_no_bytes": _producers_last(r"mbarrier\.arrive\.expect_tx", lambda line: None),
+    "producer_waits_for_the_wrong_release": _producers_last(r"mbarrier\.try_wait\.parity", _flip_parity),
     "tensor_maps_unswizzled": _tensor_maps(lambda m: m.__setitem__("swizzle", "none")),
     "b_not_transposed": _wgmma_lines(lambda line: re.sub(r"1;$", "0;", line)),
     "descriptors_without_swizzle": _descriptors(lambda bits: bits - (1 << 62)),
     "descriptors_one_row_of_128_bytes_off": _descriptors(lambda bits: bits + 8),
 }
+# Without a producer warpgroup: thread 0 starts the copies between the
+# steps that every warpgroup (two here) computes.
+ONE_ROLE_MUTANTS = {
+    "no_expect_tx_in_loop": _in_loop(r"mbarrier\.arrive\.expect_tx", lambda line: None, marker="wgmma.mma_async"),
+    "wrong_phase_parity": _in_loop(r"mbarrier\.try_wait\.parity", _flip_parity, marker="wgmma.mma_async"),
+    "no_barrier_before_the_refill": _in_loop(r"bar\.sync", lambda line: None, marker="wgmma.mma_async"),
+}
+MUTANTS = {"gemm": GEMM_MUTANTS, "wgmma_gemm": WGMMA_MUTANTS, "wgmma_gemm_one_role": ONE_ROLE_MUTANTS,
+           "softmax": SOFTMAX_MUTANTS}
 
 
 @pytest.fixture(scope="module")
@@ -163,13 +204,20 @@ def kernels(tmp_path_factory):
                                           name="softmax"), target="cuda:sm_80")
     # Long enough a K that LLVM keeps the main loop a loop.
     a2, b2 = RNG.standard_normal((128, 1024)).astype(np.float16), RNG.standard_normal((1024, 128)).astype(np.float16)
-    wgmma = tessel.compile(tessel.trace(lambda a, b: a @ b, spec(a2.shape, np.float16), spec(b2.shape, np.float16),
-                                        name="gemm"), target="cuda:sm_90a")
+    wgmma_module = tessel.trace(lambda a, b: a @ b, spec(a2.shape, np.float16), spec(b2.shape, np.float16),
+                                name="gemm")
+    wgmma = tessel.compile(wgmma_module, target="cuda:sm_90a")
+    scheduled = schedules.default_schedules(wgmma_module, "sm_90a")
+    knobs = {k.name: k.key for k in schedules.knobs(scheduled)}
+    one_role = tessel.compile(schedules.with_knobs(scheduled, {knobs["producers"]: 0, knobs["block_m"]: 128}),
+                              target="cuda:sm_90a")
     e = np.exp(x - x.max(-1, keepdims=True))
     return {
         "gemm": (gemm.save(root / "gemm"), (a, b), a.astype(np.float32) @ b.astype(np.float32), 2e-2),
         "wgmma_gemm": (wgmma.save(root / "wgmma_gemm"), (a2, b2), a2.astype(np.float32) @ b2.astype(np.float32),
                        5e-2),
+        "wgmma_gemm_one_role": (one_role.save(root / "wgmma_gemm_one_role"), (a2, b2),
+                                a2.astype(np.float32) @ b2.astype(np.float32), 5e-2),
         "softmax": (softmax.save(root / "softmax"), (x,), e / e.sum(-1, keepdims=True), 1e-5),
     }
 
@@ -187,26 +235,30 @@ def test_the_pipeline_has_the_stages_the_mutants_break(kernels):
     body = "\n".join(ptx.splitlines()[i] for i in _loop(ptx.splitlines(), "mma.sync"))
     assert re.search(r"cp\.async\.wait_group\s+[1-9]", body) and "bar.sync" in body and ".trans" in body
     assert ".extern .shared .align 1024 .b8 __dynamic_shmem__0[];" in ptx
-    ptx = next((kernels["wgmma_gemm"][0] / "kernels").glob("*.ptx")).read_text()
-    body = "\n".join(ptx.splitlines()[i] for i in _loop(ptx.splitlines(), "wgmma.mma_async"))
-    assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", body) and "mbarrier.try_wait.parity" in body
-    assert "wgmma.fence" in body and re.search(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx)
-    assert "mbarrier.arrive.expect_tx" in body and "cp.async.bulk.tensor.2d" in body
-    manifest = json.loads((kernels["wgmma_gemm"][0] / "manifest.json").read_text())
-    assert [m["swizzle"] for m in manifest["tensor_maps"]] == ["128B", "128B"]
+    for name in ("wgmma_gemm", "wgmma_gemm_one_role"):
+        ptx = next((kernels[name][0] / "kernels").glob("*.ptx")).read_text()
+        lines = ptx.splitlines()
+        consumer = "\n".join(lines[i] for i in _loop(lines, "wgmma.mma_async"))
+        assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", consumer) and "wgmma.fence" in consumer
+        assert "mbarrier.try_wait.parity" in consumer and re.search(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx)
+        # Specialized, consumers release stages and start no copies; else one loop does both, between barriers.
+        assert ("mbarrier.arrive.shared" in consumer) == (name == "wgmma_gemm")
+        assert ("cp.async.bulk.tensor" in consumer and "bar.sync" in consumer) == (name == "wgmma_gemm_one_role")
+        manifest = json.loads((kernels[name][0] / "manifest.json").read_text())
+        assert [m["swizzle"] for m in manifest["tensor_maps"]] == ["128B", "128B"]
+        assert manifest["kernels"][0]["block"][0] == 256  # one warpgroup and a producer, or two
 
 
-@pytest.mark.parametrize("name", ["gemm", "wgmma_gemm", "softmax"])
+@pytest.mark.parametrize("name", list(MUTANTS))
 def test_the_unbroken_kernels_match_numpy(kernels, name):
     assert _outcome(*kernels[name]) == "match"
 
 
-@pytest.mark.parametrize("kernel,mutant", [("gemm", m) for m in GEMM_MUTANTS] +
-                         [("wgmma_gemm", m) for m in WGMMA_MUTANTS] + [("softmax", m) for m in SOFTMAX_MUTANTS])
+@pytest.mark.parametrize("kernel,mutant", [(kernel, m) for kernel, mutants in MUTANTS.items() for m in mutants])
 def test_a_broken_kernel_that_ptxas_accepts_fails_on_the_emulator(kernels, kernel, mutant, tmp_path):
     path, inputs, want, tolerance = kernels[kernel]
     broken = shutil.copytree(path, tmp_path / mutant)
-    (GEMM_MUTANTS | WGMMA_MUTANTS | SOFTMAX_MUTANTS)[mutant](broken)
+    MUTANTS[kernel][mutant](broken)
     [ptx] = (broken / "kernels").glob("*.ptx")
-    assemble(ptx.read_text(), "sm_90a" if kernel == "wgmma_gemm" else "sm_80", mutant)  # raises if ptxas rejects it
+    assemble(ptx.read_text(), "sm_90a" if kernel.startswith("wgmma") else "sm_80", mutant)  # raises if ptxas rejects it
     assert _outcome(broken, inputs, want, tolerance) != "match"

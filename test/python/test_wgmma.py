@@ -65,34 +65,40 @@ def test_16_bit_matmul_with_epilogue_runs_on_wgmma_without_spills(m, n, k, dtype
     assert [(m.buffer, m.swizzle, m.box[0]) for m in artifact.tensor_maps] == [(1, "128B", 64), (0, "128B", 64)]
     assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
     if m * n * k >= 4096**3:
-        # The largest tile: two warpgroups of 64 x 256, four stages of
-        # 128x64 and 64x256 swizzled tiles (192 KiB).
+        # The largest tile: two consumer warpgroups of 64 x 256 and a
+        # producer's, four stages of 128x64 and 64x256 swizzled tiles
+        # (192 KiB).
         assert _wgmma_shapes(ptx) == {("m64n256k16", PTX_TYPES[dtype.name])}
-        assert kernel.block == (256, 1, 1) and kernel.dynamic_shared_bytes == 4 * (128 * 64 + 64 * 256) * 2
+        assert kernel.block == (384, 1, 1) and kernel.dynamic_shared_bytes == 4 * (128 * 64 + 64 * 256) * 2
+        assert "mbarrier.arrive.shared.b64" in ptx  # consumers release stages to the producer
     if m * n * k <= 256 * 384 * 512:
         a, w, b = _randn(m, k, dtype=dtype), (_randn(k, n) * 0.1).astype(dtype), _randn(n, dtype=dtype)
         np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), _reference(a, w, b),
                                    rtol=2e-2, atol=2e-2)
 
 
-# (block_m, block_n, warp_n, stages) over the knobs' legal points: one and
-# two warpgroups, instructions of n 64 to 256, two to four stages (with two,
-# no wgmma group is left running across steps).
-@pytest.mark.parametrize("block_m,block_n,warp_n,stages", [(64, 64, 64, 2), (64, 128, 128, 3), (128, 64, 64, 4),
-                                                           (128, 256, 256, 3), (64, 256, 128, 2)])
-def test_sampled_wgmma_schedules_match_numpy(block_m, block_n, warp_n, stages):
+# (block_m, block_n, warp_n, stages, producers) over the knobs' legal
+# points: one and two consumer warpgroups, instructions of n 64 to 256, two
+# to four stages (with two, no wgmma group is left running across steps),
+# with and without a producer warpgroup.
+@pytest.mark.parametrize("block_m,block_n,warp_n,stages,producers", [
+    (64, 64, 64, 2, 1), (64, 128, 128, 3, 0), (128, 64, 64, 4, 1), (128, 256, 256, 3, 1), (64, 256, 128, 2, 0),
+    (128, 128, 128, 4, 0)])
+def test_sampled_wgmma_schedules_match_numpy(block_m, block_n, warp_n, stages, producers):
     m, n, k = 192, 256, 160
     module = _module(m, n, k, np.dtype(np.float16))
     scheduled = schedules.default_schedules(module, "sm_90a")
     knobs = {knob.name: knob for knob in schedules.knobs(scheduled)}
     point = schedules.with_knobs(scheduled, {knobs["block_m"].key: block_m, knobs["block_n"].key: block_n,
-                                             knobs["warp_n"].key: warp_n, knobs["stages"].key: stages})
+                                             knobs["warp_n"].key: warp_n, knobs["stages"].key: stages,
+                                             knobs["producers"].key: producers})
     text = str(point).replace(f"shape [64, {knobs['warp_n'].value}, 16]", f"shape [64, {warp_n}, 16]")
     point = tessel.parse(text)
     artifact = tessel.compile(point, target="cuda:sm_90a")
     [kernel] = artifact.kernels
     assert _wgmma_shapes(kernel.ptx) == {(f"m64n{warp_n}k16", "f16")}
-    assert kernel.block == (block_m // 64 * block_n // warp_n * 128, 1, 1)
+    assert kernel.block == ((block_m // 64 * block_n // warp_n + producers) * 128, 1, 1)
+    assert ("mbarrier.arrive.shared.b64" in kernel.ptx) == bool(producers)
     a, w, b = _randn(m, k, dtype=np.float16), (_randn(k, n) * 0.1).astype(np.float16), _randn(n, dtype=np.float16)
     np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), _reference(a, w, b),
                                rtol=2e-2, atol=2e-2)

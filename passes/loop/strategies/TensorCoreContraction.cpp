@@ -116,13 +116,17 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
   auto pipelines = schedule.getBody().getOps<loop::PipelineOp>();
   if (!pipelines.empty())
     stages = (*pipelines.begin()).getResolvedStages();
+  auto specializes = schedule.getBody().getOps<loop::WarpSpecializeOp>();
+  int64_t producers = 0;
+  if (!specializes.empty())
+    producers = (*specializes.begin()).getResolvedProducers();
   MmaConfig c{extents[batch],     extents[batch + 1],
               extents[batch + 2] / check.parts,
               block[batch],       block[batch + 1],
               sizes[0],           sizes[1],
               sizes[2],           stages,
               promote.getResolvedPad(), elementBytes,
-              wgmma ? kWgmmaM : 16, wgmma ? given[1] : 8};
+              wgmma ? kWgmmaM : 16, wgmma ? given[1] : 8, producers};
   std::string error =
       c.check(schedule.getTargetDescription(), [&](MmaConfig::Field f) {
         switch (f) {
@@ -147,6 +151,10 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
         case MmaConfig::Pad:
           return valueName(promote.getDynamicPad(), promote.getStaticPad(), 0,
                            "pad");
+        case MmaConfig::Producers:
+          return valueName((*specializes.begin()).getDynamicProducers(),
+                           (*specializes.begin()).getStaticProducers(), 0,
+                           "producers");
         }
         llvm_unreachable("unknown field");
       });
@@ -194,11 +202,13 @@ LogicalResult markMma(loop::MmaOp mma, TilingInterface root,
   linalg::LinalgOp contraction = findTiledContraction(root);
   if (!contraction)
     return mma.emitError("needs exactly one contraction in the block tile");
-  int64_t stages = 1, pad = 0;
+  int64_t stages = 1, pad = 0, producers = 0;
   for (auto pipeline : schedule.getBody().getOps<loop::PipelineOp>())
     stages = pipeline.getResolvedStages();
   for (auto promote : schedule.getBody().getOps<loop::PromoteOp>())
     pad = promote.getResolvedPad();
+  for (auto specialize : schedule.getBody().getOps<loop::WarpSpecializeOp>())
+    producers = specialize.getResolvedProducers();
   SmallVector<int64_t> sizes = mma.getResolvedSizes();
   // The block tile's M and N sizes (untiled: the whole extent); edge tiles
   // of the forall are smaller.
@@ -214,7 +224,8 @@ LogicalResult markMma(loop::MmaOp mma, TilingInterface root,
   auto config = loop::MmaConfigAttr::getChecked(
       [&] { return mma.emitError(); }, schedule.getContext(),
       schedule.getTarget(), blockSize(batch), blockSize(batch + 1), sizes[0],
-      sizes[1], sizes[2], stages, pad, mma.getShape()[0], mma.getShape()[1]);
+      sizes[1], sizes[2], stages, pad, mma.getShape()[0], mma.getShape()[1],
+      producers);
   if (!config)
     return failure();
   contraction->setAttr(loop::kMmaAttrName, config);
@@ -226,7 +237,7 @@ struct TensorCoreContraction final : Strategy {
 
   bool owns(Operation *op) const override {
     return isa<loop::MmaOp, loop::PromoteOp, loop::PipelineOp,
-               loop::MaterializeOp>(op);
+               loop::MaterializeOp, loop::WarpSpecializeOp>(op);
   }
   // Warp tiles and K steps.
   bool writesTileLoops(Operation *op) const override {
@@ -274,7 +285,9 @@ struct TensorCoreContraction final : Strategy {
     };
     // sm_90a: wgmma over warpgroups of 64 rows by the block's columns (one
     // instruction of n = block_n per 64 rows and 16 of K), K steps of one
-    // swizzled 128-byte row.
+    // swizzled 128-byte row, a producer warpgroup issuing the TMA copies.
+    int64_t producers = r.info.has(loop::Instruction::Tma) &&
+                        r.info.has(loop::Instruction::MbarrierTx);
     if (r.info.has(loop::Instruction::Wgmma) && elementBytes == 2)
       for (int64_t bm : {128, 64})
         for (int64_t bn : {256, 128, 64})
@@ -282,7 +295,7 @@ struct TensorCoreContraction final : Strategy {
             if (consider(MmaConfig{extents[batch], extents[batch + 1],
                                    extents[batch + 2], bm, bn, kWgmmaM, bn,
                                    kSwizzleBytes / elementBytes, stages, 0,
-                                   elementBytes, kWgmmaM, bn}))
+                                   elementBytes, kWgmmaM, bn, producers}))
               break;
     // mma.sync where wgmma is not available or fits no tile.
     bool wgmma = best.has_value();
@@ -314,6 +327,9 @@ struct TensorCoreContraction final : Strategy {
     Value stages = mmaKnob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
     int64_t copy = best->copyElements();
     Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, copy, 2 * copy});
+    Value vproducers;
+    if (best->wgmma())
+      vproducers = mmaKnob(MmaConfig::Producers, best->producers, {0, 1});
     // K in parts on grid z when even the smallest tiles leave SMs idle and
     // K is long (each part keeps at least 32 steps of 32). Batched
     // contractions have grid z already.
@@ -350,6 +366,10 @@ struct TensorCoreContraction final : Strategy {
                             sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
     loop::PipelineOp::create(sb, loc, ValueRange{stages},
                              sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+    if (vproducers)
+      loop::WarpSpecializeOp::create(
+          sb, loc, ValueRange{vproducers},
+          sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
     loop::MmaOp::create(
         sb, loc, ValueRange{wm, wn, bk},
         sb.getDenseI64ArrayAttr(
