@@ -288,11 +288,16 @@ struct TensorCoreContraction final : Strategy {
     // swizzled 128-byte row, a producer warpgroup issuing the TMA copies.
     int64_t producers = r.info.has(loop::Instruction::Tma) &&
                         r.info.has(loop::Instruction::MbarrierTx);
+    // More stages than K steps (plus the one consumed) only take shared
+    // memory from other blocks.
+    int64_t wgmmaSteps =
+        llvm::divideCeil(extents[batch + 2], kSwizzleBytes / elementBytes);
     if (r.info.has(loop::Instruction::Wgmma) && elementBytes == 2)
       for (int64_t bm : {128, 64})
         for (int64_t bn : {256, 128, 64})
           for (int64_t stages : {4, 3, 2})
-            if (consider(MmaConfig{extents[batch], extents[batch + 1],
+            if ((stages == 2 || stages <= wgmmaSteps + 1) &&
+                consider(MmaConfig{extents[batch], extents[batch + 1],
                                    extents[batch + 2], bm, bn, kWgmmaM, bn,
                                    kSwizzleBytes / elementBytes, stages, 0,
                                    elementBytes, kWgmmaM, bn, producers}))
