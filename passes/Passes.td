@@ -545,6 +545,20 @@ def GpuExternDynamicShared : Pass<"gpu-extern-dynamic-shared"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def GpuCapRegisters : Pass<"gpu-cap-registers", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Give kernels that move registers between warpgroups a register cap";
+  let description = [{
+    A kernel whose warpgroups hand registers to each other
+    (nvvm.setmaxregister: the producer warpgroup of a warp-specialized
+    wgmma kernel gives up registers that its consumers take) gets
+    `nvvm.minctasm = 1` (PTX `.minnctapersm 1`): ptxas then starts every
+    thread at an equal share of the SM's registers, which the moves
+    redistribute. Without a cap at entry ptxas ignores setmaxnreg and
+    serializes the kernel's wgmma instructions.
+  }];
+  let dependentDialects = ["mlir::NVVM::NVVMDialect"];
+}
+
 def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
   let summary = "Share each row of a loop.warp_reduce block tile among its threads";
   let description = [{

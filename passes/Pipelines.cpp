@@ -163,7 +163,8 @@ std::string gpuLowerStage(const loop::TargetDescription &t) {
          "gpu-kernel-outlining,"
          "canonicalize,nvvm-attach-target{chip=" +
          t.chip() + " features=" + t.ptxFeatures +
-         " O=3},gpu.module(convert-linalg-to-loops,gpu-lower-bf16-mma-sync,"
+         " O=3},gpu.module(gpu-cap-registers,convert-linalg-to-loops,"
+         "gpu-lower-bf16-mma-sync,"
          "convert-nvgpu-to-nvvm,memref-expand-shapes-as-casts,"
          "expand-strided-metadata,lower-affine,"
          "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-"

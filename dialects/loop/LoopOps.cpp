@@ -62,7 +62,11 @@ LogicalResult
 MmaConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       TargetAttr, int64_t blockM, int64_t blockN, int64_t warpM,
                       int64_t warpN, int64_t k, int64_t stages, int64_t pad,
-                      int64_t shapeM, int64_t shapeN, int64_t producers) {
+                      int64_t shapeM, int64_t shapeN, int64_t producers,
+                      int64_t groupM) {
+  if (groupM < 0)
+    return emitError() << "mma_config: group_m = " << groupM
+                       << " is negative";
   if (producers != 0 && producers != 1)
     return emitError() << "mma_config: producers = " << producers
                        << " is not 0 or 1";
@@ -449,6 +453,11 @@ LogicalResult WarpSpecializeOp::verify() {
   return success();
 }
 
+LogicalResult PersistentOp::verify() {
+  return verifyPositiveCount(*this, "group_m", getDynamicGroupM(),
+                             getStaticGroupM(), "needs a group of at least one tile row");
+}
+
 LogicalResult UnrollOp::verify() {
   return verifyPositiveCount(*this, "unroll factor", getDynamicFactor(),
                              getStaticFactor(),
@@ -515,6 +524,9 @@ SmallVector<TunableList> SplitKOp::getTunableLists() {
 }
 SmallVector<TunableList> WarpSpecializeOp::getTunableLists() {
   return {{"producers", getDynamicProducers(), getStaticProducers()}};
+}
+SmallVector<TunableList> PersistentOp::getTunableLists() {
+  return {{"group_m", getDynamicGroupM(), getStaticGroupM()}};
 }
 SmallVector<TunableList> UnrollOp::getTunableLists() {
   return {{"factor", getDynamicFactor(), getStaticFactor()}};

@@ -66,8 +66,10 @@ def Loop_MmaConfigAttr : AttrDef<Loop_Dialect, "MmaConfig"> {
     warp tile, the K step, the pipeline's stages, the padding of the
     shared-memory rows and the instruction's m and n (`shape_m` 16,
     `shape_n` 8: mma.sync, omitted; `shape_m` 64: wgmma.mma_async of
-    n = `shape_n` over warpgroups of `warp_m` x `warp_n` results) and the
-    warpgroups that only copy (`producers`, loop.warp_specialize).
+    n = `shape_n` over warpgroups of `warp_m` x `warp_n` results), the
+    warpgroups that only copy (`producers`, loop.warp_specialize) and, for
+    a persistent grid, its tile rows per group (`group_m`, loop.persistent;
+    0: not persistent).
     loop-apply-schedule puts it on the contraction;
     it stays there through bufferization until gpu-lower-mma reads it and
     checks it against the whole tile on `target`.
@@ -84,7 +86,8 @@ def Loop_MmaConfigAttr : AttrDef<Loop_Dialect, "MmaConfig"> {
                         "int64_t":$stages, "int64_t":$pad,
                         DefaultValuedParameter<"int64_t", "16">:$shape_m,
                         DefaultValuedParameter<"int64_t", "8">:$shape_n,
-                        DefaultValuedParameter<"int64_t", "0">:$producers);
+                        DefaultValuedParameter<"int64_t", "0">:$producers,
+                        DefaultValuedParameter<"int64_t", "0">:$group_m);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -290,6 +293,33 @@ def Loop_WarpSpecializeOp : Loop_ValuesOp<"warp_specialize"> {
   let extraClassDeclaration = [{
     int64_t getResolvedProducers() {
       return resolveValues(getDynamicProducers(), getStaticProducers()).front();
+    }
+  }];
+}
+
+def Loop_PersistentOp : Loop_ValuesOp<"persistent"> {
+  let summary = "Runs one block per SM, each walking output tiles in turn";
+  let description = [{
+    With a producer warpgroup (loop.warp_specialize producers [1]): the
+    grid is one block per SM of the target, each taking the block tiles
+    t, t + SMs, ... of the contraction in an order that keeps groups of
+    `group_m` tile rows together (the tiles one wave computes then read
+    fewer rows of A and columns of B, which stay in L2). The producer runs
+    on into a block's next tile while its consumers store the last one's
+    results: the stages' mbarriers count steps across tiles.
+    ```mlir
+    loop.persistent group_m [%group_m]
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_group_m,
+                       DenseI64ArrayAttr:$static_group_m);
+  let assemblyFormat = [{
+    `group_m` custom<DynamicIndexList>($dynamic_group_m, $static_group_m)
+    attr-dict
+  }];
+  let extraClassDeclaration = [{
+    int64_t getResolvedGroupM() {
+      return resolveValues(getDynamicGroupM(), getStaticGroupM()).front();
     }
   }];
 }

@@ -182,6 +182,41 @@ FailureOr<MmaMatch> match(linalg::LinalgOp contraction) {
   return m;
 }
 
+/// Erases what a lowered contraction replaced: its epilogue chain, itself,
+/// its fill, and the tiles that only the chain read (now registers).
+LogicalResult eraseLowered(MmaMatch &m) {
+  SmallVector<memref::AllocOp> tiles;
+  if (m.accumulator)
+    tiles.push_back(m.accumulator);
+  for (linalg::GenericOp e : llvm::reverse(m.epilogue)) {
+    if (auto alloc = e.getDpsInits()[0].getDefiningOp<memref::AllocOp>())
+      tiles.push_back(alloc);
+    e.erase();
+  }
+  m.contraction->erase();
+  m.fill.erase();
+  for (memref::AllocOp alloc : tiles)
+    if (failed(eraseReplacedBuffer(
+            alloc, "loop.mma: a tile of the epilogue is still used after lowering")))
+      return failure();
+  return success();
+}
+
+/// `contraction` (maybe a clone) matched, with its operand views batch dims
+/// first (built before it).
+FailureOr<MmaMatch> matchWithViews(linalg::LinalgOp contraction) {
+  FailureOr<MmaMatch> matched = match(contraction);
+  if (failed(matched))
+    return failure();
+  MmaMatch &m = *matched;
+  OpBuilder views(contraction);
+  m.lhs = batchLeading(views, contraction, m.batch, 0);
+  m.rhs = batchLeading(views, contraction, m.batch, 1);
+  m.lhsBatch = batchLoopsRead(contraction, m.batch, 0);
+  m.rhsBatch = batchLoopsRead(contraction, m.batch, 1);
+  return m;
+}
+
 /// What the tensor-core emitters share: the loops over the block tile's
 /// batch indices, the masked cp.async copies of K tiles, and the epilogue
 /// on the accumulator registers. Subclasses emit one GEMM per thread.
@@ -189,24 +224,28 @@ class TileEmitter {
 public:
   TileEmitter(OpBuilder &b, Location loc, const MmaConfig &c, MmaMatch &m,
               Value tid)
-      : b(b), loc(loc), c(c), m(m), tid(tid) {}
+      : b(b), loc(loc), c(c), m(&m), tid(tid) {}
   virtual ~TileEmitter() = default;
 
   void emit() {
     setUp();
-    // A block tile at the edge of M or N has fewer rows or columns than
-    // the schedule's (dynamic sizes); the last K step may be partial.
-    Value a = m.lhs, bMat = m.rhs;
-    unsigned rowDim = m.lhsBatch.size(), colDim = m.rhsBatch.size() + 1;
+    findEdges();
+    emitBatches(0);
+  }
+
+protected:
+  /// A block tile at the edge of M or N has fewer rows or columns than the
+  /// schedule's (dynamic sizes); the last K step may be partial.
+  void findEdges() {
+    Value a = m->lhs, bMat = m->rhs;
+    unsigned rowDim = m->lhsBatch.size(), colDim = m->rhsBatch.size() + 1;
     validRows = memref::DimOp::create(b, loc, a, rowDim);
     validCols = memref::DimOp::create(b, loc, bMat, colDim);
     partialRows = cast<MemRefType>(a.getType()).isDynamicDim(rowDim);
     partialCols = cast<MemRefType>(bMat.getType()).isDynamicDim(colDim);
     partialK = c.k % c.bk != 0;
-    emitBatches(0);
   }
 
-protected:
   /// The thread's coordinates, before anything else is emitted.
   virtual void setUp() = 0;
   /// The GEMM of one batch index.
@@ -219,10 +258,10 @@ protected:
   /// Loops over the block tile's batch dims from `dim` on (unit ones are
   /// index 0), then the GEMM of one batch index.
   void emitBatches(unsigned dim) {
-    if (dim == m.batch)
+    if (dim == m->batch)
       return emitGemm();
     int64_t extent =
-        cast<MemRefType>(m.contraction.getDpsInits()[0].getType()).getDimSize(dim);
+        cast<MemRefType>(m->contraction.getDpsInits()[0].getType()).getDimSize(dim);
     if (extent == 1) {
       batchIndices.push_back(index(0));
       emitBatches(dim + 1);
@@ -313,8 +352,8 @@ protected:
             b.getIndexAttr(c.copyElements()), count, b.getUnitAttr()));
       }
     };
-    copy(m.lhs, m.lhsBatch, c.bm, c.bk, /*kRows=*/false);
-    copy(m.rhs, m.rhsBatch, c.bk, c.bn, /*kRows=*/true);
+    copy(m->lhs, m->lhsBatch, c.bm, c.bk, /*kRows=*/false);
+    copy(m->rhs, m->rhsBatch, c.bk, c.bn, /*kRows=*/true);
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   }
@@ -346,13 +385,13 @@ protected:
     SmallVector<SmallVector<Value>> points;
     for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i)
       points.push_back(at({row, apply(b.getAffineDimExpr(0) + i, col)}));
-    Value acc = m.contraction.getDpsInits()[0];
-    if (m.epilogue.empty())
+    Value acc = m->contraction.getDpsInits()[0];
+    if (m->epilogue.empty())
       return write(values, acc, points);
     SmallVector<llvm::DenseMap<Value, Value>> known;
     for (Value v : values)
       known.push_back({{acc, v}});
-    for (linalg::GenericOp e : m.epilogue) {
+    for (linalg::GenericOp e : m->epilogue) {
       Value out = e.getDpsInits()[0];
       SmallVector<Value> results;
       for (auto [point, registers] : llvm::zip(points, known)) {
@@ -412,7 +451,7 @@ protected:
   OpBuilder &b;
   Location loc;
   const MmaConfig &c;
-  MmaMatch &m;
+  MmaMatch *m;
   Value tid;
   Value prologueGroup;
   SmallVector<Value> batchIndices; // of the GEMM being emitted
@@ -460,7 +499,7 @@ private:
     }
     auto accType = VectorType::get({2, 2}, b.getF32Type());
     auto init = cast<FloatAttr>(
-        m.fill.value().getDefiningOp<arith::ConstantOp>().getValue());
+        m->fill.value().getDefiningOp<arith::ConstantOp>().getValue());
     Value splat = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(accType, init.getValue()));
     SmallVector<Value> inits(tilesM() * tilesN(), splat);
@@ -607,6 +646,12 @@ private:
   Value warpRow, warpCol, fragRow, fragCol, laneRow, laneCol;
 };
 
+/// Registers a producer warpgroup keeps (setmaxnreg): its thread only
+/// counts steps and starts copies.
+constexpr int64_t kProducerRegisters = 40;
+/// The most registers setmaxnreg gives a thread.
+constexpr int64_t kMaxRegisters = 256;
+
 /// The suspend-time hint of an mbarrier wait (ns): a thread waits this long
 /// at most before trying again (upstream's examples take the same).
 constexpr int64_t kMaxWaitTicks = 10000000;
@@ -672,6 +717,16 @@ std::optional<TmaOperand> tmaOperand(OpBuilder &b, Value view, unsigned kDim,
   return operand;
 }
 
+/// A persistent grid's walk: the (M, N) block forall the contraction was
+/// lowered out of, this block's index among `blocks` (one per SM) and the
+/// tile counts along M and N.
+struct PersistentWalk {
+  scf::ForallOp blockLoop;
+  Value block;
+  int64_t blocks;
+  Value tilesM, tilesN;
+};
+
 /// wgmma.mma_async (m64nNk16) by warpgroups. Each stage of the one
 /// workgroup buffer holds A's K tile (bm rows of 128 bytes) and then B's
 /// (groups of 64 columns, each bk rows of 128 bytes), both with the 128-byte
@@ -685,14 +740,151 @@ class WgmmaEmitter final : public TileEmitter {
 public:
   /// `tiles` is the buffer of elements, or of bytes where TMA (`tma`: of
   /// A and of B) fills it.
+  /// With a producer warpgroup, `consumerRegisters` (when not 0) is what
+  /// each consumer thread takes of the registers the producer gives up.
   WgmmaEmitter(OpBuilder &b, Location loc, const MmaConfig &c, MmaMatch &m,
                Value tid, Value tiles,
-               std::optional<std::array<TmaOperand, 2>> tma)
-      : TileEmitter(b, loc, c, m, tid), tiles(tiles), tma(std::move(tma)) {}
+               std::optional<std::array<TmaOperand, 2>> tma,
+               int64_t consumerRegisters = 0)
+      : TileEmitter(b, loc, c, m, tid), tiles(tiles), tma(std::move(tma)),
+        consumerRegisters(consumerRegisters) {}
 
   /// Elements of the one buffer: every stage of A's tiles, then of B's.
   static int64_t bufferElements(const MmaConfig &c) {
     return c.stages * (c.bm * c.bk + c.bk * c.bn);
+  }
+
+  /// The persistent form of the warp-specialized GEMM: each block walks
+  /// the tiles of `walk` (block, block + blocks, ...) in groups of c.groupM
+  /// tile rows. The producer runs on into the next tile while the
+  /// consumers store the last: stages and phases count the block's steps
+  /// over all its tiles. The consumers compute each tile on a clone of the
+  /// block loop's body at the tile's origin, their epilogue included.
+  LogicalResult emitPersistent(const PersistentWalk &walk) {
+    setUp();
+    MLIRContext *ctx = b.getContext();
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto group = nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages);
+    Value full = barriers = nvgpu::MBarrierCreateOp::create(b, loc, group);
+    Value empty = nvgpu::MBarrierCreateOp::create(b, loc, group);
+    makeDescriptors();
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                        index(0));
+    for (Value descriptor : descriptors)
+      nvgpu::TmaFenceOp::create(b, loc, descriptor);
+    for (int64_t s = 0; s < c.stages; ++s) {
+      nvgpu::MBarrierInitOp::create(b, loc, full, index(1), index(s), first);
+      nvgpu::MBarrierInitOp::create(b, loc, empty, index(c.consumerThreads()),
+                                    index(s), first);
+    }
+    gpu::BarrierOp::create(b, loc);
+    Value tiles = apply(d0 * d1, {walk.tilesM, walk.tilesN});
+    auto stageOf = [&](Value step) { return apply(d0 % c.stages, step); };
+    // The phase of `step`'s stage it waits for, as an i1 parity; a fresh
+    // mbarrier's phase before its first counts as complete, so the
+    // producer's first fills of each stage pass at once.
+    auto parity = [&](Value step, int64_t offset) {
+      return arith::TruncIOp::create(
+          b, loc, b.getI1Type(),
+          arith::IndexCastUIOp::create(
+              b, loc, b.getI64Type(),
+              apply((d0.floorDiv(c.stages) + offset) % 2, step)));
+    };
+    // Runs `body` at each of this block's tiles, with the block's steps
+    // before the tile.
+    auto eachTile = [&](function_ref<LogicalResult(IRMapping &, Value)> body)
+        -> LogicalResult {
+      auto loop = scf::ForOp::create(b, loc, walk.block, tiles,
+                                     index(walk.blocks), ValueRange{index(0)});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      IRMapping map = tileOrigin(walk, loop.getInductionVar());
+      Value before = loop.getRegionIterArgs()[0];
+      if (failed(body(map, before)))
+        return failure();
+      scf::YieldOp::create(b, loc, apply(d0 + steps(), before));
+      return success();
+    };
+    Value producer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                           tid, index(c.consumerThreads()));
+    auto roles = scf::IfOp::create(b, loc, producer, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(roles.thenBlock());
+      moveRegisters(/*producer=*/true);
+      auto [producerWarp, elected] = producerRoles();
+      auto ifElected = scf::IfOp::create(b, loc, producerWarp, false);
+      b.setInsertionPointToStart(ifElected.thenBlock());
+      if (failed(eachTile([&](IRMapping &map, Value before) {
+            std::array<SmallVector<Value>, 2> offsets;
+            for (auto [operand, values] : llvm::zip(*tma, offsets))
+              for (Value offset : operand.offsets)
+                values.push_back(cloneAt(offset, map, walk.blockLoop));
+            auto loop = scf::ForOp::create(b, loc, index(0), index(steps()),
+                                           index(1));
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPoint(loop.getBody()->getTerminator());
+            Value t = loop.getInductionVar();
+            Value step = apply(d0 + d1, {before, t});
+            nvgpu::MBarrierTryWaitParityOp::create(b, loc, empty,
+                                                   parity(step, 1),
+                                                   index(kMaxWaitTicks),
+                                                   stageOf(step));
+            produce(t, stageOf(step), elected, {offsets[0], offsets[1]});
+            return success();
+          })))
+        return failure();
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(roles.elseBlock());
+    moveRegisters(/*producer=*/false);
+    return eachTile([&](IRMapping &map, Value before) -> LogicalResult {
+      scf::ForallOp blockLoop = walk.blockLoop;
+      for (Operation &op : blockLoop.getBody()->without_terminator())
+        b.clone(op, map);
+      auto clone = cast<linalg::LinalgOp>(
+          map.lookup(m->contraction.getOperation()));
+      FailureOr<MmaMatch> tile = matchWithViews(clone);
+      if (failed(tile))
+        return failure();
+      MmaMatch *outer = m;
+      m = &*tile;
+      findEdges();
+      // Step 0 of the tile releases nothing; each later one the stage of
+      // the step before, once its wgmma group retired; the last step's
+      // stage after the last wait.
+      auto consume = [&](Value step, ValueRange carried) {
+        nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(step, 0),
+                                               index(kMaxWaitTicks),
+                                               stageOf(step));
+        return multiplyStep(carried, stageOf(step));
+      };
+      auto release = [&](Value step) {
+        nvgpu::MBarrierArriveOp::create(
+            b, loc, nvgpu::MBarrierTokenType::get(ctx), empty, stageOf(step));
+      };
+      SmallVector<Value> accs = consume(before, initialAccumulators());
+      if (steps() > 1) {
+        auto loop = scf::ForOp::create(b, loc, index(1), index(steps()),
+                                       index(1), accs);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value step = apply(d0 + d1, {before, loop.getInductionVar()});
+        SmallVector<Value> next = consume(step, loop.getRegionIterArgs());
+        release(apply(d0 - 1, step));
+        scf::YieldOp::create(b, loc, next);
+        accs = SmallVector<Value>(loop.getResults());
+      }
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+      release(apply(d0 + (steps() - 1), before));
+      SmallVector<Value> results;
+      for (Value acc : accs)
+        results.push_back(pinned(acc));
+      epilogue(results);
+      m = outer;
+      return eraseLowered(*tile);
+    });
   }
 
 private:
@@ -732,6 +924,50 @@ private:
     // group (bk rows) on, the next 8 K rows 1024 bytes on.
     descriptorA = bits(16, 8 * kSwizzleBytes);
     descriptorB = bits(c.bk * kSwizzleBytes, 8 * kSwizzleBytes);
+  }
+
+  /// The block loop's induction variables at the origin of tile `tile` of
+  /// `walk`: tiles numbered along N within groups of c.groupM tile rows
+  /// (the last group maybe fewer), groups along M.
+  IRMapping tileOrigin(const PersistentWalk &walk, Value tile) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    Value perGroup = apply(d0 * c.groupM, walk.tilesN);
+    Value groupIndex = arith::DivUIOp::create(b, loc, tile, perGroup);
+    Value firstRow = apply(d0 * c.groupM, groupIndex);
+    Value rows = arith::MinUIOp::create(
+        b, loc, apply(d0 - d1, {walk.tilesM, firstRow}), index(c.groupM));
+    Value inGroup = arith::RemUIOp::create(b, loc, tile, perGroup);
+    Value tileRow = arith::AddIOp::create(
+        b, loc, firstRow, arith::RemUIOp::create(b, loc, inGroup, rows));
+    Value tileCol = arith::DivUIOp::create(b, loc, inGroup, rows);
+    IRMapping map;
+    scf::ForallOp loop = walk.blockLoop;
+    for (auto [iv, position] :
+         llvm::zip(loop.getInductionVars(), ValueRange{tileRow, tileCol})) {
+      unsigned d = cast<BlockArgument>(iv).getArgNumber();
+      Value lower = getValueOrCreateConstantIndexOp(
+          b, loc, loop.getMixedLowerBound()[d]);
+      Value stride =
+          getValueOrCreateConstantIndexOp(b, loc, loop.getMixedStep()[d]);
+      map.map(iv, apply(d0 + b.getAffineDimExpr(2) * d1,
+                        {lower, position, stride}));
+    }
+    return map;
+  }
+
+  /// `value` (computed in `blockLoop`'s body or outside it) at the
+  /// iteration `map` gives the induction variables of: its computation in
+  /// the body cloned here.
+  Value cloneAt(Value value, IRMapping &map, scf::ForallOp blockLoop) {
+    if (Value known = map.lookupOrNull(value))
+      return known;
+    Operation *def = value.getDefiningOp();
+    if (!def || !blockLoop->isProperAncestor(def))
+      return value;
+    for (Value operand : def->getOperands())
+      cloneAt(operand, map, blockLoop);
+    b.clone(*def, map);
+    return map.lookup(value);
   }
 
   int64_t stageA() const { return c.bm * c.bk; }
@@ -778,7 +1014,7 @@ private:
     auto accType = LLVM::LLVMStructType::getLiteral(
         b.getContext(), SmallVector<Type>(c.shapeN / 2, b.getF32Type()));
     auto init = cast<FloatAttr>(
-        m.fill.value().getDefiningOp<arith::ConstantOp>().getValue());
+        m->fill.value().getDefiningOp<arith::ConstantOp>().getValue());
     Value fill = arith::ConstantOp::create(b, loc, init);
     Value acc = LLVM::UndefOp::create(b, loc, accType);
     for (int64_t i = 0; i < c.shapeN / 2; ++i)
@@ -868,23 +1104,7 @@ private:
     auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     barriers = nvgpu::MBarrierCreateOp::create(
         b, loc, nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages));
-    for (auto [operand, descriptor] : llvm::zip(*tma, descriptors)) {
-      Value address = arith::IndexCastUIOp::create(
-          b, loc, b.getI64Type(),
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand.map));
-      Value pointer = LLVM::IntToPtrOp::create(
-          b, loc, LLVM::LLVMPointerType::get(ctx), address);
-      descriptor = UnrealizedConversionCastOp::create(
-                       b, loc,
-                       nvgpu::TensorMapDescriptorType::get(
-                           ctx, operand.box,
-                           nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-                           nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
-                           nvgpu::TensorMapOOBKind::OOB_ZERO,
-                           nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE),
-                       pointer)
-                       .getResult(0);
-    }
+    makeDescriptors();
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                         index(0));
     // The host wrote the maps (generic proxy) that TMA reads (the tensor
@@ -934,6 +1154,53 @@ private:
       accs = loop.getResults();
     }
     finish(accs);
+  }
+
+  /// The tensor maps of A and B, whose addresses the kernel gets, as
+  /// nvgpu's descriptors (which lower to the same pointer).
+  void makeDescriptors() {
+    MLIRContext *ctx = b.getContext();
+    for (auto [operand, descriptor] : llvm::zip(*tma, descriptors)) {
+      Value address = arith::IndexCastUIOp::create(
+          b, loc, b.getI64Type(),
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand.map));
+      Value pointer = LLVM::IntToPtrOp::create(
+          b, loc, LLVM::LLVMPointerType::get(ctx), address);
+      descriptor = UnrealizedConversionCastOp::create(
+                       b, loc,
+                       nvgpu::TensorMapDescriptorType::get(
+                           ctx, operand.box,
+                           nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+                           nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
+                           nvgpu::TensorMapOOBKind::OOB_ZERO,
+                           nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE),
+                       pointer)
+                       .getResult(0);
+    }
+  }
+
+  /// The register moves at the top of the producer's (`producer`) or a
+  /// consumer's role.
+  void moveRegisters(bool producer) {
+    if (!consumerRegisters)
+      return;
+    NVVM::SetMaxRegisterOp::create(
+        b, loc, producer ? kProducerRegisters : consumerRegisters,
+        producer ? NVVM::SetMaxRegisterAction::decrease
+                 : NVVM::SetMaxRegisterAction::increase);
+  }
+
+  /// The producer warpgroup's first warp, which waits for released stages
+  /// (all its lanes: no lane runs ahead of the others to a warp-collective
+  /// instruction), and its first thread, which starts the copies
+  /// (predicated).
+  std::pair<Value, Value> producerRoles() {
+    Value warp = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, tid,
+        index(c.consumerThreads() + loop::kWarpSize));
+    Value thread = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                         index(c.consumerThreads()));
+    return {warp, thread};
   }
 
   /// Warp specialization: the last warpgroup's first thread produces, the
@@ -987,9 +1254,9 @@ private:
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(roles.thenBlock());
-      Value elected = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                            tid, index(c.consumerThreads()));
-      auto ifElected = scf::IfOp::create(b, loc, elected, false);
+      moveRegisters(/*producer=*/true);
+      auto [producerWarp, elected] = producerRoles();
+      auto ifElected = scf::IfOp::create(b, loc, producerWarp, false);
       b.setInsertionPointToStart(ifElected.thenBlock());
       // The first fill of each stage needs no release.
       int64_t fresh = std::min(c.stages, this->steps());
@@ -999,7 +1266,7 @@ private:
           if (reuse)
             nvgpu::MBarrierTryWaitParityOp::create(
                 b, loc, empty, parity(t, 1), index(kMaxWaitTicks), stage);
-          produce(t, stage, Value());
+          produce(t, stage, elected);
           return SmallVector<Value>();
         };
       };
@@ -1008,6 +1275,7 @@ private:
     }
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(roles.elseBlock());
+    moveRegisters(/*producer=*/false);
     // Step 0 releases nothing: one group stays running, and a step
     // releases the stage of the step before once that group retired.
     auto consume = [&](bool release) {
@@ -1034,6 +1302,12 @@ private:
   /// buffer `stage`, after telling its mbarrier the bytes they land (whole
   /// boxes, those past the buffer's edges zero-filled).
   void produce(Value step, Value stage, Value predicate) {
+    produce(step, stage, predicate, {(*tma)[0].offsets, (*tma)[1].offsets});
+  }
+
+  /// As above, the views of A and B at `offsets` in their buffers.
+  void produce(Value step, Value stage, Value predicate,
+               std::array<ArrayRef<Value>, 2> offsets) {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     int64_t bytes = (stageA() + stageB()) * c.elementBytes;
     nvgpu::MBarrierArriveExpectTxOp::create(b, loc, barriers, index(bytes),
@@ -1050,7 +1324,8 @@ private:
         size_t dim = rank - 1 - d;
         Value position = d < inner.size() ? inner[d]
                                           : batchIndices[batchLoops[dim]];
-        coordinates.push_back(apply(d0 + d1, {o.offsets[dim], position}));
+        coordinates.push_back(
+            apply(d0 + d1, {offsets[operand][dim], position}));
       }
       Value bytesOffset = apply(d0 * c.elementBytes, elements);
       Value dst = memref::ViewOp::create(b, loc, o.box, tiles, bytesOffset,
@@ -1059,9 +1334,9 @@ private:
                                     descriptors[operand], coordinates, stage,
                                     Value(), predicate);
     };
-    load(0, m.lhsBatch, {k, index(0)}, apply(d0 * stageA(), stage));
+    load(0, m->lhsBatch, {k, index(0)}, apply(d0 * stageA(), stage));
     for (int64_t g = 0; g < c.bn / rowElements(); ++g)
-      load(1, m.rhsBatch, {index(g * rowElements()), k},
+      load(1, m->rhsBatch, {index(g * rowElements()), k},
            apply(c.stages * stageA() + d0 * stageB() + g * groupB(), stage));
   }
 
@@ -1113,7 +1388,7 @@ private:
                   (d1 + ni * c.shapeN).floorDiv(rowElements()) * groupB() +
                   kk * c.instructionK() * rowElements(),
               {stage, groupCol}));
-    Type element = getElementTypeOrSelf(m.lhs.getType());
+    Type element = getElementTypeOrSelf(m->lhs.getType());
     auto type = element.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
     MLIRContext *ctx = b.getContext();
     return NVVM::WgmmaMmaAsyncOp::create(
@@ -1145,6 +1420,7 @@ private:
 
   Value tiles;
   std::optional<std::array<TmaOperand, 2>> tma;
+  int64_t consumerRegisters;
   // The warpgroup's tile in the block tile; the row and column of the
   // thread's first accumulator element in an instruction's 64 x n.
   Value groupRow, groupCol, laneRow, laneCol;
@@ -1155,15 +1431,10 @@ private:
 };
 
 LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
-  FailureOr<MmaMatch> matched = match(contraction);
+  FailureOr<MmaMatch> matched = matchWithViews(contraction);
   if (failed(matched))
     return failure();
   MmaMatch &m = *matched;
-  OpBuilder views(contraction);
-  m.lhs = batchLeading(views, contraction, m.batch, 0);
-  m.rhs = batchLeading(views, contraction, m.batch, 1);
-  m.lhsBatch = batchLoopsRead(contraction, m.batch, 0);
-  m.rhsBatch = batchLoopsRead(contraction, m.batch, 1);
   auto aType = cast<MemRefType>(m.lhs.getType());
   auto accType = cast<MemRefType>(contraction.getDpsInits()[0].getType());
   unsigned kDim = m.lhsBatch.size() + 1;
@@ -1175,7 +1446,8 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
               config.getBlockM(), config.getBlockN(), config.getWarpM(),
               config.getWarpN(),  config.getK(),      config.getStages(),
               config.getPad(),    mmaElementBytes(contraction),
-              config.getShapeM(), config.getShapeN(), config.getProducers()};
+              config.getShapeM(), config.getShapeN(), config.getProducers(),
+              config.getGroupM()};
   // loop-validate has checked the schedule against the whole kernel; this
   // guards a marked op that did not go through it.
   std::string unfit =
@@ -1235,18 +1507,88 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
       if (!tma || llvm::any_of(accType.getShape().take_front(m.batch),
                                [](int64_t extent) { return extent != 1; }))
         c.producers = 0;
-      Value tiles =
-          tma ? Value(memref::AllocOp::create(
-                    b, loc,
-                    MemRefType::get({WgmmaEmitter::bufferElements(c) *
-                                         c.elementBytes},
-                                    b.getI8Type(), MemRefLayoutAttrInterface(),
-                                    workgroup)))
-              : buffer({WgmmaEmitter::bufferElements(c)});
+      // Two or more consumer warpgroups take the registers the producer
+      // gives up (one has all a thread may hold already): one block per SM.
+      const loop::TargetDescription &chip = config.getTarget().getDescription();
+      int64_t consumerRegisters = 0;
+      if (c.producers && c.groups() >= 2)
+        consumerRegisters = std::min<int64_t>(
+            kMaxRegisters,
+            (chip.registersPerMultiprocessor / kWarpgroupThreads -
+             kProducerRegisters) / c.groups() / 8 * 8);
+      // A persistent grid walks the tiles of an (M, N) block loop of whole
+      // tiles: a masked edge tile's stores diverge its warps, which a
+      // warpgroup's next tile (wgmma, .sync.aligned) needs converged
+      // (the PTX emulator, which reconverges lanes by their counters, sees
+      // lanes at the loop's top run ahead of those still storing).
+      auto blockLoop = contraction->getParentOfType<scf::ForallOp>();
+      auto wholeTiles = [](scf::ForallOp loop) {
+        for (unsigned d = 0; d < loop.getRank(); ++d) {
+          std::optional<int64_t> lower =
+              getConstantIntValue(loop.getMixedLowerBound()[d]);
+          std::optional<int64_t> upper =
+              getConstantIntValue(loop.getMixedUpperBound()[d]);
+          std::optional<int64_t> step =
+              getConstantIntValue(loop.getMixedStep()[d]);
+          if (!lower || !upper || !step || (*upper - *lower) % *step)
+            return false;
+        }
+        return true;
+      };
+      if (!c.producers || m.batch || !blockLoop || blockLoop.getRank() != 2 ||
+          !wholeTiles(blockLoop))
+        c.groupM = 0;
+      auto tileBuffer = [&] {
+        return tma ? Value(memref::AllocOp::create(
+                         b, loc,
+                         MemRefType::get({WgmmaEmitter::bufferElements(c) *
+                                              c.elementBytes},
+                                         b.getI8Type(),
+                                         MemRefLayoutAttrInterface(), workgroup)))
+                   : buffer({WgmmaEmitter::bufferElements(c)});
+      };
+      if (c.groupM) {
+        // One block per SM replaces the block loop, whose body each
+        // consumer tile clones.
+        b.setInsertionPoint(blockLoop);
+        AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1),
+                   d2 = b.getAffineDimExpr(2);
+        SmallVector<Value> counts;
+        for (unsigned d = 0; d < 2; ++d) {
+          auto value = [&](OpFoldResult v) {
+            return getValueOrCreateConstantIndexOp(b, loc, v);
+          };
+          counts.push_back(affine::makeComposedAffineApply(
+              b, loc, (d1 - d0).ceilDiv(d2),
+              getAsOpFoldResult(ValueRange{
+                  value(blockLoop.getMixedLowerBound()[d]),
+                  value(blockLoop.getMixedUpperBound()[d]),
+                  value(blockLoop.getMixedStep()[d])})));
+        }
+        int64_t blocks = config.getTarget().getDescription().multiprocessors;
+        auto grid = scf::ForallOp::create(
+            b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(blocks)},
+            ValueRange{},
+            b.getArrayAttr(
+                {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+        b.setInsertionPoint(grid.getBody()->getTerminator());
+        Value tiles = tileBuffer();
+        scf::ForallOp threads = threadLoop();
+        b.setInsertionPoint(threads.getBody()->getTerminator());
+        PersistentWalk walk{blockLoop, grid.getInductionVar(0), blocks,
+                            counts[0], counts[1]};
+        if (failed(WgmmaEmitter(b, loc, c, m, threads.getInductionVar(0),
+                                tiles, std::move(tma), consumerRegisters)
+                       .emitPersistent(walk)))
+          return failure();
+        blockLoop.erase();
+        return success();
+      }
+      Value tiles = tileBuffer();
       scf::ForallOp threads = threadLoop();
       b.setInsertionPoint(threads.getBody()->getTerminator());
       WgmmaEmitter(b, loc, c, m, threads.getInductionVar(0), tiles,
-                   std::move(tma))
+                   std::move(tma), consumerRegisters)
           .emit();
     } else {
       Value smA = buffer({c.stages, c.bm, c.bk + c.pad});
@@ -1258,22 +1600,7 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
     }
   }
 
-  SmallVector<memref::AllocOp> tiles;
-  if (m.accumulator)
-    tiles.push_back(m.accumulator);
-  for (linalg::GenericOp e : llvm::reverse(m.epilogue)) {
-    if (auto alloc = e.getDpsInits()[0].getDefiningOp<memref::AllocOp>())
-      tiles.push_back(alloc);
-    e.erase();
-  }
-  contraction->erase();
-  m.fill.erase();
-  // Tiles that only the chain read now live in registers.
-  for (memref::AllocOp alloc : tiles)
-    if (failed(eraseReplacedBuffer(
-            alloc, "loop.mma: a tile of the epilogue is still used after lowering")))
-      return failure();
-  return success();
+  return eraseLowered(m);
 }
 
 struct GpuLowerMmaPass : tessel::impl::GpuLowerMmaBase<GpuLowerMmaPass> {

@@ -79,7 +79,7 @@ static std::string checkWgmma(const MmaConfig &c,
 StringRef MmaConfig::knobName(Field field) {
   static constexpr StringLiteral names[] = {
       "block_m", "block_n", "warp_m", "warp_n", "block_k", "stages", "pad",
-      "producers"};
+      "producers", "group_m"};
   return names[field];
 }
 
@@ -93,6 +93,10 @@ std::string MmaConfig::check(const loop::TargetDescription &target,
     return msg(Producers, producers,
                "needs loop.mma of shape m64 (wgmma): mma.sync warps copy "
                "their own tiles");
+  if (groupM && !producers)
+    return msg(GroupM, groupM,
+               "makes the grid persistent, which needs a producer warpgroup "
+               "(loop.warp_specialize producers [1])");
   if (wgmma()) {
     std::string unfit = checkWgmma(*this, target, name);
     if (!unfit.empty())

@@ -39,6 +39,8 @@ struct MmaConfig {
   int64_t shapeM = 16, shapeN = 8;
   // Warpgroups that only copy (loop.warp_specialize): 0 or 1.
   int64_t producers = 0;
+  // A persistent grid's tile rows per group (loop.persistent); 0: none.
+  int64_t groupM = 0;
 
   bool wgmma() const { return shapeM == kWgmmaM; }
 
@@ -62,7 +64,9 @@ struct MmaConfig {
   int64_t consumerThreads() const;
   int64_t sharedBytes() const;
   /// The fields a message can name, in the order above.
-  enum Field { BlockM, BlockN, WarpM, WarpN, BlockK, Stages, Pad, Producers };
+  enum Field {
+    BlockM, BlockN, WarpM, WarpN, BlockK, Stages, Pad, Producers, GroupM
+  };
   /// The first limit this config breaks on `target`, as a message naming
   /// the offending value through `name` (e.g. "knob 'block_m'"), or "".
   std::string check(const loop::TargetDescription &target,

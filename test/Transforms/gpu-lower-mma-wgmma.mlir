@@ -123,6 +123,47 @@ func.func private @specialized(%a: memref<256x512xf16>, %b: memref<512x256xf16>,
 
 // -----
 
+// A persistent grid (group_m = 8) over the 2 x 2 whole tiles of 128 x 256:
+// one block per SM of sm_90a (132) replaces the block loop; each walks the
+// tiles block, block + 132, ... The producer gives registers to the two
+// consumer warpgroups (setmaxnreg 40 / 232) and fills stages across tiles,
+// counting the block's steps; the consumers compute each tile on a clone of
+// the block loop's body at its origin and release its last stage after
+// their last wait.
+// CHECK-LABEL: func.func private @persistent
+// CHECK: scf.forall (%[[BLOCK:.*]]) in (132) {
+// CHECK: scf.forall (%{{.*}}) in (384) {
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.setmaxregister decrease 40
+// CHECK: scf.for %[[TILE:.*]] = %[[BLOCK]] to %c4 step %c132 iter_args
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: nvgpu.tma.async.load
+// CHECK: } else {
+// CHECK-NEXT: nvvm.setmaxregister increase 232
+// CHECK: scf.for %{{.*}} = %[[BLOCK]] to %c4 step %c132 iter_args
+// CHECK: memref.subview %arg2
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvgpu.mbarrier.arrive
+// CHECK: vector.store
+// CHECK: } {mapping = [#gpu.thread<x>]}
+// CHECK-NEXT: } {mapping = [#gpu.block<x>]}
+// CHECK-NOT: #gpu.block<y>
+func.func private @persistent(%a: memref<256x512xf16>, %b: memref<512x512xf16>, %out: memref<256x512xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (256, 512) step (128, 256) {
+    %sa = memref.subview %a[%i, 0] [128, 512] [1, 1] : memref<256x512xf16> to memref<128x512xf16, strided<[512, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [512, 256] [1, 1] : memref<512x512xf16> to memref<512x256xf16, strided<[512, 1], offset: ?>>
+    %so = memref.subview %out[%i, %j] [128, 256] [1, 1] : memref<256x512xf32> to memref<128x256xf32, strided<[512, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<128x256xf32, strided<[512, 1], offset: ?>>)
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 256, warp_m = 64, warp_n = 256, k = 64, stages = 4, pad = 0, shape_m = 64, shape_n = 256, producers = 1, group_m = 8>}
+        ins(%sa, %sb : memref<128x512xf16, strided<[512, 1], offset: ?>>, memref<512x256xf16, strided<[512, 1], offset: ?>>) outs(%so : memref<128x256xf32, strided<[512, 1], offset: ?>>)
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
 // A's view takes half of its buffer's K, where a box would read on into
 // the other half: threads copy both operands with cp.async into the
 // swizzled tiles instead, and fence the copies for the async proxy.

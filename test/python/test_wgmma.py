@@ -7,13 +7,14 @@ fences, async-proxy ordering) is checked against Triton's sm_90a kernels in
 test_emulator_triton.py; larger shapes only compile.
 """
 
+import dataclasses
 import re
 
 import numpy as np
 import pytest
 
 import tessel
-from tessel import ops, schedules
+from tessel import ops, schedules, targets
 from tessel.backends.cpu import compile_cpu
 from tessel.dtypes import BFLOAT16
 from tessel.testing import fuzz
@@ -70,6 +71,8 @@ def test_16_bit_matmul_with_epilogue_runs_on_wgmma_without_spills(m, n, k, dtype
         # (192 KiB).
         assert _wgmma_shapes(ptx) == {("m64n256k16", PTX_TYPES[dtype.name])}
         assert kernel.block == (384, 1, 1) and kernel.dynamic_shared_bytes == 4 * (128 * 64 + 64 * 256) * 2
+        # A persistent grid: one block per SM of the H100/H200.
+        assert kernel.grid == (132, 1, 1) and "setmaxnreg.inc.sync.aligned.u32" in ptx
         assert "mbarrier.arrive.shared.b64" in ptx  # consumers release stages to the producer
     if m * n * k <= 256 * 384 * 512:
         a, w, b = _randn(m, k, dtype=dtype), (_randn(k, n) * 0.1).astype(dtype), _randn(n, dtype=dtype)
@@ -171,3 +174,57 @@ def test_wgmma_schedules_match_numpy_on_cpu():
     assert "shape [64, " in str(schedules.default_schedules(module, "sm_90a"))
     np.testing.assert_allclose(compile_cpu(module, schedules="sm_90a")(a, w, b).astype(np.float32),
                                _reference(a, w, b), rtol=2e-2, atol=2e-2)
+
+
+def _few_sms(sms: int) -> str:
+    """sm_90a's description with ``sms`` SMs, registered under a name of its
+    own: a persistent grid of that many blocks walks several tiles each at
+    shapes the emulator runs quickly."""
+    name = f"sm_90a_{sms}sms"
+    if name not in targets.names():
+        targets.register(dataclasses.replace(targets.get("sm_90a"), name=name, multiprocessors=sms))
+    return name
+
+
+@pytest.mark.parametrize("m,n,group_m", [(512, 512, 8), (640, 512, 2), (640, 512, 1)])
+def test_a_persistent_grid_walks_every_tile_while_the_producer_runs_ahead(m, n, group_m):
+    # 4 blocks over 8 or 10 tiles of 128 x 256 (groups of 2 tile rows leave
+    # a last group of one): each block's producer fills the stages of its
+    # next tile while its consumers store the last; the consumers take the
+    # registers the producer gives up (setmaxnreg, under a register cap at
+    # entry).
+    target = _few_sms(4)
+    module = _module(m, n, 192, np.dtype(np.float16))
+    scheduled = schedules.default_schedules(module, target)
+    knobs = {knob.name: knob for knob in schedules.knobs(scheduled)}
+    artifact = tessel.compile(schedules.with_knobs(scheduled, {knobs["group_m"].key: group_m}),
+                              target=f"cuda:{target}")
+    [kernel] = artifact.kernels
+    assert kernel.grid == (4, 1, 1) and kernel.block == (384, 1, 1)
+    for line in (".minnctapersm 1", "setmaxnreg.dec.sync.aligned.u32 \t40;", "setmaxnreg.inc.sync.aligned.u32 \t232;"):
+        assert line in kernel.ptx, line
+    assert kernel.ptxas["spill_stores"] == 0
+    a, w, b = _randn(m, 192, dtype=np.float16), (_randn(192, n) * 0.1).astype(np.float16), _randn(n, dtype=np.float16)
+    np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), _reference(a, w, b),
+                               rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("rows,n,calls", [(320, 384, (320,)), ("rows", 512, (1, 200, 1000))],
+                         ids=["edge_tiles", "symbolic_rows"])
+def test_tiles_a_persistent_grid_cannot_take_get_a_block_each(rows, n, calls):
+    # Edge tiles (masked stores) or rows over a size symbol: one block per
+    # tile, still warp-specialized (a persistent block's next tile would
+    # start with its warps diverged by the last one's masked stores).
+    target = _few_sms(4)
+    f16 = np.dtype(np.float16)
+    module = tessel.trace(_gemm_bias_gelu, tessel.TensorSpec((rows, 192), f16), tessel.TensorSpec((192, n), f16),
+                          tessel.TensorSpec((n,), f16), dims={"rows": (1, 1024)} if rows == "rows" else None,
+                          name="gemm")
+    artifact = tessel.compile(module, target=f"cuda:{target}")
+    [kernel] = artifact.kernels
+    assert kernel.grid != (4, 1, 1) and kernel.block == (384, 1, 1) and "setmaxnreg" in kernel.ptx
+    run = artifact.emulate()
+    w, b = (_randn(192, n) * 0.1).astype(f16), _randn(n, dtype=f16)
+    for count in calls:
+        a = _randn(count, 192, dtype=f16)
+        np.testing.assert_allclose(run(a, w, b).astype(np.float32), _reference(a, w, b), rtol=2e-2, atol=2e-2)

@@ -120,13 +120,23 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
   int64_t producers = 0;
   if (!specializes.empty())
     producers = (*specializes.begin()).getResolvedProducers();
+  auto persistents = schedule.getBody().getOps<loop::PersistentOp>();
+  int64_t groupM = 0;
+  if (!persistents.empty()) {
+    groupM = (*persistents.begin()).getResolvedGroupM();
+    if (batch)
+      return (*persistents.begin()).emitError(
+          "a persistent grid walks the tiles of an unbatched contraction; "
+          "this one has ")
+             << batch << " batch loops";
+  }
   MmaConfig c{extents[batch],     extents[batch + 1],
               extents[batch + 2] / check.parts,
               block[batch],       block[batch + 1],
               sizes[0],           sizes[1],
               sizes[2],           stages,
               promote.getResolvedPad(), elementBytes,
-              wgmma ? kWgmmaM : 16, wgmma ? given[1] : 8, producers};
+              wgmma ? kWgmmaM : 16, wgmma ? given[1] : 8, producers, groupM};
   std::string error =
       c.check(schedule.getTargetDescription(), [&](MmaConfig::Field f) {
         switch (f) {
@@ -152,9 +162,15 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
           return valueName(promote.getDynamicPad(), promote.getStaticPad(), 0,
                            "pad");
         case MmaConfig::Producers:
-          return valueName((*specializes.begin()).getDynamicProducers(),
-                           (*specializes.begin()).getStaticProducers(), 0,
-                           "producers");
+          return specializes.empty()
+                     ? std::string("producers")
+                     : valueName((*specializes.begin()).getDynamicProducers(),
+                                 (*specializes.begin()).getStaticProducers(), 0,
+                                 "producers");
+        case MmaConfig::GroupM:
+          return valueName((*persistents.begin()).getDynamicGroupM(),
+                           (*persistents.begin()).getStaticGroupM(), 0,
+                           "group_m");
         }
         llvm_unreachable("unknown field");
       });
@@ -209,6 +225,9 @@ LogicalResult markMma(loop::MmaOp mma, TilingInterface root,
     pad = promote.getResolvedPad();
   for (auto specialize : schedule.getBody().getOps<loop::WarpSpecializeOp>())
     producers = specialize.getResolvedProducers();
+  int64_t groupM = 0;
+  for (auto persistent : schedule.getBody().getOps<loop::PersistentOp>())
+    groupM = persistent.getResolvedGroupM();
   SmallVector<int64_t> sizes = mma.getResolvedSizes();
   // The block tile's M and N sizes (untiled: the whole extent); edge tiles
   // of the forall are smaller.
@@ -225,7 +244,7 @@ LogicalResult markMma(loop::MmaOp mma, TilingInterface root,
       [&] { return mma.emitError(); }, schedule.getContext(),
       schedule.getTarget(), blockSize(batch), blockSize(batch + 1), sizes[0],
       sizes[1], sizes[2], stages, pad, mma.getShape()[0], mma.getShape()[1],
-      producers);
+      producers, groupM);
   if (!config)
     return failure();
   contraction->setAttr(loop::kMmaAttrName, config);
@@ -237,7 +256,8 @@ struct TensorCoreContraction final : Strategy {
 
   bool owns(Operation *op) const override {
     return isa<loop::MmaOp, loop::PromoteOp, loop::PipelineOp,
-               loop::MaterializeOp, loop::WarpSpecializeOp>(op);
+               loop::MaterializeOp, loop::WarpSpecializeOp,
+               loop::PersistentOp>(op);
   }
   // Warp tiles and K steps.
   bool writesTileLoops(Operation *op) const override {
@@ -332,9 +352,15 @@ struct TensorCoreContraction final : Strategy {
     Value stages = mmaKnob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
     int64_t copy = best->copyElements();
     Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, copy, 2 * copy});
-    Value vproducers;
+    Value vproducers, vgroup;
     if (best->wgmma())
       vproducers = mmaKnob(MmaConfig::Producers, best->producers, {0, 1});
+    // A persistent grid where a producer warpgroup copies and the tiles
+    // outnumber the SMs (below, one wave of blocks: nothing to walk), in
+    // groups of 8 tile rows (Triton's and CUTLASS's default raster).
+    if (best->producers && !batch &&
+        best->blocks() > r.info.multiprocessors)
+      vgroup = mmaKnob(MmaConfig::GroupM, 8, {1, 2, 4, 8, 16});
     // K in parts on grid z when even the smallest tiles leave SMs idle and
     // K is long (each part keeps at least 32 steps of 32). Batched
     // contractions have grid z already.
@@ -375,6 +401,9 @@ struct TensorCoreContraction final : Strategy {
       loop::WarpSpecializeOp::create(
           sb, loc, ValueRange{vproducers},
           sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
+    if (vgroup)
+      loop::PersistentOp::create(sb, loc, ValueRange{vgroup},
+                                 sb.getDenseI64ArrayAttr({ShapedType::kDynamic}));
     loop::MmaOp::create(
         sb, loc, ValueRange{wm, wn, bk},
         sb.getDenseI64ArrayAttr(
