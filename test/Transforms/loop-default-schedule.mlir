@@ -346,10 +346,10 @@ func.func private @siblings(%a: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 // CHECK-LABEL: func.func private @mma
 // CHECK: loop.schedule @mma target "sm_90" {
 // CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [32, 64, 128, 256]
-// CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 64 choices [32, 64, 128, 256]
+// CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 64 choices [32, 64, 128, 192, 256]
 // CHECK-NEXT: %[[BK:.*]] = loop.knob "block_k" = 32 choices [16, 32, 64]
 // CHECK-NEXT: %[[WM:.*]] = loop.knob "warp_m" = 64 choices [16, 32, 64, 128]
-// CHECK-NEXT: %[[WN:.*]] = loop.knob "warp_n" = 32 choices [16, 32, 64, 128, 256]
+// CHECK-NEXT: %[[WN:.*]] = loop.knob "warp_n" = 32 choices [16, 32, 64, 128, 192, 256]
 // CHECK-NEXT: %[[ST:.*]] = loop.knob "stages" = 4 choices [1, 2, 3, 4, 5]
 // CHECK-NEXT: %[[PAD:.*]] = loop.knob "pad" = 8 choices [0, 8, 16]
 // CHECK-NEXT: %[[SK:.*]] = loop.knob "split_k" = 1 choices [1, 2, 4, 8, 16]

@@ -24,6 +24,10 @@ using namespace tessel;
 
 namespace {
 
+/// The least share of the SMs' block slots a default wgmma tiling keeps
+/// busy over its waves of blocks.
+constexpr double kFullWaves = 0.85;
+
 /// The extents a tensor-core schedule of `contraction` (with `batch` batch
 /// loops) is chosen and checked at: M and the innermost batch loop (a grid
 /// dim) over size symbols at their largest, M's edge tiles masked and the
@@ -312,16 +316,38 @@ struct TensorCoreContraction final : Strategy {
     // memory from other blocks.
     int64_t wgmmaSteps =
         llvm::divideCeil(extents[batch + 2], kSwizzleBytes / elementBytes);
+    SmallVector<MmaConfig> wgmmaTiles; // legal, from the largest tile down
     if (r.info.has(loop::Instruction::Wgmma) && elementBytes == 2)
       for (int64_t bm : {128, 64})
-        for (int64_t bn : {256, 128, 64})
-          for (int64_t stages : {4, 3, 2})
+        for (int64_t bn : {256, 192, 128, 64})
+          for (int64_t stages : {4, 3, 2}) {
+            MmaConfig c{extents[batch], extents[batch + 1], extents[batch + 2],
+                        bm, bn, kWgmmaM, bn, kSwizzleBytes / elementBytes,
+                        stages, 0, elementBytes, kWgmmaM, bn, producers};
             if ((stages == 2 || stages <= wgmmaSteps + 1) &&
-                consider(MmaConfig{extents[batch], extents[batch + 1],
-                                   extents[batch + 2], bm, bn, kWgmmaM, bn,
-                                   kSwizzleBytes / elementBytes, stages, 0,
-                                   elementBytes, kWgmmaM, bn, producers}))
+                c.check(r.info, noName).empty()) {
+              wgmmaTiles.push_back(c);
               break;
+            }
+          }
+    // The largest tile whose last wave of blocks is mostly full: a short
+    // last wave idles most SMs for a whole tile (8192x768x3072: 192 tiles
+    // of 128x256 on 132 SMs keep them 73% busy, 256 of 128x192 97%).
+    auto waveUse = [&](const MmaConfig &c) {
+      int64_t sms = r.info.multiprocessors;
+      return static_cast<double>(blocksOf(c)) /
+             static_cast<double>(llvm::divideCeil(blocksOf(c), sms) * sms);
+    };
+    for (const MmaConfig &c : wgmmaTiles)
+      if (blocksOf(c) >= r.info.multiprocessors && waveUse(c) >= kFullWaves) {
+        best = c;
+        break;
+      }
+    // Else, as for mma.sync, the first that gives every SM a block or the
+    // one with the most blocks.
+    if (!best)
+      for (const MmaConfig &c : wgmmaTiles)
+        consider(c);
     // mma.sync where wgmma is not available or fits no tile.
     bool wgmma = best.has_value();
     for (int64_t bm : {128, 64, 32})
@@ -345,10 +371,10 @@ struct TensorCoreContraction final : Strategy {
       return addKnob(sb, loc, MmaConfig::knobName(field), value, choices);
     };
     Value bm = mmaKnob(MmaConfig::BlockM, best->bm, {32, 64, 128, 256});
-    Value bn = mmaKnob(MmaConfig::BlockN, best->bn, {32, 64, 128, 256});
+    Value bn = mmaKnob(MmaConfig::BlockN, best->bn, {32, 64, 128, 192, 256});
     Value bk = mmaKnob(MmaConfig::BlockK, best->bk, {16, 32, 64});
     Value wm = mmaKnob(MmaConfig::WarpM, best->wm, {16, 32, 64, 128});
-    Value wn = mmaKnob(MmaConfig::WarpN, best->wn, {16, 32, 64, 128, 256});
+    Value wn = mmaKnob(MmaConfig::WarpN, best->wn, {16, 32, 64, 128, 192, 256});
     Value stages = mmaKnob(MmaConfig::Stages, best->stages, {1, 2, 3, 4, 5});
     int64_t copy = best->copyElements();
     Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, copy, 2 * copy});
