@@ -8,7 +8,8 @@ package (only tessel.runtime is imported: no MLIR). For every artifact:
 inputs from the workload's seed, tessel's result checked against torch's in
 float32, then CUDA-event timings (warm-up, then the median of at least 20
 calls, fewer only for a call longer than budget/20) of tessel, torch eager
-and torch.compile. One failure does not stop the others. Prints a table of
+and torch.compile, and for plain GEMMs of a Triton matmul (autotuned over
+three Hopper tile shapes). One failure does not stop the others. Prints a table of
 ratios (peer time / tessel time: above 1, tessel is faster) and writes JSON
 to $OUT/gpu.json when OUT is set (or --json). ``--dry`` runs everything but
 the GPU: artifacts load and their launch sequences execute on the runtime's
@@ -62,6 +63,64 @@ def _median_ms(torch, fn, budget: float) -> tuple[float, int]:
     return statistics.median(times), reps
 
 
+def _triton_kernel():
+    """A Triton matmul kernel, the tutorial's (on sm_90 tl.dot becomes wgmma
+    fed by a multi-stage ring) with grouped tile order, autotuned over a
+    few Hopper tile shapes: the peer a hand-written GPU kernel meets."""
+    import triton
+    import triton.language as tl
+
+    configs = [triton.Config({"BM": bm, "BN": bn, "BK": 64, "GROUP": 8}, num_warps=warps, num_stages=stages)
+               for bm, bn, warps, stages in ((128, 256, 8, 3), (128, 128, 4, 4), (64, 128, 4, 4))]
+
+    @triton.autotune(configs=configs, key=["M", "N", "K"])
+    @triton.jit
+    def matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+        pid = tl.program_id(0)
+        tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+        group = pid // (GROUP * tiles_n)
+        first = group * GROUP
+        rows = min(tiles_m - first, GROUP)
+        pm = first + (pid % (GROUP * tiles_n)) % rows
+        pn = (pid % (GROUP * tiles_n)) // rows
+        om = (pm * BM + tl.arange(0, BM)) % M
+        on = (pn * BN + tl.arange(0, BN)) % N
+        ok = tl.arange(0, BK)
+        pa = a + om[:, None] * sam + ok[None, :] * sak
+        pb = b + ok[:, None] * sbk + on[None, :] * sbn
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            x = tl.load(pa, mask=ok[None, :] < K - k * BK, other=0.0)
+            y = tl.load(pb, mask=ok[:, None] < K - k * BK, other=0.0)
+            acc = tl.dot(x, y, acc)
+            pa += BK * sak
+            pb += BK * sbk
+        rm, rn = pm * BM + tl.arange(0, BM), pn * BN + tl.arange(0, BN)
+        tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(c.dtype.element_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+    return matmul
+
+
+def _triton_matmul(torch):
+    """``a @ b`` of 2-D row-major tensors by :func:`_triton_kernel`, f16/bf16
+    into the inputs' dtype (f32 accumulation)."""
+    import triton
+
+    matmul = _triton_kernel()
+
+    def run(x, y):
+        (m, k), (_, n) = x.shape, y.shape
+        out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+        grid = lambda meta: (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)  # noqa: E731
+        matmul[grid](x, y, out, m, n, k, x.stride(0), x.stride(1), y.stride(0), y.stride(1),
+                     out.stride(0), out.stride(1))
+        return out
+
+    return run
+
+
 def _check_dry(workload: Workload, path: Path) -> dict:
     executable = runtime.load(path, dry=True)
     results = executable(*workload.arrays())
@@ -94,6 +153,13 @@ def _check_and_time(torch, workload: Workload, path: Path, budget: float) -> dic
         peers["torch.compile"] = lambda: compiled(*inputs)
     except Exception as e:  # noqa: BLE001 - a missing peer is reported, not fatal
         row["torch.compile"] = f"failed: {type(e).__name__}: {e}"[:200]
+    if workload.matmul:
+        try:
+            triton_matmul = _triton_matmul(torch)
+            triton_matmul(*inputs)
+            peers["triton"] = lambda: triton_matmul(*inputs)
+        except Exception as e:  # noqa: BLE001 - as above
+            row["triton"] = f"failed: {type(e).__name__}: {e}"[:200]
     for name, fn in peers.items():
         row[f"{name} ms"], row[f"{name} calls"] = _median_ms(torch, fn, budget)
     return row
@@ -101,7 +167,7 @@ def _check_and_time(torch, workload: Workload, path: Path, budget: float) -> dic
 
 def _table(rows: dict[str, dict]) -> str:
     lines = [f"{'workload':<40} {'ok':>4} {'tessel ms':>10} {'eager ms':>10} {'compile ms':>11} "
-             f"{'eager/ts':>9} {'compile/ts':>10} {'TFLOP/s':>8} {'GB/s':>7}"]
+             f"{'eager/ts':>9} {'compile/ts':>10} {'triton/ts':>10} {'TFLOP/s':>8} {'GB/s':>7}"]
     for name, row in rows.items():
         if "failure" in row:
             lines.append(f"{name:<40} FAIL {row['failure'].splitlines()[-1][:90]}")
@@ -110,11 +176,11 @@ def _table(rows: dict[str, dict]) -> str:
         if t is None:
             lines.append(f"{name:<40} {'dry':>4} {row['kernels']} kernels, {row['launches']} launches checked")
             continue
-        eager, comp = row.get("torch eager ms"), row.get("torch.compile ms")
+        eager, comp, tri = row.get("torch eager ms"), row.get("torch.compile ms"), row.get("triton ms")
         lines.append(
             f"{name:<40} {'yes' if row['ok'] else 'NO':>4} {t:10.3f} {eager:10.3f} "
             f"{comp if comp is not None else float('nan'):11.3f} {eager / t:9.2f} "
-            f"{(comp / t) if comp else float('nan'):10.2f} "
+            f"{(comp / t) if comp else float('nan'):10.2f} {(tri / t) if tri else float('nan'):10.2f} "
             f"{row.get('flops', 0) / t / 1e9:8.1f} {row.get('bytes', 0) / t / 1e6:7.0f}")
     return "\n".join(lines)
 

@@ -28,6 +28,7 @@ class Workload:
     # Largest error allowed against torch's float32 reference, relative to
     # the reference's largest magnitude.
     tolerance: float = 1e-2
+    matmul: bool = False  # a plain 2-D a @ b: also timed against a Triton matmul
 
     def arrays(self, seed: int = 0) -> list[np.ndarray]:
         """The inputs, the same on every machine: normal(0, 1), cast."""
@@ -42,7 +43,7 @@ def _gemm(m: int, n: int, k: int, tag: str = "", dtype: str = F16) -> Workload:
     return Workload(
         f"gemm_{short}_{m}x{n}x{k}{tag}", (((m, k), dtype), ((k, n), dtype)),
         lambda a, b: a @ b, lambda torch, a, b: a @ b,
-        flops=2.0 * m * n * k, bytes=2.0 * (m * k + k * n + m * n))
+        flops=2.0 * m * n * k, bytes=2.0 * (m * k + k * n + m * n), matmul=True)
 
 
 def _gemm_bias_gelu(m: int, n: int, k: int) -> Workload:
