@@ -781,16 +781,6 @@ public:
     gpu::BarrierOp::create(b, loc);
     Value tiles = apply(d0 * d1, {walk.tilesM, walk.tilesN});
     auto stageOf = [&](Value step) { return apply(d0 % c.stages, step); };
-    // The phase of `step`'s stage it waits for, as an i1 parity; a fresh
-    // mbarrier's phase before its first counts as complete, so the
-    // producer's first fills of each stage pass at once.
-    auto parity = [&](Value step, int64_t offset) {
-      return arith::TruncIOp::create(
-          b, loc, b.getI1Type(),
-          arith::IndexCastUIOp::create(
-              b, loc, b.getI64Type(),
-              apply((d0.floorDiv(c.stages) + offset) % 2, step)));
-    };
     // Runs `body` at each of this block's tiles, with the block's steps
     // before the tile.
     auto eachTile = [&](function_ref<LogicalResult(IRMapping &, Value)> body)
@@ -1142,18 +1132,27 @@ private:
         produce(next, apply(d0 % c.stages, next), first);
       }
       Value stage = apply(d0 % c.stages, kt);
-      Value parity = arith::TruncIOp::create(
-          b, loc, b.getI1Type(),
-          arith::IndexCastUIOp::create(
-              b, loc, b.getI64Type(),
-              apply(d0.floorDiv(c.stages) % 2, kt)));
-      nvgpu::MBarrierTryWaitParityOp::create(b, loc, barriers, parity,
+      nvgpu::MBarrierTryWaitParityOp::create(b, loc, barriers, parity(kt, 0),
                                              index(kMaxWaitTicks), stage);
       scf::YieldOp::create(b, loc,
                            multiplyStep(loop.getRegionIterArgs(), stage));
       accs = loop.getResults();
     }
     finish(accs);
+  }
+
+  /// The parity of the phase of `step`'s stage that a wait on it waits for
+  /// (the stage's fill number), `offset` phases on: a consumer waits for
+  /// the fill's phase of its full mbarrier (0), the producer for the
+  /// release before of its empty one (1; a fresh mbarrier's phase before
+  /// its first counts as complete, so first fills pass at once).
+  Value parity(Value step, int64_t offset) {
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    return arith::TruncIOp::create(
+        b, loc, b.getI1Type(),
+        arith::IndexCastUIOp::create(
+            b, loc, b.getI64Type(),
+            apply((d0.floorDiv(c.stages) + offset) % 2, step)));
   }
 
   /// The tensor maps of A and B, whose addresses the kernel gets, as
@@ -1220,13 +1219,6 @@ private:
                                     index(c.consumerThreads()), index(s),
                                     first);
     gpu::BarrierOp::create(b, loc);
-    auto parity = [&](Value step, int64_t phaseOffset) {
-      return arith::TruncIOp::create(
-          b, loc, b.getI1Type(),
-          arith::IndexCastUIOp::create(
-              b, loc, b.getI64Type(),
-              apply((d0.floorDiv(c.stages) + phaseOffset) % 2, step)));
-    };
     // Loops over steps [begin, end) whose bodies `body` emits, yielding
     // what it returns.
     auto steps = [&](int64_t begin, int64_t end, ValueRange carried,
