@@ -754,127 +754,12 @@ public:
     return c.stages * (c.bm * c.bk + c.bk * c.bn);
   }
 
-  /// The persistent form of the warp-specialized GEMM: each block walks
-  /// the tiles of `walk` (block, block + blocks, ...) in groups of c.groupM
-  /// tile rows. The producer runs on into the next tile while the
-  /// consumers store the last: stages and phases count the block's steps
-  /// over all its tiles. The consumers compute each tile on a clone of the
-  /// block loop's body at the tile's origin, their epilogue included.
+  /// The persistent form of the warp-specialized GEMM (emitSpecialized):
+  /// each block walks the tiles of `walk` (block, block + blocks, ...) in
+  /// groups of c.groupM tile rows.
   LogicalResult emitPersistent(const PersistentWalk &walk) {
     setUp();
-    MLIRContext *ctx = b.getContext();
-    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
-    auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    auto group = nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages);
-    Value full = barriers = nvgpu::MBarrierCreateOp::create(b, loc, group);
-    Value empty = nvgpu::MBarrierCreateOp::create(b, loc, group);
-    makeDescriptors();
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                        index(0));
-    for (Value descriptor : descriptors)
-      nvgpu::TmaFenceOp::create(b, loc, descriptor);
-    for (int64_t s = 0; s < c.stages; ++s) {
-      nvgpu::MBarrierInitOp::create(b, loc, full, index(1), index(s), first);
-      nvgpu::MBarrierInitOp::create(b, loc, empty, index(c.consumerThreads()),
-                                    index(s), first);
-    }
-    gpu::BarrierOp::create(b, loc);
-    Value tiles = apply(d0 * d1, {walk.tilesM, walk.tilesN});
-    auto stageOf = [&](Value step) { return apply(d0 % c.stages, step); };
-    // Runs `body` at each of this block's tiles, with the block's steps
-    // before the tile.
-    auto eachTile = [&](function_ref<LogicalResult(IRMapping &, Value)> body)
-        -> LogicalResult {
-      auto loop = scf::ForOp::create(b, loc, walk.block, tiles,
-                                     index(walk.blocks), ValueRange{index(0)});
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      IRMapping map = tileOrigin(walk, loop.getInductionVar());
-      Value before = loop.getRegionIterArgs()[0];
-      if (failed(body(map, before)))
-        return failure();
-      scf::YieldOp::create(b, loc, apply(d0 + steps(), before));
-      return success();
-    };
-    Value producer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
-                                           tid, index(c.consumerThreads()));
-    auto roles = scf::IfOp::create(b, loc, producer, /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(roles.thenBlock());
-      moveRegisters(/*producer=*/true);
-      auto [producerWarp, elected] = producerRoles();
-      auto ifElected = scf::IfOp::create(b, loc, producerWarp, false);
-      b.setInsertionPointToStart(ifElected.thenBlock());
-      if (failed(eachTile([&](IRMapping &map, Value before) {
-            std::array<SmallVector<Value>, 2> offsets;
-            for (auto [operand, values] : llvm::zip(*tma, offsets))
-              for (Value offset : operand.offsets)
-                values.push_back(cloneAt(offset, map, walk.blockLoop));
-            auto loop = scf::ForOp::create(b, loc, index(0), index(steps()),
-                                           index(1));
-            OpBuilder::InsertionGuard inner(b);
-            b.setInsertionPoint(loop.getBody()->getTerminator());
-            Value t = loop.getInductionVar();
-            Value step = apply(d0 + d1, {before, t});
-            nvgpu::MBarrierTryWaitParityOp::create(b, loc, empty,
-                                                   parity(step, 1),
-                                                   index(kMaxWaitTicks),
-                                                   stageOf(step));
-            produce(t, stageOf(step), elected, {offsets[0], offsets[1]});
-            return success();
-          })))
-        return failure();
-    }
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(roles.elseBlock());
-    moveRegisters(/*producer=*/false);
-    return eachTile([&](IRMapping &map, Value before) -> LogicalResult {
-      scf::ForallOp blockLoop = walk.blockLoop;
-      for (Operation &op : blockLoop.getBody()->without_terminator())
-        b.clone(op, map);
-      auto clone = cast<linalg::LinalgOp>(
-          map.lookup(m->contraction.getOperation()));
-      FailureOr<MmaMatch> tile = matchWithViews(clone);
-      if (failed(tile))
-        return failure();
-      MmaMatch *outer = m;
-      m = &*tile;
-      findEdges();
-      // Step 0 of the tile releases nothing; each later one the stage of
-      // the step before, once its wgmma group retired; the last step's
-      // stage after the last wait.
-      auto consume = [&](Value step, ValueRange carried) {
-        nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(step, 0),
-                                               index(kMaxWaitTicks),
-                                               stageOf(step));
-        return multiplyStep(carried, stageOf(step));
-      };
-      auto release = [&](Value step) {
-        nvgpu::MBarrierArriveOp::create(
-            b, loc, nvgpu::MBarrierTokenType::get(ctx), empty, stageOf(step));
-      };
-      SmallVector<Value> accs = consume(before, initialAccumulators());
-      if (steps() > 1) {
-        auto loop = scf::ForOp::create(b, loc, index(1), index(steps()),
-                                       index(1), accs);
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(loop.getBody());
-        Value step = apply(d0 + d1, {before, loop.getInductionVar()});
-        SmallVector<Value> next = consume(step, loop.getRegionIterArgs());
-        release(apply(d0 - 1, step));
-        scf::YieldOp::create(b, loc, next);
-        accs = SmallVector<Value>(loop.getResults());
-      }
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-      release(apply(d0 + (steps() - 1), before));
-      SmallVector<Value> results;
-      for (Value acc : accs)
-        results.push_back(pinned(acc));
-      epilogue(results);
-      m = outer;
-      return eraseLowered(*tile);
-    });
+    return emitTmaGemm(&walk);
   }
 
 private:
@@ -1033,15 +918,27 @@ private:
   /// Waits for every wgmma group, then stores the accumulators.
   void finish(ValueRange accs) {
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    storeAccumulators(accs);
+  }
+
+  /// Stores the accumulators of retired wgmma groups.
+  void storeAccumulators(ValueRange accs) {
     SmallVector<Value> results;
     for (Value acc : accs)
       results.push_back(pinned(acc));
     epilogue(results);
   }
 
+  Value stageOf(Value step) {
+    return apply(b.getAffineDimExpr(0) % c.stages, step);
+  }
+
   void emitGemm() override {
-    if (tma)
-      return emitTmaGemm();
+    // The block's own tile: nothing to match that could fail.
+    if (tma) {
+      (void)emitTmaGemm(nullptr);
+      return;
+    }
     int64_t ahead = this->ahead();
     for (int64_t s = 0; s < ahead; ++s) {
       bool valid = s < steps();
@@ -1088,7 +985,7 @@ private:
   /// their bytes; every thread waits for the step's phase of it. The
   /// barrier at the top of a step orders every warpgroup's retirement of
   /// the stage it refills before the copies into it.
-  void emitTmaGemm() {
+  LogicalResult emitTmaGemm(const PersistentWalk *walk) {
     MLIRContext *ctx = b.getContext();
     AffineExpr d0 = b.getAffineDimExpr(0);
     auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -1105,7 +1002,7 @@ private:
       nvgpu::MBarrierInitOp::create(b, loc, barriers, index(1), index(s),
                                     first);
     if (c.producers)
-      return emitSpecializedGemm(first);
+      return emitSpecialized(first, walk);
     // Thread 0 produces, by predicated instructions rather than a branch:
     // the warpgroup-collective wgmma instructions that follow need its warp
     // converged.
@@ -1139,6 +1036,7 @@ private:
       accs = loop.getResults();
     }
     finish(accs);
+    return success();
   }
 
   /// The parity of the phase of `step`'s stage that a wait on it waits for
@@ -1206,12 +1104,16 @@ private:
   /// others consume. Stage s of step t (s = t % stages, its n = t / stages
   /// th fill) is full once phase n of full[s] completes (the copies' bytes
   /// landed), and may be refilled once phase n of empty[s] completes (every
-  /// consumer thread arrived after retiring the stage's wgmma group).
-  void emitSpecializedGemm(Value first) {
+  /// consumer thread arrived after retiring the stage's wgmma group; a
+  /// fresh mbarrier's phase before its first counts as complete, so first
+  /// fills pass at once). Without `walk` the block computes its own tile;
+  /// with one, its walk's tiles: the producer runs on into the next tile
+  /// while the consumers store the last (steps count over all of them),
+  /// and the consumers compute each tile on a clone of the block loop's
+  /// body at the tile's origin, their epilogue included.
+  LogicalResult emitSpecialized(Value first, const PersistentWalk *walk) {
     MLIRContext *ctx = b.getContext();
-    AffineExpr d0 = b.getAffineDimExpr(0);
     auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    Value full = barriers;
     Value empty = nvgpu::MBarrierCreateOp::create(
         b, loc, nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages));
     for (int64_t s = 0; s < c.stages; ++s)
@@ -1219,27 +1121,6 @@ private:
                                     index(c.consumerThreads()), index(s),
                                     first);
     gpu::BarrierOp::create(b, loc);
-    // Loops over steps [begin, end) whose bodies `body` emits, yielding
-    // what it returns.
-    auto steps = [&](int64_t begin, int64_t end, ValueRange carried,
-                     function_ref<SmallVector<Value>(Value, ValueRange)> body)
-        -> SmallVector<Value> {
-      if (begin >= end)
-        return llvm::to_vector(carried);
-      auto loop = scf::ForOp::create(b, loc, index(begin), index(end),
-                                     index(1), carried);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      // A loop without results has its (empty) yield already.
-      if (carried.empty()) {
-        b.setInsertionPoint(loop.getBody()->getTerminator());
-        body(loop.getInductionVar(), {});
-      } else {
-        scf::YieldOp::create(
-            b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
-      }
-      return SmallVector<Value>(loop.getResults());
-    };
     Value producer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                            tid, index(c.consumerThreads()));
     auto roles = scf::IfOp::create(b, loc, producer, /*withElseRegion=*/true);
@@ -1250,44 +1131,114 @@ private:
       auto [producerWarp, elected] = producerRoles();
       auto ifElected = scf::IfOp::create(b, loc, producerWarp, false);
       b.setInsertionPointToStart(ifElected.thenBlock());
-      // The first fill of each stage needs no release.
-      int64_t fresh = std::min(c.stages, this->steps());
-      auto fill = [&](bool reuse) {
-        return [&, reuse](Value t, ValueRange) {
-          Value stage = apply(d0 % c.stages, t);
-          if (reuse)
-            nvgpu::MBarrierTryWaitParityOp::create(
-                b, loc, empty, parity(t, 1), index(kMaxWaitTicks), stage);
-          produce(t, stage, elected);
-          return SmallVector<Value>();
-        };
-      };
-      steps(0, fresh, {}, fill(false));
-      steps(fresh, this->steps(), {}, fill(true));
+      if (!walk) {
+        produceSteps(index(0), {(*tma)[0].offsets, (*tma)[1].offsets},
+                     elected, empty);
+      } else if (failed(eachTile(*walk, [&](IRMapping &map, Value before) {
+                   std::array<SmallVector<Value>, 2> offsets;
+                   for (auto [operand, values] : llvm::zip(*tma, offsets))
+                     for (Value offset : operand.offsets)
+                       values.push_back(cloneAt(offset, map, walk->blockLoop));
+                   produceSteps(before, {offsets[0], offsets[1]}, elected,
+                                empty);
+                   return success();
+                 }))) {
+        return failure();
+      }
     }
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(roles.elseBlock());
     moveRegisters(/*producer=*/false);
-    // Step 0 releases nothing: one group stays running, and a step
-    // releases the stage of the step before once that group retired.
-    auto consume = [&](bool release) {
-      return [&, release](Value kt, ValueRange carried) {
-        Value stage = apply(d0 % c.stages, kt);
-        nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(kt, 0),
-                                               index(kMaxWaitTicks), stage);
-        SmallVector<Value> accs = multiplyStep(carried, stage);
-        if (release)
-          nvgpu::MBarrierArriveOp::create(
-              b, loc, nvgpu::MBarrierTokenType::get(b.getContext()), empty,
-              apply((d0 + c.stages - 1) % c.stages, kt));
-        return accs;
-      };
+    if (!walk) {
+      storeAccumulators(consumeSteps(index(0), empty));
+      return success();
+    }
+    return eachTile(*walk, [&](IRMapping &map, Value before) -> LogicalResult {
+      scf::ForallOp blockLoop = walk->blockLoop;
+      for (Operation &op : blockLoop.getBody()->without_terminator())
+        b.clone(op, map);
+      auto clone = cast<linalg::LinalgOp>(
+          map.lookup(m->contraction.getOperation()));
+      FailureOr<MmaMatch> tile = matchWithViews(clone);
+      if (failed(tile))
+        return failure();
+      MmaMatch *outer = m;
+      m = &*tile;
+      findEdges();
+      storeAccumulators(consumeSteps(before, empty));
+      m = outer;
+      return eraseLowered(*tile);
+    });
+  }
+
+  /// Runs `body` at each tile of `walk` this block takes, with the block's
+  /// steps before the tile.
+  LogicalResult
+  eachTile(const PersistentWalk &walk,
+           function_ref<LogicalResult(IRMapping &, Value)> body) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    Value tiles = apply(d0 * d1, {walk.tilesM, walk.tilesN});
+    auto loop = scf::ForOp::create(b, loc, walk.block, tiles,
+                                   index(walk.blocks), ValueRange{index(0)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    IRMapping map = tileOrigin(walk, loop.getInductionVar());
+    Value before = loop.getRegionIterArgs()[0];
+    if (failed(body(map, before)))
+      return failure();
+    scf::YieldOp::create(b, loc, apply(d0 + steps(), before));
+    return success();
+  }
+
+  /// The producer's copies of a tile's steps (after `before` others), the
+  /// views of A and B at `offsets`: each stage once its consumers released
+  /// it.
+  void produceSteps(Value before, std::array<ArrayRef<Value>, 2> offsets,
+                    Value elected, Value empty) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    auto loop = scf::ForOp::create(b, loc, index(0), index(steps()), index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value t = loop.getInductionVar();
+    Value step = apply(d0 + d1, {before, t});
+    nvgpu::MBarrierTryWaitParityOp::create(b, loc, empty, parity(step, 1),
+                                           index(kMaxWaitTicks),
+                                           stageOf(step));
+    produce(t, stageOf(step), elected, offsets);
+  }
+
+  /// The consumers' wgmma groups of a tile's steps (after `before` others),
+  /// all retired at the end: the tile's first step releases nothing, each
+  /// later one the stage of the step before once its group retired, and
+  /// the last step's stage is released after the last wait.
+  SmallVector<Value> consumeSteps(Value before, Value empty) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    auto consume = [&](Value step, ValueRange carried) {
+      nvgpu::MBarrierTryWaitParityOp::create(b, loc, barriers, parity(step, 0),
+                                             index(kMaxWaitTicks),
+                                             stageOf(step));
+      return multiplyStep(carried, stageOf(step));
     };
-    int64_t peeled = std::min<int64_t>(retire(), this->steps());
-    SmallVector<Value> accs =
-        steps(0, peeled, initialAccumulators(), consume(false));
-    accs = steps(peeled, this->steps(), accs, consume(true));
-    finish(accs);
+    auto release = [&](Value step) {
+      nvgpu::MBarrierArriveOp::create(
+          b, loc, nvgpu::MBarrierTokenType::get(b.getContext()), empty,
+          stageOf(step));
+    };
+    SmallVector<Value> accs = consume(before, initialAccumulators());
+    if (steps() > 1) {
+      auto loop = scf::ForOp::create(b, loc, index(1), index(steps()),
+                                     index(1), accs);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value step = apply(d0 + d1, {before, loop.getInductionVar()});
+      SmallVector<Value> next = consume(step, loop.getRegionIterArgs());
+      release(apply(d0 - 1, step));
+      scf::YieldOp::create(b, loc, next);
+      accs = SmallVector<Value>(loop.getResults());
+    }
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    release(apply(d0 + (steps() - 1), before));
+    return accs;
   }
 
   /// Where `predicate` holds, starts the TMA copies of K step `step` into

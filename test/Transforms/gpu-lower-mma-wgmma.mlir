@@ -79,9 +79,11 @@ func.func private @k(%a: memref<256x512xf16>, %b: memref<512x256xf16>, %bias: me
 
 // With a producer warpgroup (producers = 1): 384 threads; full and empty
 // mbarriers per stage; the last warpgroup's first thread fills each stage
-// once the consumers released it (the first fills need no release); the
-// consumers wait for full stages, compute, and release the stage before
-// once its wgmma group retired, with no block-wide barrier in their loop.
+// once the consumers released it (a fresh mbarrier's phase before its
+// first counts as complete: the first fills pass at once); the consumers
+// wait for full stages, compute, release the stage before once its wgmma
+// group retired, with no block-wide barrier in their loop, and the last
+// stage after their last wait.
 // CHECK-LABEL: func.func private @specialized
 // CHECK: scf.forall (%{{.*}}) in (384) {
 // CHECK: %[[FULL:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
@@ -90,8 +92,6 @@ func.func private @k(%a: memref<256x512xf16>, %b: memref<512x256xf16>, %bias: me
 // CHECK: gpu.barrier
 // CHECK: scf.if
 // CHECK: scf.if
-// CHECK: scf.for
-// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[FULL]]
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[EMPTY]]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[FULL]]
@@ -105,6 +105,7 @@ func.func private @k(%a: memref<256x512xf16>, %b: memref<512x256xf16>, %bias: me
 // CHECK: nvgpu.mbarrier.arrive %[[EMPTY]]
 // CHECK: scf.yield
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvgpu.mbarrier.arrive %[[EMPTY]]
 // CHECK: vector.store
 // PTX: mbarrier.arrive.shared.b64
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
