@@ -7,6 +7,7 @@ an error or with results that no longer match numpy, while the unbroken
 kernels pass.
 """
 
+import itertools
 import json
 import re
 import shutil
@@ -49,18 +50,21 @@ def _edit_ptx(edit: Callable[[list[str]], None]) -> Callable[[Path], None]:
     return mutate
 
 
+def _rewrite_first(lines: list[str], indices, pattern: str, replace: Callable[[str], str | None]) -> None:
+    """Rewrites the first of ``lines`` at ``indices`` (in their order) matching ``pattern`` (None deletes it)."""
+    for i in indices:
+        if re.search(pattern, lines[i]):
+            new = replace(lines[i])
+            if new is None:
+                del lines[i]
+            else:
+                lines[i] = new
+            return
+
+
 def _in_loop(pattern: str, replace: Callable[[str], str | None], marker: str = "mma.sync"):
     """Rewrites the first line of the loop matching ``pattern`` (None deletes it)."""
-    def edit(lines):
-        for i in _loop(lines, marker):
-            if re.search(pattern, lines[i]):
-                new = replace(lines[i])
-                if new is None:
-                    del lines[i]
-                else:
-                    lines[i] = new
-                return
-    return _edit_ptx(edit)
+    return _edit_ptx(lambda lines: _rewrite_first(lines, _loop(lines, marker), pattern, replace))
 
 
 def _swap_a_fragment(lines):
@@ -125,17 +129,9 @@ def _producers_last(pattern: str, replace: Callable[[str], str | None]) -> Calla
     """Rewrites (None deletes) the last line matching ``pattern`` of the producer's code: before a TMA
     copy with no wgmma between (LLVM unrolls the producer's short loop)."""
     def edit(lines):
-        copies = [i for i, line in enumerate(lines) if "cp.async.bulk.tensor" in line]
-        for i in reversed(range(copies[-1])):
-            if "wgmma" in lines[i]:
-                break
-            if re.search(pattern, lines[i]):
-                new = replace(lines[i])
-                if new is None:
-                    del lines[i]
-                else:
-                    lines[i] = new
-                return
+        last_copy = max(i for i, line in enumerate(lines) if "cp.async.bulk.tensor" in line)
+        producer = itertools.takewhile(lambda i: "wgmma" not in lines[i], reversed(range(last_copy)))
+        _rewrite_first(lines, list(producer), pattern, replace)
     return _edit_ptx(edit)
 
 
