@@ -1077,3 +1077,43 @@ func.func private @empty(%a: tensor<4x0xf32>) -> tensor<4x0xf32> attributes {tes
 loop.schedule @empty target "sm_90" {
   loop.tile [1, 0] mapping [#gpu.block<x>]
 }
+
+// -----
+
+// A producer warpgroup copies with TMA for wgmma; mma.sync warps copy their
+// own tiles.
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90a" {
+  %p = loop.knob "producers" = 1 choices [0, 1]
+  loop.tile [128, 128, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [8]
+  loop.warp_specialize producers [%p]
+  // expected-error @below {{knob 'producers' = 1 needs loop.mma of shape m64 (wgmma): mma.sync warps copy their own tiles}}
+  loop.mma [64, 64, 32] shape [16, 8, 16]
+}
+
+// -----
+
+// A persistent grid needs a producer warpgroup.
+func.func private @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x512xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%acc : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %mm : tensor<512x512xf32>
+}
+loop.schedule @mm target "sm_90a" {
+  %g = loop.knob "group_m" = 8 choices [1, 8]
+  loop.tile [128, 256, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [0]
+  loop.pipeline stages [4]
+  loop.persistent group_m [%g]
+  // expected-error @below {{knob 'group_m' = 8 makes the grid persistent, which needs a producer warpgroup (loop.warp_specialize producers [1])}}
+  loop.mma [64, 256, 64] shape [64, 256, 16]
+}

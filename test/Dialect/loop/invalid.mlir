@@ -323,3 +323,75 @@ loop.schedule @k target "sm_90" {
   // expected-error @+1 {{'loop.tile' op comes after loop.vector_access}}
   loop.tile [1, 256] mapping [#gpu.block<y>, #gpu.block<x>]
 }
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90a" {
+  // expected-error @+1 {{producers is 0 or 1, not 2}}
+  loop.warp_specialize producers [2]
+}
+
+// -----
+
+func.func @k() { return }
+loop.schedule @k target "sm_90a" {
+  // expected-error @+1 {{needs a group of at least one tile row}}
+  loop.persistent group_m [0]
+}
+
+// -----
+
+func.func @bad_box(%a: memref<64x64xf16>) {
+  // expected-error @+1 {{box has 1 dims; the buffer has 2}}
+  %m = loop.tensor_map %a box [64] swizzle "128B" : memref<64x64xf16> -> memref<128xi8>
+  return
+}
+
+// -----
+
+func.func @bad_swizzle(%a: memref<64x64xf16>) {
+  // expected-error @+1 {{swizzle is one of none, 32B, 64B, 128B, not '256B'}}
+  %m = loop.tensor_map %a box [64, 64] swizzle "256B" : memref<64x64xf16> -> memref<128xi8>
+  return
+}
+
+// -----
+
+func.func @wide_box(%a: memref<64x128xf16>) {
+  // expected-error @+1 {{the box's innermost dim is 256 bytes, more than the 128B swizzle}}
+  %m = loop.tensor_map %a box [64, 128] swizzle "128B" : memref<64x128xf16> -> memref<128xi8>
+  return
+}
+
+// -----
+
+func.func @not_a_map(%a: memref<64x64xf16>) {
+  // expected-error @+1 {{result must be a memref<128xi8>: an encoded tensor map}}
+  %m = loop.tensor_map %a box [64, 64] swizzle "128B" : memref<64x64xf16> -> memref<64xi8>
+  return
+}
+
+// -----
+
+func.func @view(%a: memref<64x64xf16, strided<[128, 1]>>) {
+  // expected-error @+1 {{takes a whole row-major buffer, not a view of}}
+  %m = loop.tensor_map %a box [64, 64] swizzle "128B" : memref<64x64xf16, strided<[128, 1]>> -> memref<128xi8>
+  return
+}
+
+// -----
+
+func.func @bad_producers(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) {
+  // expected-error @+1 {{mma_config: producers = 2 is not 0 or 1}}
+  linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 64, block_n = 64, warp_m = 64, warp_n = 64, k = 64, stages = 2, pad = 0, shape_m = 64, shape_n = 64, producers = 2>} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
+  return
+}
+
+// -----
+
+func.func @bad_group(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) {
+  // expected-error @+1 {{mma_config: group_m = -1 is negative}}
+  linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 64, block_n = 64, warp_m = 64, warp_n = 64, k = 64, stages = 2, pad = 0, shape_m = 64, shape_n = 64, producers = 1, group_m = -1>} ins(%a, %b : memref<64x64xf16>, memref<64x64xf16>) outs(%out : memref<64x64xf32>)
+  return
+}

@@ -116,3 +116,28 @@ loop.schedule @matmul_kernel result 7 target "sm_90" {
   loop.tile [0, %vector] mapping [#gpu.thread<x>]
   loop.vector_access width [%vector]
 }
+
+// CHECK-LABEL: loop.schedule @matmul_kernel result 8 target "sm_90a" {
+// CHECK: loop.warp_specialize producers [%[[P:producers]]]
+// CHECK: loop.persistent group_m [%[[G:group_m]]]
+// CHECK: loop.mma [64, 256, 64] shape [64, 256, 16]
+loop.schedule @matmul_kernel result 8 target "sm_90a" {
+  %producers = loop.knob "producers" = 1 choices [0, 1]
+  %group_m = loop.knob "group_m" = 8 choices [1, 2, 4, 8, 16]
+  loop.tile [128, 256] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [0]
+  loop.pipeline stages [4]
+  loop.warp_specialize producers [%producers]
+  loop.persistent group_m [%group_m]
+  loop.mma [64, 256, 64] shape [64, 256, 16]
+}
+
+// A tensor map of a buffer (box outermost first) and an mma_config with
+// wgmma's fields.
+// CHECK-LABEL: func.func @tensor_map
+// CHECK-SAME: #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 256, warp_m = 64, warp_n = 256, k = 64, stages = 4, pad = 0, shape_m = 64, shape_n = 256, producers = 1, group_m = 8>
+// CHECK: loop.tensor_map %{{.*}} box [128, 64] swizzle "128B" : memref<?x4096xf16> -> memref<128xi8>
+func.func @tensor_map(%a: memref<?x4096xf16>) -> memref<128xi8> attributes {config = #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 256, warp_m = 64, warp_n = 256, k = 64, stages = 4, pad = 0, shape_m = 64, shape_n = 256, producers = 1, group_m = 8>} {
+  %map = loop.tensor_map %a box [128, 64] swizzle "128B" : memref<?x4096xf16> -> memref<128xi8>
+  return %map : memref<128xi8>
+}
