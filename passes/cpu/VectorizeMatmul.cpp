@@ -12,8 +12,10 @@
 #include "passes/TileAndFuseRoot.h"
 #include "passes/linalg/Contractions.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
@@ -156,10 +158,13 @@ FailureOr<linalg::MatmulOp> asMatmul(RewriterBase &rewriter,
 
 /// Vectorizes the matmul tile `op` (K static) in K blocks of `blockK` (which
 /// divides K once padded), row blocks of at most `rows` and register blocks
-/// of `registerTile`, first padding it to static multiples of them.
+/// of `registerTile`, first padding it to static multiples of them. With
+/// `liveColumns`, register blocks start only below it (the columns past it
+/// are padding nobody reads).
 LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
                               int64_t rows, int64_t blockK,
-                              ArrayRef<int64_t> registerTile) {
+                              ArrayRef<int64_t> registerTile,
+                              Value liveColumns = {}) {
   FailureOr<linalg::MatmulOp> padded =
       padTo(rewriter, op, {registerTile[0], registerTile[1], blockK});
   if (failed(padded))
@@ -199,6 +204,12 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
       tileInLoops(rewriter, target, registerTile, /*interchange=*/{1, 0, 2});
   if (failed(tiled))
     return op.emitError("loop.vectorize could not tile this matmul");
+  // The tiles are static and divide the block, so no iteration reads the
+  // loop's bound: lowering it skips the padding.
+  if (liveColumns)
+    cast<scf::ForOp>(tiled->loops.front().getOperation())
+        .getUpperBoundMutable()
+        .assign(liveColumns);
   Operation *block = tiled->tiledOps.front();
   rewriter.setInsertionPoint(block);
   FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(
@@ -225,8 +236,14 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
 /// (their constant upper bound), on its operands cast to that static shape,
 /// and the partial tile, under an scf.if on the sizes: only the partial
 /// tiles at the edge are then padded, each full tile read in place.
-FailureOr<std::pair<linalg::MatmulOp, linalg::MatmulOp>>
-versionFullTiles(RewriterBase &rewriter, linalg::MatmulOp op) {
+/// The two tiles of versionFullTiles, and the full one's C shape.
+struct Versions {
+  linalg::MatmulOp full, partial;
+  SmallVector<int64_t> fullShape;
+};
+
+FailureOr<Versions> versionFullTiles(RewriterBase &rewriter,
+                                     linalg::MatmulOp op) {
   Location loc = op.getLoc();
   Value init = op.getDpsInits()[0];
   auto type = cast<RankedTensorType>(init.getType());
@@ -271,7 +288,152 @@ versionFullTiles(RewriterBase &rewriter, linalg::MatmulOp op) {
   auto partialTile = cast<linalg::MatmulOp>(rewriter.clone(*op));
   scf::YieldOp::create(rewriter, loc, partialTile.getResult(0));
   rewriter.replaceOp(op, branch.getResults());
-  return std::make_pair(fullTile, partialTile);
+  return Versions{fullTile, partialTile, full};
+}
+
+/// The partial edge tile `op` in chunks of a row block of at most `rows`
+/// (and of a register block of columns, where those are partial too), each
+/// padded to that size: at most a block's rows of zeros, where padding the
+/// whole tile to its full size would multiply the work of a small one (a
+/// dynamic size of 1 in a tile of 512 rows). Not versioned again: an scf.if
+/// yielding either a chunk or its padded copy would leave deallocation to
+/// decide at run time which buffer to free.
+LogicalResult vectorizeChunks(RewriterBase &rewriter, linalg::MatmulOp op,
+                              int64_t rows, int64_t blockK,
+                              ArrayRef<int64_t> registerTile) {
+  SmallVector<int64_t> chunk = {
+      std::max(rows, registerTile[0]),
+      ShapedType::isDynamic(op.getStaticLoopRanges()[1]) ? registerTile[1] : 0,
+      0};
+  FailureOr<scf::SCFTilingResult> chunks =
+      tileInLoops(rewriter, cast<TilingInterface>(op.getOperation()), chunk);
+  if (failed(chunks))
+    return op.emitError("loop.vectorize could not split a partial tile");
+  return vectorizeBlocks(rewriter,
+                         cast<linalg::MatmulOp>(chunks->tiledOps.front()),
+                         rows, blockK, registerTile);
+}
+
+/// The partial edge tile `op` (rows or columns dynamic, C at most
+/// `fullShape`) computed as a full tile is, on a copy of its C padded to
+/// whole blocks: K blocks of `blockK`, each B block copied once (columns
+/// padded with zeros, rows one cache line longer, as packB) for all the row
+/// blocks; row blocks of `rowBlock` over the tile's rows, their A block
+/// padded; register blocks over its live columns only. Where every row
+/// block read B in place instead, an edge tile of 1000^3 (104 rows of a
+/// 128-row tiling, or 232 columns of 256) ran at a third of a full one's
+/// speed. The result is materialized in the tile's own C (see padTo).
+LogicalResult vectorizePacked(RewriterBase &rewriter, linalg::MatmulOp op,
+                              ArrayRef<int64_t> fullShape, int64_t rowBlock,
+                              int64_t blockK,
+                              ArrayRef<int64_t> registerTile) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  rewriter.setInsertionPoint(op);
+  Value a = op.getDpsInputs()[0], bMat = op.getDpsInputs()[1];
+  Value c = op.getDpsInits()[0];
+  auto cType = cast<RankedTensorType>(c.getType());
+  auto zeroOf = [&](Value v) -> Value {
+    Type element = getElementTypeOrSelf(v.getType());
+    return arith::ConstantOp::create(rewriter, loc, element,
+                                     rewriter.getZeroAttr(element));
+  };
+  Value zero = zeroOf(c), aZero = zeroOf(a), bZero = zeroOf(bMat);
+  Type element = cType.getElementType(), bElement = bZero.getType();
+  int64_t k = op.getStaticLoopRanges()[2];
+  int64_t paddedRows = llvm::alignTo(fullShape[0], rowBlock);
+  int64_t paddedCols = llvm::alignTo(fullShape[1], registerTile[1]);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  auto size = [&](int64_t d) -> OpFoldResult {
+    if (!cType.isDynamicDim(d))
+      return rewriter.getIndexAttr(cType.getDimSize(d));
+    return tensor::DimOp::create(rewriter, loc, c, d).getResult();
+  };
+  OpFoldResult rows = size(0), cols = size(1);
+  AffineExpr d0, d1, s0;
+  bindDims(ctx, d0, d1);
+  bindSymbols(ctx, s0);
+  // Register blocks at or past this column are padding.
+  Value liveColumns;
+  if (cType.isDynamicDim(1))
+    liveColumns = affine::makeComposedAffineApply(
+                      rewriter, loc,
+                      (d0.ceilDiv(registerTile[1]) * registerTile[1]), {cols})
+                      .getResult();
+  auto padded = RankedTensorType::get({paddedRows, paddedCols}, element);
+  Value cPadded = tensor::createPadHighOp(padded, c, zero, /*nofold=*/false,
+                                          loc, rewriter);
+  auto ones = getAsIndexOpFoldResult(ctx, {1, 1});
+  // The extent from `offset` on, at most `block`, of a dim of `extent`.
+  auto clipped = [&](Value offset, int64_t block, OpFoldResult extent) {
+    return affine::makeComposedFoldedAffineMin(
+        rewriter, loc,
+        AffineMap::get(1, 1, {rewriter.getAffineConstantExpr(block), s0 - d0},
+                       ctx),
+        {offset, extent});
+  };
+  auto kLoop = scf::ForOp::create(
+      rewriter, loc, index(0), index(k), index(blockK), ValueRange{cPadded});
+  rewriter.setInsertionPointToStart(kLoop.getBody());
+  Value kb = kLoop.getInductionVar();
+  OpFoldResult depth = k % blockK ? clipped(kb, blockK, rewriter.getIndexAttr(k))
+                                  : rewriter.getIndexAttr(blockK);
+  // B's block in a buffer of rows one cache line longer (see packB).
+  Value empty = tensor::EmptyOp::create(
+      rewriter, loc,
+      ArrayRef<int64_t>{
+          blockK, paddedCols + 64 / (bElement.getIntOrFloatBitWidth() / 8)},
+      bElement);
+  Value bBlock = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get({blockK, paddedCols}, bElement),
+      empty, getAsIndexOpFoldResult(ctx, {0, 0}),
+      getAsIndexOpFoldResult(ctx, {blockK, paddedCols}), ones);
+  if (k % blockK || cType.isDynamicDim(1) || cType.getDimSize(1) != paddedCols)
+    bBlock = linalg::FillOp::create(rewriter, loc, bZero, bBlock).getResult(0);
+  Value bSlice = tensor::ExtractSliceOp::create(
+      rewriter, loc, bMat, {kb, rewriter.getIndexAttr(0)}, {depth, cols}, ones);
+  bBlock = tensor::InsertSliceOp::create(
+      rewriter, loc, bSlice, bBlock, getAsIndexOpFoldResult(ctx, {0, 0}),
+      {depth, cols}, ones);
+  Value rowsValue = getValueOrCreateConstantIndexOp(rewriter, loc, rows);
+  auto rowLoop =
+      scf::ForOp::create(rewriter, loc, index(0), rowsValue, index(rowBlock),
+                         ValueRange{kLoop.getRegionIterArgs()[0]});
+  rewriter.setInsertionPointToStart(rowLoop.getBody());
+  Value i = rowLoop.getInductionVar();
+  Value cAcc = rowLoop.getRegionIterArgs()[0];
+  Value aSlice = tensor::ExtractSliceOp::create(
+      rewriter, loc, a, {i, kb}, {clipped(i, rowBlock, rows), depth}, ones);
+  Value aBlock = tensor::createPadHighOp(
+      RankedTensorType::get({rowBlock, blockK}, aZero.getType()), aSlice, aZero,
+      /*nofold=*/false, loc, rewriter);
+  SmallVector<OpFoldResult> cAt = {i, rewriter.getIndexAttr(0)};
+  SmallVector<OpFoldResult> cSizes =
+      getAsIndexOpFoldResult(ctx, {rowBlock, paddedCols});
+  Value cBlock = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get({rowBlock, paddedCols}, element),
+      cAcc, cAt, cSizes, ones);
+  auto block = linalg::MatmulOp::create(rewriter, loc,
+                                        ValueRange{aBlock, bBlock},
+                                        ValueRange{cBlock});
+  Value stored = tensor::InsertSliceOp::create(rewriter, loc,
+                                               block.getResult(0), cAcc, cAt,
+                                               cSizes, ones);
+  scf::YieldOp::create(rewriter, loc, stored);
+  rewriter.setInsertionPointAfter(rowLoop);
+  scf::YieldOp::create(rewriter, loc, rowLoop.getResult(0));
+  rewriter.setInsertionPointAfter(kLoop);
+  Value result = tensor::ExtractSliceOp::create(
+      rewriter, loc, cType, kLoop.getResult(0),
+      getAsIndexOpFoldResult(ctx, {0, 0}), {rows, cols}, ones);
+  result = bufferization::MaterializeInDestinationOp::create(rewriter, loc,
+                                                              result, c)
+               .getResult();
+  rewriter.replaceOp(op, result);
+  return vectorizeBlocks(rewriter, block, rowBlock, blockK, registerTile,
+                         liveColumns);
 }
 
 } // namespace
@@ -329,30 +491,46 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
       llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
   if (!ShapedType::isDynamicShape(op.getStaticLoopRanges()))
     return vectorizeBlocks(rewriter, op, rows, blockK, registerTile);
-  FailureOr<std::pair<linalg::MatmulOp, linalg::MatmulOp>> versions =
-      versionFullTiles(rewriter, op);
+  FailureOr<Versions> versions = versionFullTiles(rewriter, op);
   if (failed(versions) ||
-      failed(vectorizeBlocks(rewriter, versions->first, rows, blockK,
+      failed(vectorizeBlocks(rewriter, versions->full, rows, blockK,
                              registerTile)))
     return failure();
-  // The partial tile in chunks of a row block (and of a register block of
-  // columns, where those are partial too), each padded to that size: at
-  // most a block's rows of zeros, where padding the whole tile to its full
-  // size would multiply the work of a small one (a dynamic size of 1 in a
-  // tile of 512 rows). Not versioned again: an scf.if yielding either a
-  // chunk or its padded copy would leave deallocation to decide at run
-  // time which buffer to free.
-  linalg::MatmulOp partial = versions->second;
-  SmallVector<int64_t> chunk = {
-      std::max(rows, registerTile[0]),
-      ShapedType::isDynamic(partial.getStaticLoopRanges()[1]) ? registerTile[1]
-                                                              : 0,
-      0};
-  FailureOr<scf::SCFTilingResult> chunks = tileInLoops(
-      rewriter, cast<TilingInterface>(partial.getOperation()), chunk);
-  if (failed(chunks))
-    return partial.emitError("loop.vectorize could not split a partial tile");
-  return vectorizeBlocks(rewriter,
-                         cast<linalg::MatmulOp>(chunks->tiledOps.front()),
-                         rows, blockK, registerTile);
+  // A partial tile of several row blocks goes as a full one does, on
+  // padded copies (vectorizePacked); one of a row block at most (a single
+  // row, as in decoding), whose B block nobody else would read, in chunks.
+  linalg::MatmulOp partial = versions->partial;
+  int64_t rowBlock = llvm::alignTo(std::max(rows, registerTile[0]),
+                                   registerTile[0]);
+  int64_t partialRows = partial.getStaticLoopRanges()[0];
+  auto packed = [&](linalg::MatmulOp tile) {
+    return vectorizePacked(rewriter, tile, versions->fullShape, rowBlock,
+                           blockK, registerTile);
+  };
+  auto chunked = [&](linalg::MatmulOp tile) {
+    return vectorizeChunks(rewriter, tile, rows, blockK, registerTile);
+  };
+  if (versions->fullShape[0] <= rowBlock)
+    return chunked(partial);
+  if (!ShapedType::isDynamic(partialRows))
+    return partialRows > rowBlock ? packed(partial) : chunked(partial);
+  Location loc = partial.getLoc();
+  rewriter.setInsertionPoint(partial);
+  Value c = partial.getDpsInits()[0];
+  Value several = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ugt,
+      tensor::DimOp::create(rewriter, loc, c, 0),
+      arith::ConstantIndexOp::create(rewriter, loc, rowBlock));
+  auto branch = scf::IfOp::create(rewriter, loc, TypeRange{c.getType()}, several,
+                                  /*withElseRegion=*/true);
+  rewriter.setInsertionPointToStart(branch.thenBlock());
+  auto tall = cast<linalg::MatmulOp>(rewriter.clone(*partial));
+  scf::YieldOp::create(rewriter, loc, tall.getResult(0));
+  rewriter.setInsertionPointToStart(branch.elseBlock());
+  auto low = cast<linalg::MatmulOp>(rewriter.clone(*partial));
+  scf::YieldOp::create(rewriter, loc, low.getResult(0));
+  rewriter.replaceOp(partial, branch.getResults());
+  if (failed(packed(tall)))
+    return failure();
+  return chunked(low);
 }

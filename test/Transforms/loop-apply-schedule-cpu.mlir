@@ -129,6 +129,54 @@ loop.schedule @edges target "cpu" {
 
 // -----
 
+// A partial edge tile of several row blocks (50 rows in tiles of 32: 18
+// rows and 4 columns) goes as a full tile does: its C padded to the full
+// 32x16, K blocks whose B block is copied once, zero-filled past its
+// columns, into rows one cache line longer, row blocks of 8 over its rows
+// (each A block padded), register blocks below its columns rounded up,
+// and the rows and columns it has materialized in the tile's own C. A
+// partial tile of at most one row block goes in chunks, as in @edges.
+// CHECK-LABEL: func.func private @packed_edges
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (50, 20) step (32, 16)
+// CHECK: %[[M:.*]] = affine.min
+// CHECK: %[[N:.*]] = affine.min
+// CHECK: scf.if
+// CHECK: } else {
+// CHECK: %[[SEVERAL:.*]] = arith.cmpi ugt, %[[M]], %c8
+// CHECK: scf.if %[[SEVERAL]] -> (tensor<?x?xf32>) {
+// CHECK: %[[LIVE:.*]] = affine.apply {{.*}}(%[[N]])
+// (C's padded copy: its fill and the padding fold into one fill.)
+// CHECK: linalg.fill {{.*}} -> tensor<32x16xf32>
+// CHECK: %[[ACC:.*]] = scf.for %[[KB:.*]] = %c0 to %c24 step %c12 iter_args
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<12x32xf32>
+// CHECK: %[[BUF:.*]] = tensor.extract_slice %[[EMPTY]][0, 0] [12, 16] [1, 1]
+// CHECK: %[[ZB:.*]] = linalg.fill {{.*}} outs(%[[BUF]] : tensor<12x16xf32>)
+// CHECK: %[[BSRC:.*]] = tensor.extract_slice %{{.*}}[%[[KB]], 0] [12, %[[N]]] [1, 1]
+// CHECK: %[[BBLOCK:.*]] = tensor.insert_slice %[[BSRC]] into %[[ZB]][0, 0] [12, %[[N]]] [1, 1]
+// CHECK: scf.for %{{.*}} = %c0 to %[[M]] step %c8 iter_args
+// CHECK: tensor.pad
+// CHECK: } : tensor<?x12xf32> to tensor<8x12xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %[[LIVE]] step %c16
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+// CHECK: %[[LIVEC:.*]] = tensor.extract_slice %[[ACC]][0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<32x16xf32> to tensor<?x?xf32>
+// CHECK: bufferization.materialize_in_destination %[[LIVEC]]
+// CHECK: } else {
+// CHECK: tensor.pad
+// CHECK: } : tensor<?x24xf32> to tensor<8x24xf32>
+func.func private @packed_edges(%a: tensor<50x24xf32>, %b: tensor<24x20xf32>) -> tensor<50x20xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<50x20xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<50x20xf32>) -> tensor<50x20xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<50x24xf32>, tensor<24x20xf32>) outs(%f : tensor<50x20xf32>) -> tensor<50x20xf32>
+  return %mm : tensor<50x20xf32>
+}
+loop.schedule @packed_edges target "cpu" {
+  loop.tile [32, 16, 0] parallel
+  loop.vectorize [4, 16, 4] depth [16] rows [8]
+}
+
+// -----
+
 // Lanes that do not divide a reduction whose body reads the reduction's
 // index: the remainder cannot be a copy of the reduction (its index would
 // restart), so the split is refused, naming why.
