@@ -352,15 +352,15 @@ LogicalResult vectorizePacked(RewriterBase &rewriter, linalg::MatmulOp op,
     return tensor::DimOp::create(rewriter, loc, c, d).getResult();
   };
   OpFoldResult rows = size(0), cols = size(1);
-  AffineExpr d0, d1, s0;
-  bindDims(ctx, d0, d1);
+  AffineExpr d0, s0;
+  bindDims(ctx, d0);
   bindSymbols(ctx, s0);
   // Register blocks at or past this column are padding.
   Value liveColumns;
   if (cType.isDynamicDim(1))
     liveColumns = affine::makeComposedAffineApply(
                       rewriter, loc,
-                      (d0.ceilDiv(registerTile[1]) * registerTile[1]), {cols})
+                      d0.ceilDiv(registerTile[1]) * registerTile[1], {cols})
                       .getResult();
   auto padded = RankedTensorType::get({paddedRows, paddedCols}, element);
   Value cPadded = tensor::createPadHighOp(padded, c, zero, /*nofold=*/false,
