@@ -154,22 +154,48 @@ static bool growsWithOperands(AffineExpr e) {
   }
 }
 
+/// A number that divides `expr` whenever each of its dims and symbols is a
+/// multiple of its entry in `divisors` (dims first): sums keep the common
+/// divisor, products multiply them; 1 for what else it computes.
+static int64_t divisorOf(AffineExpr expr, unsigned numDims,
+                         ArrayRef<int64_t> divisors) {
+  if (auto c = dyn_cast<AffineConstantExpr>(expr))
+    return std::abs(c.getValue());
+  if (auto d = dyn_cast<AffineDimExpr>(expr))
+    return divisors[d.getPosition()];
+  if (auto s = dyn_cast<AffineSymbolExpr>(expr))
+    return divisors[numDims + s.getPosition()];
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  int64_t lhs = divisorOf(binary.getLHS(), numDims, divisors),
+          rhs = divisorOf(binary.getRHS(), numDims, divisors);
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return std::gcd(lhs, rhs);
+  case AffineExprKind::Mul:
+    return lhs * rhs;
+  default:
+    return 1;
+  }
+}
+
 namespace {
 
-/// Sizes at their largest in a kernel: the IR's size computations
-/// (tensor.dim, affine.apply, the shapes of tensor and destination-style
-/// ops) followed back to the arguments, each argument dim its
-/// `kArgumentShape` expression at the symbols' largest values. Products of
-/// symbols (batch * seq) are not affine, so upstream's ValueBounds cannot
-/// follow them; sizes only grow with their symbols here, so plugging in
-/// the largest values gives the largest size.
+/// Sizes at their largest in a kernel, or (`divisors`) a number each
+/// divides at every size: the IR's size computations (tensor.dim,
+/// affine.apply, the shapes of tensor and destination-style ops) followed
+/// back to the arguments, each argument dim its `kArgumentShape`
+/// expression at the symbols' largest values (or over their declared
+/// multiples). Products of symbols (batch * seq) are not affine, so
+/// upstream's ValueBounds cannot follow them; sizes only grow with their
+/// symbols here, so plugging in the largest values gives the largest size.
 struct LargestSizes {
   func::FuncOp func;
   DictionaryAttr ranges;
+  bool divisors = false;
 
   std::optional<int64_t> ofValue(Value v) {
     if (std::optional<int64_t> c = getConstantIntValue(v))
-      return c;
+      return divisors ? std::abs(*c) : *c;
     Operation *def = v.getDefiningOp();
     // tensor.dim and memref.dim.
     if (auto dim = dyn_cast_if_present<ShapedDimOpInterface>(def)) {
@@ -184,6 +210,9 @@ struct LargestSizes {
           return std::nullopt;
         values.push_back(*size);
       }
+      if (divisors)
+        return divisorOf(apply.getMap().getResult(0),
+                         apply.getMap().getNumDims(), values);
       return evaluate(apply.getMap().getResult(0), apply.getMap().getNumDims(),
                       values);
     }
@@ -192,6 +221,18 @@ struct LargestSizes {
     if (auto min = dyn_cast_if_present<affine::AffineMinOp>(def)) {
       SmallVector<std::optional<int64_t>> operands = llvm::map_to_vector(
           min.getMapOperands(), [&](Value operand) { return ofValue(operand); });
+      // It is one of its terms: what divides them all.
+      if (divisors) {
+        if (!llvm::all_of(operands, [](auto o) { return o.has_value(); }))
+          return std::nullopt;
+        SmallVector<int64_t> values = llvm::map_to_vector(
+            operands, [](std::optional<int64_t> o) { return *o; });
+        int64_t common = 0;
+        for (AffineExpr term : min.getMap().getResults())
+          common = std::gcd(common, divisorOf(term, min.getMap().getNumDims(),
+                                              values));
+        return common;
+      }
       std::optional<int64_t> smallest;
       for (AffineExpr term : min.getMap().getResults()) {
         SmallVector<int64_t> values;
@@ -273,14 +314,16 @@ struct LargestSizes {
                                                          tessel::kArgumentShape);
     if (!shape || !ranges || arg.getOwner() != &func.getBody().front())
       return std::nullopt;
-    SmallVector<int64_t> largest;
+    SmallVector<int64_t> values;
     for (StringAttr name : shape.getNames()) {
       auto range = dyn_cast_if_present<tessel::graph::DimAttr>(ranges.get(name));
       if (!range)
         return std::nullopt;
-      largest.push_back(range.getMax());
+      values.push_back(divisors ? range.getMultiple() : range.getMax());
     }
-    return evaluate(shape.getSizes().getResult(d), 0, largest);
+    if (divisors)
+      return divisorOf(shape.getSizes().getResult(d), 0, values);
+    return evaluate(shape.getSizes().getResult(d), 0, values);
   }
 };
 
@@ -300,6 +343,15 @@ tessel::largestLoopExtents(TilingInterface root) {
   LargestSizes largest{func, func->getAttrOfType<DictionaryAttr>("graph.dims")};
   return loopExtents(root,
                      [&](OpFoldResult size) { return largest.ofSize(size); });
+}
+
+std::optional<SmallVector<int64_t>>
+tessel::loopExtentDivisors(TilingInterface root) {
+  auto func = root->getParentOfType<func::FuncOp>();
+  LargestSizes divisors{func, func->getAttrOfType<DictionaryAttr>("graph.dims"),
+                        /*divisors=*/true};
+  return loopExtents(root,
+                     [&](OpFoldResult size) { return divisors.ofSize(size); });
 }
 
 FailureOr<TilingInterface>

@@ -57,6 +57,13 @@ constexpr llvm::StringLiteral kArgumentShape = "graph.shape";
 std::optional<llvm::SmallVector<int64_t>>
 largestLoopExtents(mlir::TilingInterface root);
 
+/// A number that divides each loop's extent of `root` at every size: a
+/// dynamic one's expression over its symbols' declared multiples
+/// (`#graph.dim<1, 2048, multiple_of 8>`), as largestLoopExtents follows
+/// sizes; nothing where it cannot.
+std::optional<llvm::SmallVector<int64_t>>
+loopExtentDivisors(mlir::TilingInterface root);
+
 /// The largest size of dim `dim` of `shaped` (a tensor or buffer of a
 /// kernel function) over its size symbols' ranges, as largestLoopExtents
 /// finds sizes; nothing where the IR does not tie it to the arguments.

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TileAndFuseRoot.h"
 #include "passes/gpu/Buffers.h"
 #include "passes/gpu/PointwiseBody.h"
 #include "passes/loop/MmaConfig.h"
@@ -235,15 +236,20 @@ public:
 
 protected:
   /// A block tile at the edge of M or N has fewer rows or columns than the
-  /// schedule's (dynamic sizes); the last K step may be partial.
+  /// schedule's (dynamic sizes); the last K step may be partial, and K over
+  /// size symbols takes its step count at each call.
   void findEdges() {
     Value a = m->lhs, bMat = m->rhs;
     unsigned rowDim = m->lhsBatch.size(), colDim = m->rhsBatch.size() + 1;
     validRows = memref::DimOp::create(b, loc, a, rowDim);
     validCols = memref::DimOp::create(b, loc, bMat, colDim);
+    validK = memref::DimOp::create(b, loc, a, rowDim + 1);
     partialRows = cast<MemRefType>(a.getType()).isDynamicDim(rowDim);
     partialCols = cast<MemRefType>(bMat.getType()).isDynamicDim(colDim);
-    partialK = c.k % c.bk != 0;
+    dynamicK = cast<MemRefType>(a.getType()).isDynamicDim(rowDim + 1);
+    partialK = dynamicK || c.k % c.bk != 0;
+    numSteps = dynamicK ? apply(b.getAffineDimExpr(0).ceilDiv(c.bk), validK)
+                        : index(steps());
   }
 
   /// The thread's coordinates, before anything else is emitted.
@@ -256,19 +262,28 @@ protected:
   destination(bool rhs, Value stage, Value row, Value col) = 0;
 
   /// Loops over the block tile's batch dims from `dim` on (unit ones are
-  /// index 0), then the GEMM of one batch index.
+  /// index 0; those over size symbols as many as the call has), then the
+  /// GEMM of one batch index.
   void emitBatches(unsigned dim) {
     if (dim == m->batch)
       return emitGemm();
-    int64_t extent =
-        cast<MemRefType>(m->contraction.getDpsInits()[0].getType()).getDimSize(dim);
+    Value acc = m->contraction.getDpsInits()[0];
+    int64_t extent = cast<MemRefType>(acc.getType()).getDimSize(dim);
     if (extent == 1) {
       batchIndices.push_back(index(0));
       emitBatches(dim + 1);
       batchIndices.resize(dim);
       return;
     }
-    auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(1));
+    // (An accumulator tile is erased after: its own size operand, not a
+    // memref.dim of it.)
+    Value upper = index(extent);
+    if (ShapedType::isDynamic(extent)) {
+      auto alloc = acc.getDefiningOp<memref::AllocOp>();
+      upper = alloc ? alloc.getDynamicSizes()[alloc.getType().getDynamicDimIndex(dim)]
+                    : memref::DimOp::create(b, loc, acc, dim).getResult();
+    }
+    auto loop = scf::ForOp::create(b, loc, index(0), upper, index(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
     // The previous batch index's last step may still be reading the
@@ -294,6 +309,8 @@ protected:
     return all;
   }
 
+  /// K steps of a static K (the TMA paths'; numSteps counts them at each
+  /// call).
   int64_t steps() const { return llvm::divideCeil(c.k, c.bk); }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -342,9 +359,9 @@ protected:
         Value srcCol = kRows ? col : apply(d0 * c.bk + d1, {step, col});
         Value count = elements;
         if (kRows ? partialK : partialRows)
-          mask(srcRow, kRows ? index(c.k) : validRows, 1, count);
+          mask(srcRow, kRows ? validK : validRows, 1, count);
         if (kRows ? partialCols : partialK)
-          mask(srcCol, kRows ? validCols : index(c.k), c.copyElements(), count);
+          mask(srcCol, kRows ? validCols : validK, c.copyElements(), count);
         auto [dst, dstIndices] = destination(kRows, stage, row, col);
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
@@ -356,6 +373,26 @@ protected:
     copy(m->rhs, m->rhsBatch, c.bk, c.bn, /*kRows=*/true);
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  }
+
+  /// The copies of K tile `step` into buffer `stage`, issued ahead of the
+  /// step that reads it: a step past the last reads nothing and
+  /// zero-fills (its chunks past K masked, as a partial step's are;
+  /// with K static, from the last step's valid addresses).
+  Value copyAhead(Value step, Value stage) {
+    if (dynamicK)
+      return copyTile(step, stage, Value());
+    if (std::optional<int64_t> known = getConstantIntValue(step)) {
+      bool valid = *known < steps();
+      return copyTile(index(valid ? *known : steps() - 1), stage,
+                      valid ? Value() : index(0));
+    }
+    Value last = index(steps() - 1);
+    Value inRange =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, step, last);
+    return copyTile(arith::MinUIOp::create(b, loc, step, last), stage,
+                    arith::SelectOp::create(b, loc, inRange,
+                                            index(c.copyElements()), index(0)));
   }
 
   /// Stores `pair`, a lane's two adjacent accumulator columns at (`row`,
@@ -455,8 +492,9 @@ protected:
   Value tid;
   Value prologueGroup;
   SmallVector<Value> batchIndices; // of the GEMM being emitted
-  Value validRows, validCols;       // of this block tile
-  bool partialRows, partialCols, partialK;
+  Value validRows, validCols, validK; // of this block tile
+  Value numSteps;                       // of K
+  bool partialRows, partialCols, partialK, dynamicK;
 };
 
 /// mma.sync (m16n8k16, tf32 m16n8k8) by warps, fragments loaded with
@@ -492,19 +530,16 @@ private:
     // Prologue: tiles 0 .. S-2 (zero-filled past the last one). Waits in
     // the loop name the last of these groups; their `numGroups` bound is
     // what selects the tile they wait for.
-    for (int64_t s = 0; s + 1 < c.stages; ++s) {
-      bool valid = s < steps();
-      prologueGroup = copyTile(index(valid ? s : steps() - 1), index(s),
-                               valid ? Value() : index(0));
-    }
+    for (int64_t s = 0; s + 1 < c.stages; ++s)
+      prologueGroup = copyAhead(index(s), index(s));
     auto accType = VectorType::get({2, 2}, b.getF32Type());
     auto init = cast<FloatAttr>(
         m->fill.value().getDefiningOp<arith::ConstantOp>().getValue());
     Value splat = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(accType, init.getValue()));
     SmallVector<Value> inits(tilesM() * tilesN(), splat);
-    auto loop = scf::ForOp::create(b, loc, index(0), index(steps()),
-                                   index(1), inits);
+    auto loop =
+        scf::ForOp::create(b, loc, index(0), numSteps, index(1), inits);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -536,13 +571,7 @@ private:
     wait(prologueGroup, c.stages - 2);
     gpu::BarrierOp::create(b, loc);
     Value next = apply(d0 + (c.stages - 1), kt);
-    Value last = index(steps() - 1);
-    Value clamped = arith::MinUIOp::create(b, loc, next, last);
-    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                                          next, last);
-    Value elements = arith::SelectOp::create(b, loc, inRange,
-                                             index(c.copyElements()), index(0));
-    copyTile(clamped, apply(d0 % c.stages, next), elements);
+    copyAhead(next, apply(d0 % c.stages, next));
     return apply(d0 % c.stages, kt);
   }
 
@@ -940,14 +969,11 @@ private:
       return;
     }
     int64_t ahead = this->ahead();
-    for (int64_t s = 0; s < ahead; ++s) {
-      bool valid = s < steps();
-      prologueGroup = copyTile(index(valid ? s : steps() - 1), index(s),
-                               valid ? Value() : index(0));
-    }
+    for (int64_t s = 0; s < ahead; ++s)
+      prologueGroup = copyAhead(index(s), index(s));
     MLIRContext *ctx = b.getContext();
-    auto loop = scf::ForOp::create(b, loc, index(0), index(steps()),
-                                   index(1), initialAccumulators());
+    auto loop = scf::ForOp::create(b, loc, index(0), numSteps, index(1),
+                                   initialAccumulators());
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -965,13 +991,7 @@ private:
       // kt + ahead - stages = kt - 1 - retire, retired by every thread
       // before the barrier.
       Value next = apply(d0 + ahead, kt);
-      Value last = index(steps() - 1);
-      Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                                            next, last);
-      copyTile(arith::MinUIOp::create(b, loc, next, last),
-               apply(d0 % c.stages, next),
-               arith::SelectOp::create(b, loc, inRange,
-                                       index(c.copyElements()), index(0)));
+      copyAhead(next, apply(d0 % c.stages, next));
       scf::YieldOp::create(
           b, loc,
           multiplyStep(loop.getRegionIterArgs(), apply(d0 % c.stages, kt)));
@@ -1381,11 +1401,18 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
   auto aType = cast<MemRefType>(m.lhs.getType());
   auto accType = cast<MemRefType>(contraction.getDpsInits()[0].getType());
   unsigned kDim = m.lhsBatch.size() + 1;
-  if (aType.isDynamicDim(kDim) ||
-      llvm::any_of(accType.getShape().take_front(m.batch), ShapedType::isDynamic))
-    return contraction.emitError("loop.mma: K and the batch tile must be static");
-  // The tile's own extents, for the checks that need whole tiles.
-  MmaConfig c{config.getBlockM(), config.getBlockN(), aType.getDimSize(kDim),
+  // The tile's own extents, for the checks that need whole tiles; K over
+  // size symbols at its largest (the strategy checked that it comes in
+  // whole 16-byte rows at every size).
+  int64_t k = aType.getDimSize(kDim);
+  if (ShapedType::isDynamic(k)) {
+    std::optional<int64_t> largest = largestSize(m.lhs, kDim);
+    if (!largest)
+      return contraction.emitError(
+          "loop.mma: K is over size symbols without a declared range");
+    k = *largest;
+  }
+  MmaConfig c{config.getBlockM(), config.getBlockN(), k,
               config.getBlockM(), config.getBlockN(), config.getWarpM(),
               config.getWarpN(),  config.getK(),      config.getStages(),
               config.getPad(),    mmaElementBytes(contraction),

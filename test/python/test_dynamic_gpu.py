@@ -109,20 +109,52 @@ def test_tensor_core_contractions_over_a_symbol_mask_their_edge_tiles(target, in
         np.testing.assert_allclose(run(a, w, b).astype(np.float32), want, rtol=2e-2, atol=2e-2)
 
 
-def test_projections_over_batch_and_sequence_run_on_wgmma_and_scores_fall_back():
-    # x @ W over [batch, seq] rows: M a product of symbols. The scores
-    # q @ k^T have the sequence as N, which tensor cores do not take over
-    # symbols (B's rows must be whole 16-byte copies at every size): they
-    # run on the general GPU schedule, as correctly.
+@pytest.mark.parametrize("target,instruction", [("sm_80", "mma.sync.aligned.m16n8k16"),
+                                                ("sm_90a", "wgmma.mma_async.sync.aligned.m64n")])
+def test_tensor_cores_take_k_n_and_batch_over_symbols_in_whole_16_byte_rows(target, instruction):
+    # Attention's p @ v over a symbolic batch (an outer batch loop, walked
+    # in the block) and sequence (M and K, a multiple of 8 halves: whole
+    # 16-byte rows of A; K steps counted at each call, the last one's
+    # chunks past K zero-filled); then a linear layer whose N is a symbol
+    # (B's rows and the epilogue's columns masked).
+    f16 = np.dtype(np.float16)
+    pv = tessel.compile(tessel.trace(lambda p, v: p @ v, tessel.TensorSpec(("batch", 2, "seq", "seq"), f16),
+                                     tessel.TensorSpec(("batch", 2, "seq", 64), f16),
+                                     dims={"batch": (1, 3), "seq": (8, 96, 8)}, name="pv"), target=f"cuda:{target}")
+    assert [instruction in k.ptx for k in pv.kernels] == [True]
+    run = pv.emulate()
+    for batch, seq in ((1, 8), (3, 40), (2, 96)):
+        p, v = (normal(batch, 2, seq, seq) * 0.3).astype(f16), normal(batch, 2, seq, 64).astype(f16)
+        np.testing.assert_allclose(run(p, v).astype(np.float32), p.astype(np.float32) @ v.astype(np.float32),
+                                   rtol=2e-2, atol=2e-2, err_msg=f"batch {batch}, seq {seq}")
+    linear = tessel.compile(tessel.trace(lambda x, w, b: ops.relu(x @ w + b), tessel.TensorSpec(("rows", 64), f16),
+                                         tessel.TensorSpec((64, "n"), f16), tessel.TensorSpec(("n",), f16),
+                                         dims={"rows": (1, 200), "n": (8, 256, 8)}, name="linear"),
+                            target=f"cuda:{target}")
+    assert [instruction in k.ptx for k in linear.kernels] == [True]
+    run = linear.emulate()
+    for rows, n in ((1, 8), (37, 72), (200, 256)):
+        x, w, b = normal(rows, 64).astype(f16), (normal(64, n) * 0.2).astype(f16), normal(n).astype(f16)
+        want = np.maximum(x.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32), 0)
+        np.testing.assert_allclose(run(x, w, b).astype(np.float32), want, rtol=2e-2, atol=2e-2,
+                                   err_msg=f"rows {rows}, n {n}")
+
+
+@pytest.mark.parametrize("multiple_of", [1, 8])
+def test_scores_over_a_sequence_run_on_wgmma_where_its_rows_are_whole_copies(multiple_of):
+    # x @ W over [batch, seq] rows: M a product of symbols, on wgmma. The
+    # scores q @ k^T have the sequence as N: on tensor cores where it is
+    # declared a multiple of 8 (B's rows whole 16-byte copies at every
+    # size), else on the general GPU schedule, as correctly.
     f16 = np.dtype(np.float16)
     module = tessel.trace(lambda x, w: (lambda q: q @ q.transpose(0, 2, 1))(x @ w),
                           tessel.TensorSpec(("batch", "seq", 64), f16), tessel.TensorSpec((64, 64), f16),
-                          dims={"batch": (1, 4), "seq": (1, 96)}, name="scores")
+                          dims={"batch": (1, 4), "seq": (multiple_of, 96, multiple_of)}, name="scores")
     artifact = tessel.compile(module, target="cuda:sm_90a")
-    assert sum("wgmma.mma_async" in k.ptx for k in artifact.kernels) == 1
+    assert sum("wgmma.mma_async" in k.ptx for k in artifact.kernels) == (2 if multiple_of == 8 else 1)
     run = artifact.emulate()
     w = (normal(64, 64) * 0.2).astype(f16)
-    for batch, seq in ((1, 1), (2, 13), (4, 96), (3, 64)):
+    for batch, seq in ((1, multiple_of), (2, 13 if multiple_of == 1 else 40), (4, 96), (3, 64)):
         x = normal(batch, seq, 64).astype(f16)
         q = (x.astype(np.float32) @ w.astype(np.float32)).astype(f16).astype(np.float32)
         np.testing.assert_allclose(run(x, w).astype(np.float32), q @ q.transpose(0, 2, 1), rtol=3e-2, atol=3e-2)

@@ -29,20 +29,28 @@ namespace {
 constexpr double kFullWaves = 0.85;
 
 /// The extents a tensor-core schedule of `contraction` (with `batch` batch
-/// loops) is chosen and checked at: M and the innermost batch loop (a grid
-/// dim) over size symbols at their largest, M's edge tiles masked and the
-/// blocks counted at each call. Nothing where another loop is over
-/// symbols, or a symbol has no range: the lowering needs K and the outer
-/// batch loops static, and B's rows (N) whole 16-byte copies at every size.
+/// loops) is chosen and checked at, loops over size symbols at their
+/// largest: edge tiles of M and N are masked, blocks counted at each
+/// call, K steps counted at each call and batch indices looped over.
+/// Nothing where a symbol has no range, or where N or K may not come in
+/// whole 16-byte rows (B's rows and A's, which the copies move): a dynamic
+/// one must be a multiple of 8 halves (4 floats) at every size, by the
+/// symbols' declared `multiple_of`.
 std::optional<SmallVector<int64_t>> mmaExtents(linalg::LinalgOp contraction,
                                                unsigned batch) {
   SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
-  for (auto [loop, extent] : llvm::enumerate(extents))
-    if (ShapedType::isDynamic(extent) && loop + 1 != batch && loop != batch)
-      return std::nullopt;
   if (!ShapedType::isDynamicShape(extents))
     return extents;
-  return largestLoopExtents(cast<TilingInterface>(contraction.getOperation()));
+  auto root = cast<TilingInterface>(contraction.getOperation());
+  if (ShapedType::isDynamic(extents[batch + 1]) ||
+      ShapedType::isDynamic(extents[batch + 2])) {
+    int64_t copy = kCopyBytes / mmaElementBytes(contraction);
+    std::optional<SmallVector<int64_t>> divisors = loopExtentDivisors(root);
+    if (!divisors || (*divisors)[batch + 1] % copy ||
+        (*divisors)[batch + 2] % copy)
+      return std::nullopt;
+  }
+  return largestLoopExtents(root);
 }
 
 /// Checks loop.materialize: a contraction kernel whose named inputs are
@@ -107,9 +115,10 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
   if (!largest)
     return mma.emitError("cannot apply to kernel '")
            << schedule.getKernel()
-           << "': only M and the innermost batch loop of its contraction may "
-              "be over size symbols (with ranges); tensor cores need K, N and "
-              "outer batch loops static";
+           << "': its contraction's N or K is over size symbols that may "
+              "not make whole 16-byte rows (declare them multiple_of "
+           << kCopyBytes / elementBytes
+           << "), or over symbols without a range";
   SmallVector<int64_t> extents = *largest;
   SmallVector<int64_t> block = blockTile.getResolvedSizes();
   for (auto [size, extent] : llvm::zip(block, extents))
@@ -390,8 +399,12 @@ struct TensorCoreContraction final : Strategy {
     // K in parts on grid z when even the smallest tiles leave SMs idle and
     // K is long (each part keeps at least 32 steps of 32). Batched
     // contractions have grid z already.
+    // (Not of a K over size symbols: each part's K would be too.)
     SmallVector<int64_t> parts =
-        batch ? SmallVector<int64_t>{} : splitChoices(best->k, 16, copy);
+        batch || ShapedType::isDynamic(
+                     contraction.getStaticLoopRanges()[batch + 2])
+            ? SmallVector<int64_t>{}
+            : splitChoices(best->k, 16, copy);
     Value vparts;
     if (parts.size() > 1)
       vparts = addKnob(sb, loc, "split_k",
