@@ -27,8 +27,9 @@ namespace tessel {
 /// tile that these do not divide is first padded with zeros to static
 /// multiples of them; one of dynamic rows or columns (a tiling that does
 /// not divide the matmul) is split by an scf.if into the full tile, read in
-/// place at its static size, and the partial edge tile, padded. Emits an
-/// error and fails when it cannot.
+/// place at its static size, and the partial edge tile, computed on padded
+/// copies over its live row and register blocks. Emits an error and fails
+/// when it cannot.
 mlir::LogicalResult vectorizeMatmul(mlir::RewriterBase &rewriter,
                                     mlir::linalg::LinalgOp op, int64_t rows,
                                     int64_t depth,

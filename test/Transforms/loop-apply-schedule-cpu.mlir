@@ -79,11 +79,13 @@ loop.schedule @row_blocks target "cpu" {
 
 // Tiles that do not divide the matmul (10x20 in 8x16 tiles): under an
 // scf.if on the tile's sizes, a full tile (8x16) is cast to its static shape
-// and read in place; a partial edge tile is padded with zeros to static
-// blocks (rows to a multiple of the register block's 4, columns to 16), and
-// the unpadded slice of its result written into the tile's own C. K = 24 in
-// blocks of at most 16 is two equal blocks of 12, which need no padding
-// (blocks of 16 would pad K to 32).
+// and read in place; a partial edge tile is computed as a full one on
+// padded copies: its C (zeros: a fill), each K block's B copied, its
+// columns past the tile's zero, row blocks over its rows with their A
+// padded, register blocks below its columns rounded up, and the unpadded
+// slice of the result written into the tile's own C. K = 24 in blocks of
+// at most 16 is two equal blocks of 12, which need no padding (blocks of
+// 16 would pad K to 32).
 // CHECK-LABEL: func.func private @edges
 // CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) = (0, 0) to (10, 20) step (8, 16) shared_outs(%[[OUT:.*]] = %{{.*}})
 // CHECK: %[[M:.*]] = affine.min
@@ -98,22 +100,22 @@ loop.schedule @row_blocks target "cpu" {
 // CHECK: tensor.cast %[[ZEROS]] : tensor<?x?xf32> to tensor<8x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
-// The partial tile in chunks of a row block and of a register block of
-// columns (its columns are partial too), each padded to that size.
 // CHECK: } else {
-// CHECK: scf.for %[[CI:.*]] = %c0 to %[[M]] step %c8 iter_args(%[[ROWS:.*]] = %[[ZEROS]])
-// CHECK: scf.for %[[CJ:.*]] = %c0 to %[[N]] step %c16 iter_args(%[[PART:.*]] = %[[ROWS]])
-// CHECK: %[[CM:.*]] = affine.min
-// CHECK: %[[CN:.*]] = affine.min
-// CHECK: %[[CHUNK:.*]] = tensor.extract_slice %[[PART]][%[[CI]], %[[CJ]]] [%[[CM]], %[[CN]]]
+// CHECK: %[[LIVE:.*]] = affine.apply {{.*}}(%[[N]])
+// CHECK: linalg.fill {{.*}} -> tensor<8x16xf32>
+// CHECK: %[[ACC:.*]] = scf.for %[[KB:.*]] = %c0 to %c24 step %c12 iter_args
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<12x32xf32>
+// CHECK: %[[BUF:.*]] = tensor.extract_slice %[[EMPTY]][0, 0] [12, 16] [1, 1]
+// CHECK: %[[ZB:.*]] = linalg.fill {{.*}} outs(%[[BUF]] : tensor<12x16xf32>)
+// CHECK: %[[BSRC:.*]] = tensor.extract_slice %{{.*}}[%[[KB]], 0] [12, %[[N]]] [1, 1]
+// CHECK: tensor.insert_slice %[[BSRC]] into %[[ZB]][0, 0] [12, %[[N]]] [1, 1]
+// CHECK: scf.for %{{.*}} = %c0 to %[[M]] step %c8 iter_args
 // CHECK: tensor.pad
-// CHECK: } : tensor<?x24xf32> to tensor<8x24xf32>
-// CHECK: tensor.pad
-// CHECK: } : tensor<24x?xf32> to tensor<24x16xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12
+// CHECK: } : tensor<?x12xf32> to tensor<8x12xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %[[LIVE]] step %c16
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
-// CHECK: %[[SLICE:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[CM]], %[[CN]]] [1, 1] : tensor<8x16xf32> to tensor<?x?xf32>
-// CHECK: bufferization.materialize_in_destination %[[SLICE]] in %[[CHUNK]]
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[ACC]][0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<8x16xf32> to tensor<?x?xf32>
+// CHECK: bufferization.materialize_in_destination %[[SLICE]] in %[[ZEROS]]
 // CHECK: tensor.parallel_insert_slice %[[TILE]] into %[[OUT]][%[[I]], %[[J]]] [%[[M]], %[[N]]]
 func.func private @edges(%a: tensor<10x24xf32>, %b: tensor<24x20xf32>) -> tensor<10x20xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
@@ -130,39 +132,20 @@ loop.schedule @edges target "cpu" {
 // -----
 
 // A partial edge tile of several row blocks (50 rows in tiles of 32: 18
-// rows and 4 columns) goes as a full tile does: its C padded to the full
-// 32x16, K blocks whose B block is copied once, zero-filled past its
-// columns, into rows one cache line longer, row blocks of 8 over its rows
-// (each A block padded), register blocks below its columns rounded up,
-// and the rows and columns it has materialized in the tile's own C. A
-// partial tile of at most one row block goes in chunks, as in @edges.
+// rows and 4 columns): one B block per K step for all of them, row blocks
+// of 8 over its 18 rows.
 // CHECK-LABEL: func.func private @packed_edges
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (50, 20) step (32, 16)
 // CHECK: %[[M:.*]] = affine.min
 // CHECK: %[[N:.*]] = affine.min
-// CHECK: scf.if
 // CHECK: } else {
-// CHECK: %[[SEVERAL:.*]] = arith.cmpi ugt, %[[M]], %c8
-// CHECK: scf.if %[[SEVERAL]] -> (tensor<?x?xf32>) {
-// CHECK: %[[LIVE:.*]] = affine.apply {{.*}}(%[[N]])
-// (C's padded copy: its fill and the padding fold into one fill.)
 // CHECK: linalg.fill {{.*}} -> tensor<32x16xf32>
-// CHECK: %[[ACC:.*]] = scf.for %[[KB:.*]] = %c0 to %c24 step %c12 iter_args
-// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<12x32xf32>
-// CHECK: %[[BUF:.*]] = tensor.extract_slice %[[EMPTY]][0, 0] [12, 16] [1, 1]
-// CHECK: %[[ZB:.*]] = linalg.fill {{.*}} outs(%[[BUF]] : tensor<12x16xf32>)
-// CHECK: %[[BSRC:.*]] = tensor.extract_slice %{{.*}}[%[[KB]], 0] [12, %[[N]]] [1, 1]
-// CHECK: %[[BBLOCK:.*]] = tensor.insert_slice %[[BSRC]] into %[[ZB]][0, 0] [12, %[[N]]] [1, 1]
+// CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12 iter_args
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [12, %[[N]]] [1, 1]
+// CHECK-NOT: tensor.insert_slice {{.*}} [12, %[[N]]]
 // CHECK: scf.for %{{.*}} = %c0 to %[[M]] step %c8 iter_args
-// CHECK: tensor.pad
-// CHECK: } : tensor<?x12xf32> to tensor<8x12xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %[[LIVE]] step %c16
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
-// CHECK: %[[LIVEC:.*]] = tensor.extract_slice %[[ACC]][0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<32x16xf32> to tensor<?x?xf32>
-// CHECK: bufferization.materialize_in_destination %[[LIVEC]]
-// CHECK: } else {
-// CHECK: tensor.pad
-// CHECK: } : tensor<?x24xf32> to tensor<8x24xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [%[[M]], %[[N]]] [1, 1] : tensor<32x16xf32> to tensor<?x?xf32>
 func.func private @packed_edges(%a: tensor<50x24xf32>, %b: tensor<24x20xf32>) -> tensor<50x20xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<50x20xf32>
