@@ -38,20 +38,15 @@ def test_the_triton_peer_matmul_compiles_to_wgmma_and_matches_numpy_on_the_emula
     # run.py's Triton peer, which only a GPU times: here compiled for sm_90
     # (wgmma fed by a cp.async ring) and run on the PTX emulator, one of its
     # autotuned tile shapes, at a shape with a partial K step.
-    import importlib.util
     import math
 
     import numpy as np
-    from test_emulator_triton import _compile, _launch
-
-    spec = importlib.util.spec_from_file_location("bench_gpu_run", BENCH / "run.py")
-    run = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run)
+    from test_emulator_triton import _compile, _launch, peer_matmul_kernel
 
     m, n, k = 128, 256, 96
     signature = {name: "*fp16" for name in "abc"} | {name: "i32" for name in
                                                       ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")}
-    compiled = _compile(run._triton_kernel().fn, signature, {"BM": 64, "BN": 128, "BK": 64, "GROUP": 8},
+    compiled = _compile(peer_matmul_kernel(), signature, {"BM": 64, "BN": 128, "BK": 64, "GROUP": 8},
                         capability=90, aligned=("a", "b", "c", "sam", "sbk", "scm"), num_warps=4, num_stages=4)
     assert "wgmma.mma_async" in compiled.asm["ptx"]
     rng = np.random.default_rng(0)

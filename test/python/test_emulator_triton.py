@@ -9,8 +9,10 @@ dropped, a descriptor or a tensor map changed) must fail.
 """
 
 import functools
+import importlib.util
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 RNG = np.random.default_rng(0)
+BENCH_GPU = Path(__file__).resolve().parents[2] / "bench" / "gpu"
 
 
 @triton.jit
@@ -70,35 +73,15 @@ def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n_cols, eps, BLOCK: tl
         tl.store(y_ptr + cols, (x - mean) * rstd * w + b, mask=mask)
 
 
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-    c = acc.to(c_ptr.dtype.element_ty)
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    tl.store(c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :], c,
-             mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+@functools.cache
+def peer_matmul_kernel():
+    """The Triton matmul that bench/gpu/run.py times as tessel's peer (the
+    tutorial's, grouped tile order; its jit function under the autotuner):
+    one kernel that both the emulator's checks here and the GPU bench use."""
+    spec = importlib.util.spec_from_file_location("bench_gpu_run", BENCH_GPU / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    return run._triton_kernel().fn
 
 
 def _compile(fn, signature, constexprs, *, capability=80, aligned=(), **options):
@@ -158,19 +141,17 @@ def test_layer_norm():
     np.testing.assert_allclose(gpu.download(buffers[1], np.float32, x.shape), want, rtol=1e-5, atol=1e-5)
 
 
-_MATMUL_SIGNATURE = {"a_ptr": "*{t}", "b_ptr": "*{t}", "c_ptr": "*{t}", "M": "i32", "N": "i32", "K": "i32",
-                     "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+# Pointers, sizes and row strides (unit column strides are constants).
+_MATMUL_SIGNATURE = {"a": "*{t}", "b": "*{t}", "c": "*{t}", "M": "i32", "N": "i32", "K": "i32",
+                     "sam": "i32", "sbk": "i32", "scm": "i32"}
 
 
 @functools.cache
 def _matmul(dtype: str, capability: int, num_warps: int = 4, blocks: tuple[int, int, int] = (64, 64, 32)):
     block_m, block_n, block_k = blocks
-    return _compile(matmul_kernel, {k: v.format(t=dtype) for k, v in _MATMUL_SIGNATURE.items()},
-                    {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": block_m, "BLOCK_N": block_n,
-                     "BLOCK_K": block_k, "GROUP_M": 8},
-                    capability=capability, aligned=[k for k in _MATMUL_SIGNATURE if not k.startswith("stride_")
-                                                    or k in ("stride_am", "stride_bk", "stride_cm")],
-                    num_warps=num_warps, num_stages=3)
+    return _compile(peer_matmul_kernel(), {k: v.format(t=dtype) for k, v in _MATMUL_SIGNATURE.items()},
+                    {"sak": 1, "sbn": 1, "scn": 1, "BM": block_m, "BN": block_n, "BK": block_k, "GROUP": 8},
+                    capability=capability, aligned=list(_MATMUL_SIGNATURE), num_warps=num_warps, num_stages=3)
 
 
 NUMPY_TYPES = {"fp16": np.float16, "bf16": BFLOAT16}
