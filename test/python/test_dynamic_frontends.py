@@ -207,6 +207,60 @@ def test_index_tensors_pick_a_row_of_each_batch():
         np.testing.assert_array_equal(exe(x.numpy(), j.numpy()), pick(x, j).numpy())
 
 
+def test_a_derived_dim_declares_a_multiple_and_takes_tensor_cores():
+    """``seq = 8 * Dim("k")``: the input dim is a symbol of its own,
+    ``k_times_8``, declared a multiple of 8, and k alone (``seq // 8``) its
+    quotient. The scores q @ k^T over it go to tensor cores on sm_90a, as
+    ``tessel.trace``'s ``multiple_of`` makes them, and match on the CPU and
+    on the emulator."""
+    class Scores(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q = nn.Linear(32, 32, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            q = self.q(x)
+            return q @ q.transpose(1, 2) + x[:, :x.shape[1] // 8].sum(1, keepdim=True)[..., :1]
+
+    model, seq = _model(Scores), 8 * Dim("k", min=1, max=8)
+    dynamic = ({0: Dim("batch", min=1, max=4), 1: seq},)
+    module = tessel.from_torch(model, (torch.randn(2, 16, 32),), dynamic_shapes=dynamic)
+    assert "graph.dims = {batch = #graph.dim<1, 4>, k_times_8 = #graph.dim<8, 64, multiple_of 8>}" in str(module)
+    exe = tessel.compile(module, target="cpu")
+    for b, s in [(1, 8), (3, 24), (4, 64)]:
+        x = np.random.default_rng(s).standard_normal((b, s, 32)).astype(np.float32)
+        np.testing.assert_allclose(exe(x), _eager(model)(x), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=r"12 as dim 1 \(k_times_8\), outside the range \[8, 64\], a multiple of 8"):
+        exe(np.zeros((1, 12, 32), np.float32))
+
+    half = _model(Scores).half()
+    artifact = tessel.compile(tessel.from_torch(half, (torch.randn(2, 16, 32).half(),), dynamic_shapes=dynamic),
+                              target="cuda:sm_90a")
+    # The linear (N = 32) on mma.sync, the scores (N = k_times_8) on wgmma: off tensor cores without the multiple.
+    assert [("mma.sync" in k.ptx, "wgmma.mma_async" in k.ptx) for k in artifact.kernels].count((False, True)) == 1
+    assert sum("mma.sync" in k.ptx or "wgmma.mma_async" in k.ptx for k in artifact.kernels) == 2
+    run = artifact.emulate()
+    w = half.q.weight.detach().float().numpy()
+    for b, s in [(1, 8), (2, 40)]:
+        x = (np.random.default_rng(s).standard_normal((b, s, 32)) * 0.5).astype(np.float16)
+        q = (x.astype(np.float32) @ w.T).astype(np.float16).astype(np.float32)
+        want = q @ q.transpose(0, 2, 1) + x[:, :s // 8].astype(np.float32).sum(1, keepdims=True)[..., :1]
+        np.testing.assert_allclose(run(x).astype(np.float32), want, rtol=3e-2, atol=3e-2)
+
+
+def test_derived_dims_tessel_cannot_bind_are_errors():
+    """A derived dim whose root is another input's dim, and ``2 * k + 1``
+    (a remainder tessel's sizes do not declare), are refused naming the
+    input and dim."""
+    k = Dim("k", min=2, max=8)
+    with pytest.raises(tessel.UnsupportedError, match=r"torch input 'y' dim 0 is 8\*s\d+, an expression of size "
+                                                      r"symbols that is not a derived Dim"):
+        tessel.from_torch(lambda x, y: x.sum() + y.sum(), (torch.randn(3), torch.randn(24)),
+                          dynamic_shapes=({0: k}, {0: 8 * k}))
+    with pytest.raises(tessel.UnsupportedError, match=r"torch input 'x' dim 0 is 2\*s\d+ \+ 1"):
+        tessel.from_torch(lambda x: x * 2, (torch.randn(7),), dynamic_shapes=({0: 2 * k + 1},))
+
+
 def test_torch_dims_without_a_range_or_symbolic_uses_a_converter_lacks_are_errors():
     mlp = _model(MLP)
     with pytest.raises(tessel.UnsupportedError, match=r"torch input 'x' dim 0 \(batch\) has no upper bound: give it "

@@ -201,7 +201,10 @@ class _Symbols:
 
     def __init__(self) -> None:
         self.names: dict[Any, str] = {}  # sympy.Symbol -> tessel name
-        self.ranges: dict[str, tuple[int, int]] = {}
+        self.ranges: dict[str, tuple[int, ...]] = {}  # (min, max) or (min, max, multiple_of)
+        # The root of a derived Dim (``8 * k``) in terms of the tessel symbol
+        # that is the derived size: k -> S / 8.
+        self.roots: dict[Any, Any] = {}
 
     def size(self, value: Any, n: Optional[_Node] = None) -> SizeLike:
         """A torch size (an int, a SymInt or its sympy expression) as a
@@ -212,7 +215,7 @@ class _Symbols:
             return value
         expr = value.node.expr if isinstance(value, torch.SymInt) else value
         try:
-            return self._size(expr)
+            return self._size(expr.xreplace(self.roots) if self.roots else expr)
         except UnsupportedError as e:
             raise (n.unsupported(e.summary) if n is not None else e) from None
 
@@ -227,6 +230,10 @@ class _Symbols:
                 raise UnsupportedError(f"the size {expr} is data-dependent (no input's dim): sizes computed from "
                                        "tensor values are not supported")
             return SymbolicSize.symbol(self.names[expr])
+        coefficient, rest = expr.as_coeff_Mul() if isinstance(expr, sympy.Mul) else (sympy.S.One, expr)
+        if coefficient.is_Rational and not coefficient.is_Integer:
+            # A derived Dim's root (S / 8): the quotient is exact, S being declared a multiple of 8.
+            return self._size(coefficient.p * rest) // coefficient.q
         args = [self._size(a) for a in expr.args]
         if isinstance(expr, sympy.Add):
             return sum(args[1:], args[0])
@@ -1133,8 +1140,9 @@ def _dim_names(module: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> l
     """The ``Dim`` names of ``dynamic_shapes`` (as torch.export takes it: a
     tuple matching the arguments, or a dict by parameter name; per tensor a
     dict ``{dim: Dim}`` or a list of one entry per dim) for each tensor
-    among the arguments, in the order export makes them inputs. Hints
-    (``Dim.AUTO``, ``Dim.DYNAMIC``) and derived dims (``2 * d``) name none."""
+    among the arguments, in the order export makes them inputs; a derived
+    dim (``8 * k``) gives its root's name. Hints (``Dim.AUTO``,
+    ``Dim.DYNAMIC``) name none."""
     try:
         combined = inspect.signature(module.forward).bind(*args, **kwargs).arguments
     except (TypeError, ValueError):
@@ -1149,7 +1157,8 @@ def _dim_names(module: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> l
         if isinstance(value, torch.Tensor):
             entries = spec.items() if isinstance(spec, dict) else enumerate(spec) if isinstance(
                 spec, (list, tuple)) else ()
-            names.append({int(d): e.__name__ for d, e in entries if type(e) is torch.export.Dim})
+            roots = {int(d): getattr(e, "root", e) for d, e in entries}
+            names.append({d: e.__name__ for d, e in roots.items() if type(e) is torch.export.Dim})
         elif isinstance(value, (list, tuple)):
             for i, item in enumerate(value):
                 walk(item, spec[i] if isinstance(spec, (list, tuple)) and i < len(spec) else None)
@@ -1167,38 +1176,65 @@ def _symbols(program: Any, inputs: list[tuple[str, Any]], given: list[dict[int, 
     named after the user's ``Dim`` (``given``, per tensor input) or, for
     ``Dim.AUTO``/``Dim.DYNAMIC`` ones, torch's own name (``s0``), with the
     range of ``program.range_constraints`` (the user's bounds narrowed by
-    torch's guards). UnsupportedError for an input dim that is an
-    expression (a derived ``Dim``) or a symbol without an upper bound."""
+    torch's guards). An input dim that is a derived ``Dim``, ``c * k + d``
+    with ``d`` a multiple of ``c`` and ``k`` no input dim alone, is a symbol
+    of its own, ``k_times_c`` (``_plus_d``), declared a multiple of ``c``:
+    how a torch user says that a size comes in whole tensor-core rows.
+    UnsupportedError for any other expression or a symbol without an upper
+    bound."""
     import sympy
 
     symbols = _Symbols()
     taken = {name for names in given for name in names.values()}
+    derived = []
+
+    def declare(symbol: Any, name: str, where: str, bounds: Any, multiple: int = 1) -> None:
+        upper = int(bounds.upper) if bounds is not None and isinstance(bounds.upper, sympy.Integer) else None
+        if upper is None:
+            raise UnsupportedError(f"{where} ({name}) has no upper bound: give it one, "
+                                   f"torch.export.Dim({name!r}, min=..., max=...)")
+        symbols.names[symbol] = name
+        taken.add(name)
+        # Sizes start at 1 here: export's default minimum is 0, an empty tensor tessel does not compile for.
+        symbols.ranges[name] = (max(1, int(bounds.lower)), upper) + ((multiple,) if multiple > 1 else ())
+
     for index, (arg_name, val) in enumerate(inputs):
         names = given[index] if index < len(given) else {}
         for d, size in enumerate(val.shape):
             if not isinstance(size, torch.SymInt):
                 continue
-            expr = size.node.expr
-            where = f"torch input {arg_name!r} dim {d}"
+            expr, where = size.node.expr, f"torch input {arg_name!r} dim {d}"
             if not expr.is_Symbol:
-                raise UnsupportedError(f"{where} is {expr}, an expression of size symbols (a derived Dim): tessel "
-                                       "reads each symbol from an input dim that is that symbol alone")
-            if expr in symbols.names:
-                continue
-            name = names.get(d)
-            if name is None:  # Dim.AUTO or Dim.DYNAMIC: torch's name, unless the user took it
-                name = str(expr)
-                while name in taken:
-                    name += "_"
-            symbols.names[expr] = name
-            taken.add(name)
-            bounds = program.range_constraints.get(expr)
-            upper = int(bounds.upper) if bounds is not None and isinstance(bounds.upper, sympy.Integer) else None
-            if upper is None:
-                raise UnsupportedError(f"{where} ({name}) has no upper bound: give it one, "
-                                       f"torch.export.Dim({name!r}, min=..., max=...)")
-            # Sizes start at 1 here: export's default minimum is 0, an empty tensor tessel does not compile for.
-            symbols.ranges[name] = (max(1, int(bounds.lower)), upper)
+                derived.append((expr, where, names.get(d)))
+            elif expr not in symbols.names:
+                name = names.get(d)
+                if name is None:  # Dim.AUTO or Dim.DYNAMIC: torch's name, unless the user took it
+                    name = str(expr)
+                    while name in taken:
+                        name += "_"
+                declare(expr, name, where, program.range_constraints.get(expr))
+    for expr, where, root_name in derived:
+        refusal = (f"{where} is {expr}, an expression of size symbols that is not a derived Dim c * k + d with d a "
+                   "multiple of c over a root k that no input dim is alone: tessel reads each symbol from an input "
+                   "dim that is that symbol (or its multiple) alone")
+        if len(expr.free_symbols) != 1:
+            raise UnsupportedError(refusal)
+        (root,) = expr.free_symbols
+        line = sympy.Poly(expr, root)
+        c, d = (int(line.coeff_monomial(m)) for m in (root, 1)) if line.degree() == 1 else (0, 0)
+        if root in symbols.names or c < 1 or d % c:
+            raise UnsupportedError(refusal)
+        if root in symbols.roots:  # the same derived Dim again, or refused as another one of its root
+            if not sympy.expand(expr.xreplace(symbols.roots)).is_Symbol:
+                raise UnsupportedError(refusal)
+            continue
+        name = str(root_name or root) + (f"_times_{c}" if c > 1 else "") + (
+            f"_plus_{d}" if d > 0 else f"_minus_{-d}" if d < 0 else "")
+        while name in taken:
+            name += "_"
+        derived_symbol = sympy.Symbol(name, integer=True, positive=True)
+        symbols.roots[root] = (derived_symbol - d) / c
+        declare(derived_symbol, name, where, program.range_constraints.get(expr), c)
     return symbols
 
 
@@ -1223,7 +1259,9 @@ def from_torch(model_or_fn: Any, example_args: Any, *, dynamic_shapes: Any = Non
     in their ranges (docs/dynamic-shapes.md). Each symbol is named after its
     ``Dim`` (``Dim.AUTO``/``Dim.DYNAMIC`` ones after torch's symbol, ``s0``)
     and takes the range export recorded: the ``Dim``'s bounds narrowed by
-    torch's own guards, from 1 at least. Every dynamic dim needs an upper
+    torch's own guards, from 1 at least; a derived ``Dim`` ``8 * k`` is the
+    symbol ``k_times_8``, declared a multiple of 8 (what lets a symbolic
+    contraction dim run on tensor cores). Every dynamic dim needs an upper
     bound, and the example sizes must be 2 or more (export specializes an
     example size of 0 or 1 to a constant). Raises ``tessel.UnsupportedError`` for an op, dtype or feature
     that is not supported, naming the aten op, the node and the user's line.
