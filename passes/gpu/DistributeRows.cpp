@@ -51,13 +51,12 @@ bool isScalar(Value buffer) {
 
 /// Loops of `op` but the last have extent 1 (and are parallel, unless all
 /// of them have extent 1: an op on single values); returns the last's
-/// extent.
+/// extent, which may be dynamic (a row of a grid reduction's uneven parts).
 std::optional<int64_t> rowExtent(linalg::GenericOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::all_of(ranges, [](int64_t r) { return r == 1; }))
     return 1;
-  if (ShapedType::isDynamicShape(ranges) ||
-      !llvm::all_of(ArrayRef(ranges).drop_back(),
+  if (!llvm::all_of(ArrayRef(ranges).drop_back(),
                     [](int64_t r) { return r == 1; }))
     return std::nullopt;
   for (utils::IteratorType it : ArrayRef(op.getIteratorTypesArray()).drop_back())
@@ -72,13 +71,17 @@ constexpr int64_t kMaxSlots = 32;
 class RowEmitter {
 public:
   RowEmitter(OpBuilder &b, Location loc, scf::ForallOp block,
-             scf::ForallOp threadLoop, int64_t threads, int64_t columns)
+             scf::ForallOp threadLoop, int64_t threads, int64_t columns,
+             Value columnCount)
       : b(b), loc(loc), block(block), threadLoop(threadLoop), threads(threads),
-        columns(columns), tid(threadLoop.getInductionVar(0)) {}
+        columns(columns), columnCount(columnCount),
+        tid(threadLoop.getInductionVar(0)) {}
 
   /// Emits `ops` (the block tile, in order); fails on an op it cannot take.
   LogicalResult emit(ArrayRef<Operation *> ops) {
-    int64_t slots = columns % threads ? 0 : columns / threads;
+    int64_t slots = ShapedType::isDynamic(columns) || columns % threads
+                        ? 0
+                        : columns / threads;
     if (slots && slots <= kMaxSlots) {
       // Chunks of up to 8 columns (16 bytes of f16).
       width = std::min<int64_t>(8, slots & -slots);
@@ -163,7 +166,7 @@ private:
         partial = compute(op, slotColumns[*slot], partial);
       slot.reset();
     } else {
-      auto loop = scf::ForOp::create(b, loc, tid, index(columns),
+      auto loop = scf::ForOp::create(b, loc, tid, columnCount,
                                      index(threads), ValueRange{partial});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -350,7 +353,7 @@ private:
 
   /// Runs `body` for each of this thread's columns (loop mode).
   void columnLoop(function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, tid, index(columns), index(threads));
+    auto loop = scf::ForOp::create(b, loc, tid, columnCount, index(threads));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
     body(loop.getInductionVar());
@@ -385,8 +388,8 @@ private:
   OpBuilder &b;
   Location loc;
   scf::ForallOp block, threadLoop;
-  int64_t threads, columns;
-  Value tid;
+  int64_t threads, columns; // columns: ShapedType::kDynamic for a dynamic row
+  Value columnCount, tid;
   llvm::DenseMap<Type, Value> partialBuffers;
   llvm::DenseMap<Value, Value> scalars;
   llvm::DenseMap<Value, linalg::GenericOp> rowOps;
@@ -409,24 +412,50 @@ LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
   SmallVector<Operation *> ops;
   for (Operation &op : block.getBody()->without_terminator())
     if (!isa<memref::SubViewOp, memref::AllocOp, memref::DeallocOp,
-             memref::CollapseShapeOp, memref::ExpandShapeOp, arith::ConstantOp>(
-            op))
+             memref::CollapseShapeOp, memref::ExpandShapeOp, arith::ConstantOp,
+             memref::DimOp>(op) &&
+        !(isPure(&op) && llvm::all_of(op.getResultTypes(), [](Type t) {
+            return t.isIndex();
+          }))) // sizes and offsets of a dynamic row's views
       ops.push_back(&op);
   // The row: the root's, or the reductions' where the root is an op on
-  // their per-row results.
+  // their per-row results; a row of dynamic length is that of the first op
+  // over it, which the others share (one row of the tile).
   int64_t columns = 1;
+  linalg::GenericOp dynamicRow;
   for (Operation *op : ops)
-    if (auto generic = dyn_cast<linalg::GenericOp>(op))
-      columns = std::max(columns, rowExtent(generic).value_or(1));
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      int64_t extent = rowExtent(generic).value_or(1);
+      if (!ShapedType::isDynamic(extent))
+        columns = std::max(columns, extent);
+      else if (!dynamicRow)
+        dynamicRow = generic;
+    }
+  if (dynamicRow && columns != 1)
+    return dynamicRow.emitError("loop.warp_reduce: a row of dynamic length "
+                                "beside one of ")
+           << columns << " columns";
 
   OpBuilder b(block.getBody()->getTerminator());
   Location loc = root.getLoc();
   MLIRContext *ctx = b.getContext();
+  Value columnCount =
+      dynamicRow
+          ? getValueOrCreateConstantIndexOp(
+                b, loc,
+                cast<linalg::LinalgOp>(dynamicRow.getOperation())
+                    .createLoopRanges(b, loc)
+                    .back()
+                    .size)
+          : arith::ConstantIndexOp::create(b, loc, columns).getResult();
+  if (dynamicRow)
+    columns = ShapedType::kDynamic;
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{},
       b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
   b.setInsertionPoint(forall.getBody()->getTerminator());
-  if (failed(RowEmitter(b, loc, block, forall, threads, columns).emit(ops)))
+  if (failed(RowEmitter(b, loc, block, forall, threads, columns, columnCount)
+                 .emit(ops)))
     return failure();
   for (Operation *op : llvm::reverse(ops))
     op->erase();

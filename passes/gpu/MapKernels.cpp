@@ -64,10 +64,23 @@ std::array<int64_t, 3> threadsOf(scf::ForallOp forall) {
   return dims;
 }
 
-/// A view or constant global: recreated wherever it is used, never computed.
+/// A scalar computed from sizes alone (a mean's 1 / count over size
+/// symbols): no memory, no regions, integer or float results.
+bool isSizeArithmetic(Operation *op) {
+  return isMemoryEffectFree(op) && op->getNumRegions() == 0 &&
+         op->getNumResults() > 0 &&
+         llvm::all_of(op->getResultTypes(), [](Type t) {
+           return isa<IntegerType, FloatType>(t);
+         });
+}
+
+/// A view, constant global or isSizeArithmetic: recreated wherever it is
+/// used (each launch that reads it), never computed on its own; a one-
+/// thread launch of its own could not hand its value to the others.
 bool isSinkable(Operation *op) {
   return isa<memref::GetGlobalOp>(op) ||
-         (isa<ViewLikeOpInterface>(op) && isMemoryEffectFree(op));
+         (isa<ViewLikeOpInterface>(op) && isMemoryEffectFree(op)) ||
+         isSizeArithmetic(op);
 }
 
 /// A whole buffer of the host program, maybe reshaped (not a part of one).

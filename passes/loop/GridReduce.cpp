@@ -3,9 +3,12 @@
 // A reduction to a single value (a sum, the maximum of a 1-D softmax) has
 // no parallel loop for the grid to share: tiled like other kernels it ran
 // in one thread. loop.grid_reduce merges its loops into one (upstream
-// collapseOpIterationDims) and splits that loop (upstream splitReduction)
-// into `parts` rows whose partial results a block each computes; a single
-// block then combines the partials with the single-value ops after them.
+// collapseOpIterationDims) and splits that loop into `parts` rows whose
+// partial results a block each computes (upstream splitReduction where the
+// parts divide it; else upstream's partial-reduction tiling, rows of
+// ceil(n / parts) elements, the last shorter: a prime count, a size
+// symbol); a single block then combines the partials with the single-value
+// ops after them.
 // Both stages are rows for gpu-distribute-rows, so their threads combine
 // values through warp shuffles. Elementwise producers are first fused into
 // the reduction, so that its rows read their inputs. Each stage is a launch
@@ -294,6 +297,53 @@ FailureOr<Rows> splitIntoRows(RewriterBase &rewriter,
     return fail("could not merge the loops of a reduction");
   if (parts == 1)
     return Rows{TilingInterface(), *combined};
+  int64_t extent = combined->getStaticLoopRanges().back();
+  if (ShapedType::isDynamic(extent) || extent % parts) {
+    // Rows of unequal lengths (the last shorter, or empty at small sizes),
+    // as many as `parts`, each reducing its slice into a slot of the
+    // partials (upstream's partial reduction tiling, which takes sizes and
+    // remainders that splitReduction's reshape of the row cannot).
+    // Its single value without unit loops (a 1-D softmax's [1] results),
+    // which the tiling would otherwise size its partials by.
+    linalg::LinalgOp row = *combined;
+    if (row.getNumLoops() > 1) {
+      linalg::ControlDropUnitDims unitLoops;
+      unitLoops.controlFn = [](Operation *op) {
+        auto generic = cast<linalg::GenericOp>(op);
+        SmallVector<unsigned> units;
+        for (auto [d, extent] : llvm::enumerate(generic.getStaticLoopRanges()))
+          if (extent == 1)
+            units.push_back(d);
+        return units;
+      };
+      rewriter.setInsertionPoint(row);
+      FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(
+          rewriter, cast<linalg::GenericOp>(row.getOperation()), unitLoops);
+      if (failed(dropped))
+        return fail("could not drop the unit loops of a reduction");
+      rewriter.replaceOp(row, dropped->replacements);
+      row = cast<linalg::LinalgOp>(dropped->resultOp.getOperation());
+    }
+    rewriter.setInsertionPoint(row);
+    FailureOr<linalg::ForallReductionTilingResult> tiled =
+        linalg::tileReductionUsingForall(
+            rewriter, cast<PartialReductionOpInterface>(row.getOperation()),
+            {rewriter.getIndexAttr(parts)}, {},
+            mapping ? std::optional<ArrayAttr>(mapping) : std::nullopt);
+    if (failed(tiled) || tiled->parallelTiledOps.size() != 1 ||
+        tiled->mergeOps.size() != 1)
+      return fail("could not split a reduction into " + Twine(parts) +
+                  " rows of unequal lengths");
+    // The merge is a linalg.reduce; as a generic, gpu-distribute-rows takes
+    // it like splitReduction's combination.
+    rewriter.setInsertionPoint(tiled->mergeOps.front());
+    FailureOr<linalg::GenericOp> merge = linalg::generalizeNamedOp(
+        rewriter, cast<linalg::LinalgOp>(tiled->mergeOps.front()));
+    if (failed(merge))
+      return fail("could not make the combination of uneven rows a generic");
+    return Rows{cast<TilingInterface>(tiled->parallelTiledOps.front()),
+                cast<linalg::LinalgOp>(merge->getOperation())};
+  }
   auto rank = static_cast<unsigned>(
       cast<ShapedType>((*combined)->getResult(0).getType()).getRank());
   rewriter.setInsertionPoint(*combined);

@@ -13,9 +13,9 @@
 namespace tessel {
 
 /// Carries out `primitive` on kernel `func` (gridReductionUnfit holds with
-/// its part count, which divides every reduction): each reduction to a
-/// single value, its loops merged into one, is split into rows of partial
-/// results, one block per row, and the partials and the single-value ops
+/// its part count): each reduction to a single value, its loops merged into
+/// one, is split into rows of partial results (of unequal lengths where the
+/// part count does not divide it at every size), one block per row, and the partials and the single-value ops
 /// that read them (transitively) move into a one-block scf.forall. Both
 /// are marked for gpu-distribute-rows. The kernel's other ops are left for
 /// the leftover tiling.
@@ -24,7 +24,7 @@ mlir::LogicalResult gridReduce(mlir::RewriterBase &rewriter,
                                mlir::func::FuncOp func);
 
 /// Carries out CPU `primitive` on kernel `func` (gridReductionUnfit holds
-/// with its part count, which divides every reduction): each reduction to
+/// with its part count): each reduction to
 /// a single value, its loops merged into one, is split into rows of
 /// partial results, one parallel task (scf.forall iteration) per row, each
 /// walked in `lanes` partial results (loop.split_reduction; 1: none). The

@@ -137,19 +137,25 @@ SmallVector<linalg::GenericOp>
 tessel::singleValueReductions(func::FuncOp func) {
   SmallVector<linalg::GenericOp> found;
   for (auto op : func.getBody().front().getOps<linalg::GenericOp>())
-    if (!ShapedType::isDynamicShape(op.getStaticLoopRanges()) &&
-        op.getNumReductionLoops() > 0 && isSingleValueResult(op) &&
-        reducedElements(op) > 1)
+    if (op.getNumReductionLoops() > 0 && isSingleValueResult(op) &&
+        reducedElements(op).largest > 1)
       found.push_back(op);
   return found;
 }
 
-int64_t tessel::reducedElements(linalg::GenericOp reduction) {
-  int64_t points = 1;
-  for (auto [it, extent] : llvm::zip(reduction.getIteratorTypesArray(),
-                                     reduction.getStaticLoopRanges()))
-    if (it == utils::IteratorType::reduction)
-      points *= extent;
+ReducedElements tessel::reducedElements(linalg::GenericOp reduction) {
+  auto root = cast<TilingInterface>(reduction.getOperation());
+  std::optional<SmallVector<int64_t>> largest = largestLoopExtents(root);
+  std::optional<SmallVector<int64_t>> divisors = loopExtentDivisors(root);
+  if (!largest || !divisors)
+    return {0, 1};
+  ReducedElements points{1, 1};
+  for (auto [it, most, divisor] : llvm::zip(reduction.getIteratorTypesArray(),
+                                            *largest, *divisors))
+    if (it == utils::IteratorType::reduction) {
+      points.largest *= most;
+      points.divisor *= divisor;
+    }
   return points;
 }
 

@@ -69,13 +69,20 @@ bool isSingleValueOp(mlir::linalg::LinalgOp op);
 bool isSingleValueResult(mlir::linalg::LinalgOp op);
 
 /// The reductions at the top level of `func` that leave a single value, in
-/// order: generics of static shape whose parallel loops have extent 1 and
-/// whose reduction loops more than one point.
+/// order: generics whose parallel loops have extent 1 and whose reduction
+/// loops more than one point at their largest (over size symbols, their
+/// declared ranges: largestLoopExtents).
 llvm::SmallVector<mlir::linalg::GenericOp>
 singleValueReductions(mlir::func::FuncOp func);
 
-/// The number of points that `reduction` (singleValueReductions) combines.
-int64_t reducedElements(mlir::linalg::GenericOp reduction);
+/// The points a reduction to a single value combines: as many as `largest`
+/// at most, always a multiple of `divisor` (both the count where it is
+/// static); `largest` is 0 where the IR does not tie a size to the
+/// kernel's arguments.
+struct ReducedElements {
+  int64_t largest, divisor;
+};
+ReducedElements reducedElements(mlir::linalg::GenericOp reduction);
 
 /// Why loop.grid_reduce cannot take the reductions to a single value of
 /// `func`'s kernel in `parts` parts, or "" when it can: there is one, each

@@ -438,6 +438,41 @@ loop.schedule @centered target "sm_90" {
 
 // -----
 
+// loop.grid_reduce over a size symbol: rows of unequal lengths. Each of
+// the 8 blocks reduces its slice of ceil(n / 8) elements, fewer (or none)
+// for the last, into its slot of the partials; one block combines them.
+// CHECK-LABEL: func.func private @uneven
+// CHECK: %[[N:.*]] = tensor.dim %{{.*}}, %c0
+// CHECK: %[[PARTS:.*]] = scf.forall (%[[I:[a-z0-9_]+]]) in (8) shared_outs(%{{.*}}) -> (tensor<8xf32>)
+// CHECK: %[[LEN:.*]] = affine.max
+// CHECK: tensor.extract_slice %{{.*}}[%{{.*}}] [%[[LEN]]] [1] : tensor<?xf32> to tensor<?xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK-SAME: tessel.warp_reduce = 128
+// CHECK: mapping = [#gpu.block<x>]
+// CHECK: scf.forall (%{{.*}}) in (1)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[PARTS]] : tensor<8xf32>)
+// CHECK-SAME: tessel.warp_reduce = 32
+// CHECK: mapping = [#gpu.block<x>]
+// CHECK-NOT: loop.schedule
+func.func private @uneven(%a: tensor<?xf32> {graph.shape = #graph.shape<[n]>}) -> tensor<f32> attributes {graph.dims = {n = #graph.dim<1, 65536>}, tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%a : tensor<?xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+loop.schedule @uneven target "sm_90" {
+  loop.grid_reduce parts [8] threads [128]
+}
+
+// -----
+
 // A single-value op that reads two reductions, the second computed after
 // an op over tensors reads the first: it cannot join the first reduction's
 // block (which must come before that reader), so it joins the second's.

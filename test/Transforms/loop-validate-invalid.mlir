@@ -797,31 +797,6 @@ loop.schedule @tiled target "sm_90" {
 #out = affine_map<(d0) -> ()>
 #t = affine_map<(d0, d1) -> (d1, d0)>
 #out2 = affine_map<(d0, d1) -> ()>
-func.func private @uneven(%a: tensor<1000xf32>) -> tensor<f32> attributes {tessel.kernel = "reduction"} {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<f32>
-  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
-  // expected-note @below {{the reduction}}
-  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction"]}
-      ins(%a : tensor<1000xf32>) outs(%f : tensor<f32>) {
-  ^bb0(%x: f32, %acc: f32):
-    %y = arith.addf %acc, %x : f32
-    linalg.yield %y : f32
-  } -> tensor<f32>
-  return %s : tensor<f32>
-}
-loop.schedule @uneven target "sm_90" {
-  %parts = loop.knob "parts" = 7 choices [1, 7]
-  // expected-error @below {{knob 'parts' = 7 does not divide the 1000 elements of a reduction}}
-  loop.grid_reduce parts [%parts] threads [128]
-}
-
-// -----
-
-#in = affine_map<(d0) -> (d0)>
-#out = affine_map<(d0) -> ()>
-#t = affine_map<(d0, d1) -> (d1, d0)>
-#out2 = affine_map<(d0, d1) -> ()>
 func.func private @halves(%a: tensor<1000xf16>) -> tensor<f16> attributes {tessel.kernel = "reduction"} {
   %zero = arith.constant 0.0 : f16
   %e = tensor.empty() : tensor<f16>

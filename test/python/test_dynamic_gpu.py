@@ -66,6 +66,28 @@ def test_a_kernel_class_runs_emulated_at_every_size(name):
                                    err_msg=f"at batch {batch}, seq {seq}")
 
 
+SINGLE_VALUES = {
+    "centered": (lambda x: x - x.mean(), lambda x: x - x.mean(dtype=np.float64), ("batch", "seq", 32),
+                 {"batch": (1, 4), "seq": (1, 512)}, [(1, 1, 32), (2, 7, 32), (4, 509, 32)]),
+    "softmax_1d": (lambda x: ops.softmax(x, axis=0), _softmax, ("n",), {"n": (1, 65536)}, [(1,), (13,), (4099,)]),
+}
+
+
+@pytest.mark.parametrize("name", list(SINGLE_VALUES))
+def test_reductions_to_a_single_value_over_symbols_run_in_parts(name):
+    """A reduction to a single value over symbols is split into as many rows
+    as its largest size calls for (16 of at least 4096 elements here), a
+    block each; at a smaller size the rows are shorter, the last shorter
+    still or empty. One block combines the partials."""
+    fn, reference, shape, dims, sizes = SINGLE_VALUES[name]
+    artifact = emulated(fn, spec(*shape), dims=dims)
+    assert [16, 1, 1] in [k["grid"] for k in artifact.manifest()["kernels"]]
+    exe = artifact.emulate()
+    for size in sizes:
+        x = normal(*size)
+        np.testing.assert_allclose(np.asarray(exe(x)), reference(x), rtol=1e-4, atol=1e-5, err_msg=f"at {size}")
+
+
 def test_the_example_block_compiles_once_for_the_gpu():
     params = transformer_block.init_params(32, 64, RNG)
     artifact = emulated(lambda x: transformer_block.block(x, params, 4), spec("batch", "seq", 32))

@@ -194,7 +194,8 @@ struct CpuTiles final : Strategy {
     // schedule holds; they are then computed before the tiles.
     std::optional<GridParts> grid;
     if (r.mayCoverKernel) {
-      grid = gridParts(r.func, kCpuRowPoints, kCpuMaxParts);
+      grid = gridParts(r.func, kCpuRowPoints, kCpuMaxParts,
+                       /*uneven=*/false);
       if (grid && (grid->parts == 1 ||
                    !gridReductionUnfit(r.func, grid->parts, /*gpu=*/false)
                         .empty()))

@@ -29,14 +29,15 @@ struct GridReduction final : Strategy {
 
   /// GPUs: loop.grid_reduce when the kernel can take it: rows of at least
   /// 4096 points, one block per row, up to 4096 rows, the part count
-  /// dividing every reduction (one part, a single block, when none does or
-  /// the reductions cannot be split). Declined when it cannot, when the
-  /// reductions are shorter than a warp, and on the CPU.
+  /// dividing every reduction where that leaves at least half the parts
+  /// (else rows of unequal lengths: a prime count, a size symbol; one part,
+  /// a single block, when the reductions cannot be split). Declined when it
+  /// cannot, when the reductions are shorter than a warp, and on the CPU.
   Default addDefault(DefaultRequest r) const override {
     if (r.info.isCpu() || !r.mayCoverKernel)
       return Default::Declined;
     constexpr int64_t kRowPoints = 4096, kMaxParts = 4096;
-    std::optional<GridParts> grid = gridParts(r.func, kRowPoints, kMaxParts);
+    std::optional<GridParts> grid = gridParts(r.func, kRowPoints, kMaxParts, /*uneven=*/true);
     if (!grid || grid->longest < loop::kWarpSize)
       return Default::Declined;
     if (!gridReductionUnfit(r.func, grid->parts, /*gpu=*/true).empty()) {
@@ -63,7 +64,7 @@ struct GridReduction final : Strategy {
 
   /// On GPUs a schedule of nothing else with a thread count, on the CPU
   /// one without, for a kernel whose reductions to a single value it can
-  /// take (gridReductionUnfit), in a part count that divides each. Called
+  /// take (gridReductionUnfit), in any part count. Called
   /// before the root is known: the primitive schedules the kernel.
   LogicalResult validate(ScheduleCheck check) const override {
     loop::ScheduleOp schedule = check.schedule;
@@ -89,18 +90,6 @@ struct GridReduction final : Strategy {
     if (!why.empty())
       return grid.emitError("cannot apply to kernel '")
              << schedule.getKernel() << "': " << why;
-    for (linalg::GenericOp op : singleValueReductions(check.func)) {
-      int64_t elements = reducedElements(op);
-      if (elements % parts == 0)
-        continue;
-      InFlightDiagnostic diag =
-          grid.emitError(valueName(grid.getDynamicParts(),
-                                   grid.getStaticParts(), 0, "parts"))
-          << " = " << parts << " does not divide the " << elements
-          << " elements of a reduction";
-      diag.attachNote(op.getLoc()) << "the reduction";
-      return diag;
-    }
     int64_t maxThreads = schedule.getTargetDescription().maxThreadsPerBlock;
     if (threads && *threads > maxThreads)
       return grid.emitError(valueName(grid.getDynamicThreads(),

@@ -130,19 +130,31 @@ tessel::threadChoices(const loop::TargetDescription &target) {
 }
 
 std::optional<GridParts> tessel::gridParts(func::FuncOp func,
-                                           int64_t rowPoints,
-                                           int64_t maxParts) {
+                                           int64_t rowPoints, int64_t maxParts,
+                                           bool uneven) {
   SmallVector<linalg::GenericOp> reductions = singleValueReductions(func);
   if (reductions.empty())
     return std::nullopt;
   int64_t common = 0, longest = 0;
+  bool dynamic = false;
   for (linalg::GenericOp op : reductions) {
-    common = std::gcd(common, reducedElements(op));
-    longest = std::max(longest, reducedElements(op));
+    ReducedElements elements = reducedElements(op);
+    if (!elements.largest)
+      return std::nullopt;
+    common = std::gcd(common, elements.divisor);
+    longest = std::max(longest, elements.largest);
+    dynamic |= ShapedType::isDynamicShape(op.getStaticLoopRanges());
   }
-  int64_t parts = std::clamp<int64_t>(longest / rowPoints, 1, maxParts);
+  if (dynamic && !uneven)
+    return std::nullopt;
+  int64_t wanted = std::clamp<int64_t>(longest / rowPoints, 1, maxParts);
+  int64_t parts = wanted;
   while (common % parts)
     --parts;
+  // Uneven rows (GridReduce.cpp) rather than far fewer parts than wanted,
+  // or one: a prime count of elements, a size symbol without a multiple.
+  if (uneven && 2 * parts < wanted)
+    parts = wanted;
   SmallVector<int64_t> choices = {parts};
   for (int64_t p = 1; p <= maxParts && common % p == 0; p *= 2)
     choices.push_back(p);

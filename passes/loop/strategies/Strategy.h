@@ -240,12 +240,14 @@ struct GridParts {
 };
 
 /// Parts of at least `rowPoints` elements of the longest reduction to a
-/// single value of `func`, at most `maxParts`, dividing every such
-/// reduction; the choices are the powers of two up to `maxParts` that
+/// single value of `func` (at its largest), at most `maxParts`, dividing
+/// every such reduction; with `uneven` (rows of unequal lengths, which GPU
+/// rows take), the parts wanted where the most that divide are fewer than
+/// half as many. The choices are the powers of two up to `maxParts` that
 /// divide them all, and the default. None when the kernel has no such
-/// reduction.
+/// reduction, or, without `uneven`, one over size symbols.
 std::optional<GridParts> gridParts(mlir::func::FuncOp func, int64_t rowPoints,
-                                   int64_t maxParts);
+                                   int64_t maxParts, bool uneven);
 
 /// Whether an input of `root` that walks its innermost loop is contiguous
 /// along loop `dim` instead (a transpose's input).
