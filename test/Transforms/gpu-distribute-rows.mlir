@@ -280,3 +280,37 @@ func.func private @combine(%p: memref<256xf32>, %y: memref<f32>) attributes {tes
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// A row of dynamic length (loop.grid_reduce's uneven rows: block b sums its
+// slice of ceil(n / 8) of the first n elements, fewer for the last): each thread walks
+// columns t, t + 128, ... up to the row's length, then the warps combine.
+// CHECK-LABEL: func.func private @uneven_row
+// CHECK: scf.forall (%[[B:.*]]) in (8) {
+// CHECK: %[[LEN:.*]] = affine.max
+// CHECK: scf.forall (%[[T:.*]]) in (128) {
+// CHECK: scf.for %{{.*}} = %[[T]] to %[[LEN]] step %c128
+// CHECK: memref.load
+// CHECK: gpu.shuffle  xor
+// CHECK: scf.if
+// CHECK: memref.store
+// PTX: shfl.sync.bfly.b32
+#row = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+func.func private @uneven_row(%x: memref<4096xf32>, %n: index, %p: memref<8xf32>) attributes {tessel.kernel = "reduction"} {
+  scf.forall (%b) in (8) {
+    %min = affine.min affine_map<(d0)[s0] -> (-(d0 * (s0 ceildiv 8)) + s0, s0 ceildiv 8)>(%b)[%n]
+    %len = affine.max affine_map<(d0) -> (0, d0)>(%min)
+    %start = affine.apply affine_map<(d0)[s0] -> (d0 * (s0 ceildiv 8))>(%b)[%n]
+    %slice = memref.subview %x[%start] [%len] [1] : memref<4096xf32> to memref<?xf32, strided<[1], offset: ?>>
+    %slot = memref.subview %p[%b] [1] [1] : memref<8xf32> to memref<f32, strided<[], offset: ?>>
+    linalg.generic {indexing_maps = [#row, #all], iterator_types = ["reduction"]}
+        ins(%slice : memref<?xf32, strided<[1], offset: ?>>) outs(%slot : memref<f32, strided<[], offset: ?>>) attrs = {tessel.warp_reduce = 128 : i64} {
+    ^bb0(%a: f32, %s: f32):
+      %0 = arith.addf %a, %s : f32
+      linalg.yield %0 : f32
+    }
+  } {mapping = [#gpu.block<x>]}
+  return
+}

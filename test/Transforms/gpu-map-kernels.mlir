@@ -222,3 +222,35 @@ func.func private @dynamic(%x: memref<?xf32> {graph.shape = #graph.shape<[n]>}, 
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// Scalar arithmetic of sizes (a mean's 1 / count) is recreated in the
+// launch that reads it, not computed in a one-thread launch of its own,
+// whose value no other launch could see.
+// CHECK-LABEL: func.func private @scale
+// CHECK-NOT: arith.divf
+// CHECK: gpu.launch
+// CHECK: arith.index_cast
+// CHECK: arith.uitofp
+// CHECK: arith.divf
+// CHECK: arith.mulf
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+func.func private @scale(%x: memref<?xf32> {graph.shape = #graph.shape<[n]>}, %out: memref<?xf32> {graph.shape = #graph.shape<[n]>})
+    attributes {graph.dims = {n = #graph.dim<1, 64>}, tessel.kernel = "elementwise"} {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  %i = arith.index_cast %n : index to i64
+  %f = arith.uitofp %i : i64 to f32
+  %r = arith.divf %one, %f : f32
+  scf.forall (%b) in (%n) {
+    scf.forall (%t) in (32) {
+      %v = memref.load %x[%b] : memref<?xf32>
+      %w = arith.mulf %v, %r : f32
+      memref.store %w, %out[%b] : memref<?xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}
