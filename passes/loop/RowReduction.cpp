@@ -13,14 +13,14 @@ using namespace tessel;
 
 std::optional<KernelRows> tessel::kernelRows(func::FuncOp func,
                                               TilingInterface root) {
-  // Rows may be as many as a size symbol says (at its largest here); the
-  // row itself must be static (checked where the columns are compared).
+  // Rows, and their length, may be as many as a size symbol says (at its
+  // largest here).
   std::optional<SmallVector<int64_t>> rootExtents = largestLoopExtents(root);
   auto rootOp = dyn_cast<linalg::LinalgOp>(root.getOperation());
-  if (!rootExtents || rootExtents->empty() || !rootOp ||
-      ShapedType::isDynamic(rootOp.getStaticLoopRanges().back()))
+  if (!rootExtents || rootExtents->empty() || !rootOp)
     return std::nullopt;
-  KernelRows rows{rootExtents->back(), true};
+  KernelRows rows{rootExtents->back(), rootOp.getStaticLoopRanges().back(),
+                  true};
   if (root.getLoopIteratorTypes().back() == utils::IteratorType::reduction)
     return rows;
   // A reduction whose other loops are the root's: the root is over its
@@ -30,11 +30,10 @@ std::optional<KernelRows> tessel::kernelRows(func::FuncOp func,
     std::optional<SmallVector<int64_t>> largest =
         largestLoopExtents(cast<TilingInterface>(op.getOperation()));
     if (ranges.empty() || !largest ||
-        ShapedType::isDynamic(ranges.back()) ||
         op.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
         ArrayRef(*largest).drop_back() != ArrayRef(*rootExtents))
       return WalkResult::advance();
-    rows = {ranges.back(), false};
+    rows = {largest->back(), ranges.back(), false};
     return WalkResult::interrupt();
   });
   return rows;
@@ -67,8 +66,20 @@ Operation *tessel::shuffleCombiner(linalg::GenericOp op) {
 std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
   std::optional<KernelRows> rows = kernelRows(func, root);
   if (!rows)
-    return "the root has dynamic or no loops";
-  int64_t columns = rows->columns;
+    return "the root has no loops, or a size its kernel's arguments do not "
+           "give";
+  // An op over the row: the same static extent, or a dynamic one as long
+  // at its largest (a kernel's rows over a size symbol are all one row).
+  auto overRow = [&](linalg::GenericOp op) {
+    int64_t extent = op.getStaticLoopRanges().back();
+    if (extent != rows->extent)
+      return false;
+    if (!ShapedType::isDynamic(extent))
+      return true;
+    std::optional<SmallVector<int64_t>> largest =
+        largestLoopExtents(cast<TilingInterface>(op.getOperation()));
+    return largest && largest->back() == rows->columns;
+  };
   unsigned rootLoops = root.getLoopIteratorTypes().size();
   std::string why;
   func.walk([&](linalg::LinalgOp op) {
@@ -87,7 +98,7 @@ std::string tessel::rowReductionUnfit(func::FuncOp func, TilingInterface root) {
     bool perRow = !rows->rootWalksRow && ranges.size() == rootLoops &&
                   generic.getNumReductionLoops() == 0;
     bool fits = !ranges.empty() &&
-                (ranges.back() == columns || ranges.back() == 1 || perRow) &&
+                (ranges.back() == 1 || perRow || overRow(generic)) &&
                 llvm::all_of(ArrayRef(iterators).drop_back(), [](auto it) {
                   return it == utils::IteratorType::parallel;
                 });

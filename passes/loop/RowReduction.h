@@ -16,19 +16,22 @@
 
 namespace tessel {
 
-/// The rows of a row-reduction kernel: their length, and whether the
-/// root's last loop walks them (an elementwise root over rows, a root that
-/// reduces them) or the root has none (it computes per-row values from the
-/// reductions, such as the f16 cast of an f32 row sum).
+/// The rows of a row-reduction kernel: their length (at its largest over
+/// size symbols), the loop's static extent (ShapedType::kDynamic for a
+/// row over a size symbol), and whether the root's last loop walks them (an
+/// elementwise root over rows, a root that reduces them) or the root has
+/// none (it computes per-row values from the reductions, such as the f16
+/// cast of an f32 row sum).
 struct KernelRows {
   int64_t columns;
+  int64_t extent;
   bool rootWalksRow;
 };
 
 /// The rows of `func`'s kernel with root `root`: when the root is
 /// elementwise, those of a reduction whose other loops are the root's if
-/// there is one, else the root's last loop. Nothing when the root has
-/// dynamic or no loops.
+/// there is one, else the root's last loop. Nothing when the root has no
+/// loops or a size the kernel's arguments do not give.
 std::optional<KernelRows> kernelRows(mlir::func::FuncOp func,
                                      mlir::TilingInterface root);
 

@@ -205,6 +205,31 @@ func.func private @sum(%a: tensor<512x1000xf32>) -> tensor<512x1xf32> attributes
 
 // -----
 
+// Rows whose length is a size symbol are shared by a block's threads as
+// static ones are, the thread count from their largest length.
+// CHECK-LABEL: func.func private @sum_over_symbol
+// CHECK: loop.schedule @sum_over_symbol target "sm_90" {
+// CHECK-NEXT: %[[T:.*]] = loop.knob "threads" = 512
+// CHECK-NEXT: loop.tile [1, 1, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+// CHECK-NEXT: loop.warp_reduce threads [%[[T]]]
+#in = affine_map<(d0, d1, d2) -> (d0, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @sum_over_symbol(%a: tensor<512x?xf32> {graph.shape = #graph.shape<[512, s]>}) -> tensor<512x1xf32>
+    attributes {graph.dims = {s = #graph.dim<1, 8192>}, tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<512x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<512x1xf32>) -> tensor<512x1xf32>
+  %s = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a : tensor<512x?xf32>) outs(%f : tensor<512x1xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<512x1xf32>
+  return %s : tensor<512x1xf32>
+}
+
+// -----
+
 // A root that reduces columns: a thread per column, which walks it (the
 // threads of a warp read adjacent columns) and may unroll the walk (a knob
 // left at 1).

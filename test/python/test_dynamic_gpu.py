@@ -88,6 +88,33 @@ def test_reductions_to_a_single_value_over_symbols_run_in_parts(name):
         np.testing.assert_allclose(np.asarray(exe(x)), reference(x), rtol=1e-4, atol=1e-5, err_msg=f"at {size}")
 
 
+def _normalized(x):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+
+
+ROWS = {
+    "softmax": (lambda x: ops.softmax(x, axis=-1), _softmax),
+    "normalize": (lambda x: (lambda c: c / ops.sqrt((c * c).mean(-1, keepdims=True) + np.float32(1e-5)))(
+        x - x.mean(-1, keepdims=True)), _normalized),
+}
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_rows_of_symbolic_length_are_shared_by_a_blocks_threads(name):
+    """Rows whose length is a symbol (the scores of attention over the
+    sequence): a block per row, its threads walking the row to its length
+    at each call, no per-thread buffer of the largest row (stack 0)."""
+    fn, reference = ROWS[name]
+    artifact = emulated(fn, spec("batch", "seq"), dims={"batch": (1, 4), "seq": (1, 2048)})
+    (kernel,) = artifact.manifest()["kernels"]
+    assert kernel["grid"] == ["batch", 1, 1] and kernel["block"][0] >= 256
+    assert kernel["ptxas"]["stack_bytes"] == 0
+    exe = artifact.emulate()
+    for size in [(1, 1), (3, 7), (2, 1031)]:
+        x = normal(*size)
+        np.testing.assert_allclose(np.asarray(exe(x)), reference(x), rtol=1e-4, atol=1e-5, err_msg=f"at {size}")
+
+
 def test_the_example_block_compiles_once_for_the_gpu():
     params = transformer_block.init_params(32, 64, RNG)
     artifact = emulated(lambda x: transformer_block.block(x, params, 4), spec("batch", "seq", 32))
