@@ -279,6 +279,14 @@ def workloads(quick: bool) -> list[Workload]:
         )
         for n in (1 << 10, chain_n)
     ]
+    # A kernel that does next to nothing: the call is all (issue 32's goal: no
+    # more than torch's).
+    result.append(
+        Workload(
+            "call overhead x+1 on 16", (normal(16),), traced=lambda x: x + np.float32(1),
+            numpy=lambda x: x + np.float32(1), torch=lambda x: x + 1, goal=Goal("torch", 1.0), rtol=0,
+        )
+    )
     result += [
         Workload(
             f"attention scores {heads}x{tokens}x{head_dim}",

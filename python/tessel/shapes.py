@@ -149,7 +149,7 @@ def bind(name: str, sizes: Sequence[Sequence[Size]], shapes: Sequence[Sequence[i
     and the value when a size is outside its symbol's range or two dims that
     must agree do not."""
     values: dict[str, int] = {}
-    where: dict[str, str] = {}
+    where: dict[str, tuple[int, int]] = {}  # the argument and dim each value was read from
     for index, (spec, shape) in enumerate(zip(sizes, shapes)):
         for d, size in enumerate(spec):
             if not isinstance(size, str) or size in values:
@@ -159,10 +159,10 @@ def bind(name: str, sizes: Sequence[Sequence[Size]], shapes: Sequence[Sequence[i
             if not limits.contains(value):
                 raise ValueError(f"{name}: argument {index} has {value} as dim {d} ({size}), outside the range "
                                  f"{limits} declared for {size}")
-            values[size], where[size] = value, f"argument {index} dim {d}"
+            values[size], where[size] = value, (index, d)
     for index, (spec, shape) in enumerate(zip(sizes, shapes)):
         for d, size in enumerate(spec):
-            if isinstance(size, int):
+            if isinstance(size, int) or isinstance(size, str) and shape[d] == values[size]:
                 continue
             missing = symbols_of(size) - values.keys()
             if missing:
@@ -170,7 +170,8 @@ def bind(name: str, sizes: Sequence[Sequence[Size]], shapes: Sequence[Sequence[i
                                  f"is {sorted(missing)[0]} alone, to read it from")
             expected = evaluate(size, values)
             if int(shape[d]) != expected:
-                told = ", ".join(f"{s} = {values[s]} (from {where[s]})" for s in sorted(symbols_of(size)))
+                told = ", ".join(f"{s} = {values[s]} (from argument {where[s][0]} dim {where[s][1]})"
+                                 for s in sorted(symbols_of(size)))
                 raise ValueError(f"{name}: argument {index} has {int(shape[d])} as dim {d}, but it is "
                                  f"{size_text(size)} = {expected} with {told}")
     return values

@@ -16,6 +16,7 @@ import collections
 import ctypes
 import functools
 import json
+import math
 import threading
 import time
 import weakref
@@ -140,11 +141,14 @@ class _Frame:
     descriptor per argument, with the signature's shape and strides, whose
     data pointers each call sets; ``pointers`` are their addresses, the
     arguments of the call. Built once: building descriptors on every call
-    cost more than a small kernel's run."""
+    cost more than a small kernel's run. ``shapes`` are those the
+    descriptors hold for a function over size symbols (set again only when
+    a call's sizes differ)."""
 
-    __slots__ = ("descriptors", "pointers")
+    __slots__ = ("descriptors", "pointers", "shapes")
 
     def __init__(self, specs: Sequence[TensorSpec]) -> None:
+        self.shapes: list[tuple[int, ...]] = []
         self.descriptors = [_descriptor_type(len(spec.shape))() for spec in specs]
         for spec, descriptor in zip(specs, self.descriptors):
             if spec.is_static:
@@ -175,9 +179,9 @@ class _Lease:
 
     __slots__ = ("__array_interface__", "buffer", "__weakref__")
 
-    def __init__(self, buffer: np.ndarray, address: int, size: int) -> None:
+    def __init__(self, buffer: np.ndarray, address: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.buffer = buffer
-        self.__array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (address, False), "version": 3}
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "data": (address, False), "version": 3}
 
 
 class CPUExecutable:
@@ -245,6 +249,14 @@ class CPUExecutable:
         other byte order (converted, as numpy would) and a bool one (any
         nonzero byte made 1: kernels do not read numpy's bool as numpy does)."""
         spec = self.inputs[index]
+        if (type(value) is np.ndarray and value.dtype == spec.dtype and spec.dtype != np.bool_ and
+                value.flags.c_contiguous and value.flags.aligned and
+                (value.shape == spec.shape if self._sizes is None else value.ndim == len(spec.shape))):
+            # The common case, used in place: what follows checks and converts the others.
+            address = value.ctypes.data
+            if not address % self._alignment and (self._sizes is None or all(
+                    not isinstance(d, int) or d == n for d, n in zip(spec.shape, value.shape))):
+                return value, address
         array = value
         if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
             try:
@@ -272,22 +284,28 @@ class CPUExecutable:
         a pooled buffer (large enough, whose previous arrays are all gone)
         when there is one."""
         dtype = self.outputs[index].dtype
-        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        size = math.prod(shape) * dtype.itemsize
         pool = self._pools[index]
         with self._pool_lock:
-            free = [k for k, e in enumerate(pool) if e[2]() is None]
-            fits = [k for k in free if len(pool[k][0]) >= size + RESULT_ALIGNMENT]
-            entry = pool[fits[0]] if fits else None
+            entry = free = None
+            for k, e in enumerate(pool):
+                if e[2]() is None:
+                    if len(e[0]) >= size + RESULT_ALIGNMENT:
+                        entry = e
+                        break
+                    free = k if free is None else free
             if entry is None:
                 buffer = np.empty(size + RESULT_ALIGNMENT, np.uint8)
                 entry = [buffer, buffer.ctypes.data + -buffer.ctypes.data % RESULT_ALIGNMENT, None]
                 if len(pool) < POOLED_RESULTS:
                     pool.append(entry)
-                elif free:  # a free buffer too small for this size: the new one replaces it
-                    pool[free[0]] = entry
-            lease = _Lease(entry[0], entry[1], size)
+                elif free is not None:  # a free buffer too small for this size: the new one replaces it
+                    pool[free] = entry
+            lease = _Lease(entry[0], entry[1], shape, dtype)
             entry[2] = weakref.ref(lease)
-        return np.asarray(lease).view(dtype).reshape(shape), entry[1]
+        array = np.asarray(lease)
+        # A dtype numpy does not name in a typestr (ml_dtypes' bfloat16 is '<V2') is viewed as itself.
+        return (array if array.dtype == dtype else array.view(dtype)), entry[1]
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         if len(args) != len(self.inputs):
@@ -304,8 +322,11 @@ class CPUExecutable:
                                  self.ranges)
             results = [self._result(i, tuple(shapes.evaluate(d, values) for d in sizes))
                        for i, sizes in enumerate(self._sizes[len(self.inputs):])]
-            for descriptor, (array, _) in zip(frame.descriptors, arguments + results):
-                frame.shape(descriptor, array.shape)
+            shapes_now = [array.shape for array, _ in arguments + results]
+            if shapes_now != frame.shapes:  # a new size: set the descriptors' shapes and strides
+                for descriptor, shape in zip(frame.descriptors, shapes_now):
+                    frame.shape(descriptor, shape)
+                frame.shapes = shapes_now
         for descriptor, (_, address) in zip(frame.descriptors, arguments + results):
             descriptor.allocated = descriptor.aligned = address
         self._entry(*frame.pointers)
