@@ -17,9 +17,9 @@ import ctypes
 import functools
 import json
 import math
+import sys
 import threading
 import time
-import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -173,11 +173,12 @@ POOLED_RESULTS = 2
 
 
 class _Lease:
-    """The base of the arrays returned in a pooled buffer: numpy views of
-    them, and objects exported from them (DLPack, buffer protocol), keep it
-    alive, so the buffer is free for reuse once it is gone."""
+    """The base of a result array in a pooled buffer. numpy makes it the base
+    of every view of the array too (it skips arrays that do not own their
+    memory), so the array and its lease referenced by the pool alone mean
+    that nothing returned from the buffer is alive."""
 
-    __slots__ = ("__array_interface__", "buffer", "__weakref__")
+    __slots__ = ("__array_interface__", "buffer")
 
     def __init__(self, buffer: np.ndarray, address: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.buffer = buffer
@@ -230,8 +231,8 @@ class CPUExecutable:
         self._sizes = None
         if not all(spec.is_static for spec in self.inputs + self.outputs):
             self._sizes = [spec.sizes() for spec in self.inputs + self.outputs]
-        # Per result: [buffer, its aligned address, weak reference to its
-        # current _Lease].
+        # Per result: [buffer, its aligned address, the array last returned
+        # in it, that array's _Lease].
         self._pools: tuple[list[list[Any]], ...] = tuple([] for _ in self.outputs)
         self._pool_lock = threading.Lock()
         self._frames = threading.local()
@@ -280,32 +281,39 @@ class CPUExecutable:
         return array, address
 
     def _result(self, index: int, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
-        """A new array of ``shape`` for result ``index`` and its address, in
-        a pooled buffer (large enough, whose previous arrays are all gone)
-        when there is one."""
+        """An array of ``shape`` for result ``index`` and its address, in a
+        pooled buffer (large enough, whose last array nothing references)
+        when there is one: that array itself when it has the shape."""
         dtype = self.outputs[index].dtype
         size = math.prod(shape) * dtype.itemsize
         pool = self._pools[index]
         with self._pool_lock:
             entry = free = None
             for k, e in enumerate(pool):
-                if e[2]() is None:
+                # The array referenced by the pool alone, its lease by the pool
+                # and the array (each also by getrefcount's argument): no array
+                # returned earlier, nor a view of one or an object exported
+                # from either (DLPack, buffer protocol), is left.
+                if e[2] is None or sys.getrefcount(e[2]) <= 2 and sys.getrefcount(e[3]) <= 3:
                     if len(e[0]) >= size + RESULT_ALIGNMENT:
                         entry = e
                         break
                     free = k if free is None else free
             if entry is None:
                 buffer = np.empty(size + RESULT_ALIGNMENT, np.uint8)
-                entry = [buffer, buffer.ctypes.data + -buffer.ctypes.data % RESULT_ALIGNMENT, None]
+                entry = [buffer, buffer.ctypes.data + -buffer.ctypes.data % RESULT_ALIGNMENT, None, None]
                 if len(pool) < POOLED_RESULTS:
                     pool.append(entry)
                 elif free is not None:  # a free buffer too small for this size: the new one replaces it
                     pool[free] = entry
-            lease = _Lease(entry[0], entry[1], shape, dtype)
-            entry[2] = weakref.ref(lease)
-        array = np.asarray(lease)
-        # A dtype numpy does not name in a typestr (ml_dtypes' bfloat16 is '<V2') is viewed as itself.
-        return (array if array.dtype == dtype else array.view(dtype)), entry[1]
+            array = entry[2]
+            # Made again where a caller changed it in place before dropping it.
+            if array is None or array.shape != shape or array.dtype != dtype or not array.flags.writeable:
+                entry[3] = _Lease(entry[0], entry[1], shape, dtype)
+                array = np.asarray(entry[3])
+                # A dtype numpy does not name in a typestr (ml_dtypes' bfloat16 is '<V2') is viewed as itself.
+                entry[2] = array = array if array.dtype == dtype else array.view(dtype)
+            return array, entry[1]
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         if len(args) != len(self.inputs):
