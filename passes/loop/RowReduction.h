@@ -93,7 +93,8 @@ ReducedElements reducedElements(mlir::linalg::GenericOp reduction);
 /// the CPU), its reduction loops are consecutive and every
 /// operand reads them in order at its last indices (merged, they are a
 /// row); more than one part also needs projected permutations and no
-/// linalg.index (upstream splitReduction). Divisibility is the caller's.
+/// linalg.index (upstream splitReduction, and the partial-reduction tiling
+/// of rows of unequal lengths).
 std::string gridReductionUnfit(mlir::func::FuncOp func, int64_t parts,
                                bool gpu);
 

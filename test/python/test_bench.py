@@ -27,8 +27,11 @@ def test_quick_benchmark_runs_and_reports(tmp_path):
     assert "compile time (ms, without the compile cache)" in proc.stdout
     assert "dynamic shapes: one compile per family" in proc.stdout and "dynamic/static" in proc.stdout
     results = json.loads(out.read_text())["results"]
-    assert len(results) == 19
+    assert len(results) == 20
     assert all(r["error"] is None and r["tessel"]["median_ms"] > 0 for r in results)
+    # What a call costs, against torch's (issue 32's goal): tens of microseconds at most, not a kernel's time.
+    (call,) = [r for r in results if r["name"] == "call overhead x+1 on 16"]
+    assert call["goal"] == ">= 1x torch" and call["tessel"]["median_ms"] < 0.05
     # Matmul, softmax, layer_norm and the MLP: the dynamic variant beside the static compile, with the
     # goal at the static sizes and for the record at sizes 1 and 7 (one compile per family).
     dynamic = {r["name"]: r["dynamic"] for r in results if r["dynamic"]}
