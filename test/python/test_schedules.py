@@ -6,6 +6,7 @@ checked on machines without a GPU.
 """
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -313,6 +314,21 @@ def test_cpu_default_splits_the_long_k_of_a_small_result():
     # One 16x16 tile: K splits until there are four tiles to run in parallel.
     assert {k.name: k.value for k in schedules.knobs(scheduled)}["split_k"] == 4
     np.testing.assert_allclose(tessel.compile(scheduled)(a, b), a @ b, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("target", ["cpu", "sm_90"])
+def test_grid_reduce_parts_that_do_not_divide_the_reduction_make_rows_of_unequal_lengths(target):
+    """loop.grid_reduce with 7 parts of 2^17 elements: rows of ceil(n / 7),
+    the last shorter (a knob domain edited to take 7; the defaults keep
+    counts that divide, or, on GPUs, take uneven rows where those are too
+    few), on the CPU and on the emulator."""
+    x = RNG.standard_normal(1 << 17).astype(np.float32)
+    scheduled = schedules.default_schedules(tessel.trace(lambda x: (x * x).sum(), x), target)
+    text, edits = re.subn(r'"parts" = \d+ choices \[[^\]]*\]', '"parts" = 7 choices [7]', str(scheduled))
+    assert edits == 1
+    module = tessel.parse(text)
+    run = tessel.compile(module) if target == "cpu" else tessel.compile(module, target="cuda:" + target).emulate()
+    np.testing.assert_allclose(float(np.asarray(run(x))), float((x.astype(np.float64) ** 2).sum()), rtol=1e-4)
 
 
 @pytest.mark.parametrize("parts", [2, 8])
