@@ -568,8 +568,10 @@ def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
     columns t, t + T, ... of every op over the row. Reductions combine
     per-thread partials with warp shuffles (gpu.shuffle xor) and, across
     warps, a workgroup buffer; elementwise results internal to the tile are
-    recomputed where read instead of stored. When a thread has at most 32
-    columns, they are unrolled instead: chunks of up to 8 adjacent columns,
+    recomputed where read instead of stored. A row of dynamic length (over
+    a size symbol, or a grid reduction's uneven rows) is walked to its
+    length. When a thread has at most 32 columns of a static row, they are
+    unrolled instead: chunks of up to 8 adjacent columns,
     every value of the row made once and kept in registers across passes,
     aligned loads and stores of whole chunks as vectors. Ops without loops
     (or whose loops all have one point) are ops on single values of the
