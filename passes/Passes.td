@@ -570,8 +570,10 @@ def GpuDistributeRows : Pass<"gpu-distribute-rows", "mlir::func::FuncOp"> {
     warps, a workgroup buffer; elementwise results internal to the tile are
     recomputed where read instead of stored. A row of dynamic length (over
     a size symbol, or a grid reduction's uneven rows) is walked to its
-    length. When a thread has at most 32 columns of a static row, they are
-    unrolled instead: chunks of up to 8 adjacent columns,
+    length. When a thread has at most 32 columns of a static row, or of a
+    dynamic row at its largest (`tessel.row_columns`; then single columns,
+    masked past the row's length), they are unrolled instead: chunks of up
+    to 8 adjacent columns,
     every value of the row made once and kept in registers across passes,
     aligned loads and stores of whole chunks as vectors. Ops without loops
     (or whose loops all have one point) are ops on single values of the

@@ -83,6 +83,9 @@ constexpr llvm::StringLiteral kMmaAttrName = "tessel.mma";
 /// The same for loop.warp_reduce, on the block tile's scf.forall: the
 /// number of threads that share its rows (gpu-distribute-rows).
 constexpr llvm::StringLiteral kWarpReduceAttrName = "tessel.warp_reduce";
+/// Beside it, for rows whose length is a size symbol: their largest length,
+/// by which gpu-distribute-rows may keep a thread's columns in registers.
+constexpr llvm::StringLiteral kRowColumnsAttrName = "tessel.row_columns";
 /// The same for loop.unroll, on each linalg op of the innermost tile: the
 /// factor its innermost loop is unrolled by (loop-unroll).
 constexpr llvm::StringLiteral kUnrollAttrName = "tessel.unroll";

@@ -21,7 +21,12 @@
 // of the row (a load, a recomputed intermediate) is then made once per
 // column and kept in registers across the passes of the row, and loads and
 // stores of aligned row-major buffers move whole chunks as vectors (16
-// bytes of f16), so the row is read from memory once.
+// bytes of f16), so the row is read from memory once. A row whose length
+// is a size symbol takes register mode by its largest length
+// (tessel.row_columns), a column per chunk: loads past the length at the
+// call give zero, reductions select past them, their stores are guarded.
+// Without a largest length (a grid reduction's uneven rows) a thread walks
+// its columns up to the length.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,24 +77,36 @@ class RowEmitter {
 public:
   RowEmitter(OpBuilder &b, Location loc, scf::ForallOp block,
              scf::ForallOp threadLoop, int64_t threads, int64_t columns,
-             Value columnCount)
+             Value columnCount, std::optional<int64_t> largestColumns)
       : b(b), loc(loc), block(block), threadLoop(threadLoop), threads(threads),
-        columns(columns), columnCount(columnCount),
-        tid(threadLoop.getInductionVar(0)) {}
+        columns(columns), largestColumns(largestColumns),
+        columnCount(columnCount), tid(threadLoop.getInductionVar(0)) {}
 
   /// Emits `ops` (the block tile, in order); fails on an op it cannot take.
   LogicalResult emit(ArrayRef<Operation *> ops) {
     int64_t slots = ShapedType::isDynamic(columns) || columns % threads
                         ? 0
                         : columns / threads;
+    // A row of dynamic length: as many slots as its largest length needs,
+    // one column each, masked past the row's length at the call.
+    if (ShapedType::isDynamic(columns) && largestColumns)
+      slots = llvm::divideCeil(*largestColumns, threads);
     if (slots && slots <= kMaxSlots) {
-      // Chunks of up to 8 columns (16 bytes of f16).
-      width = std::min<int64_t>(8, slots & -slots);
+      // Chunks of up to 8 columns (16 bytes of f16); single columns where
+      // masked.
+      width = ShapedType::isDynamic(columns)
+                  ? 1
+                  : std::min<int64_t>(8, slots & -slots);
       AffineExpr d0 = b.getAffineDimExpr(0);
-      for (int64_t s = 0; s < slots; ++s)
+      for (int64_t s = 0; s < slots; ++s) {
         slotColumns.push_back(affine::makeComposedAffineApply(
             b, loc, d0 * width + ((s / width) * threads * width + s % width),
             {OpFoldResult(tid)}));
+        if (ShapedType::isDynamic(columns))
+          slotValid.push_back(arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ult, slotColumns.back(),
+              columnCount));
+      }
       for (Operation *op : ops) {
         if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
           for (Value out : dps.getDpsInits())
@@ -162,8 +179,14 @@ private:
     Value partial =
         arith::ConstantOp::create(b, loc, *arith::getNeutralElement(combiner));
     if (width) {
-      for (slot = 0; *slot < static_cast<int64_t>(slotColumns.size()); ++*slot)
-        partial = compute(op, slotColumns[*slot], partial);
+      for (slot = 0; *slot < static_cast<int64_t>(slotColumns.size()); ++*slot) {
+        Value next = compute(op, slotColumns[*slot], partial);
+        partial = slotValid.empty() ? next
+                                    : arith::SelectOp::create(
+                                          b, loc, slotValid[*slot], next,
+                                          partial)
+                                          .getResult();
+      }
       slot.reset();
     } else {
       auto loop = scf::ForOp::create(b, loc, tid, columnCount,
@@ -215,6 +238,27 @@ private:
     Value v;
     if (linalg::GenericOp producer = rowOps.lookup(buffer)) {
       v = compute(producer, indices.back(), Value());
+    } else if (atSlot && !slotValid.empty()) {
+      // Past the row's length the column holds zero, which every use of it
+      // is masked from (reductions select, stores are guarded).
+      Value valid = slotValid[*slot];
+      Type element = getElementTypeOrSelf(buffer.getType());
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{element}, valid,
+                                    /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        scf::YieldOp::create(
+            b, loc, memref::LoadOp::create(b, loc, buffer, indices).getResult());
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, loc,
+                             arith::ConstantOp::create(
+                                 b, loc, b.getZeroAttr(element))
+                                 .getResult());
+      }
+      v = ifOp.getResult(0);
+      if (written.contains(buffer))
+        return v;
     } else if (written.contains(buffer)) {
       return memref::LoadOp::create(b, loc, buffer, indices);
     } else if (atSlot && isChunkAligned(buffer, width)) {
@@ -249,7 +293,7 @@ private:
     OpOperand &init = op.getDpsInitsMutable()[0];
     Value out = init.get();
     Type element = getElementTypeOrSelf(out.getType());
-    bool vectors = isChunkAligned(out, width);
+    bool vectors = isChunkAligned(out, width) && slotValid.empty();
     for (int64_t first = 0; first < static_cast<int64_t>(slotColumns.size());
          first += width) {
       SmallVector<Value> values;
@@ -268,9 +312,16 @@ private:
             llvm::Align(chunkAlignment(element, width)));
         continue;
       }
-      for (auto [i, v] : llvm::enumerate(values))
+      for (auto [i, v] : llvm::enumerate(values)) {
+        OpBuilder::InsertionGuard guard(b);
+        if (!slotValid.empty()) {
+          auto ifOp = scf::IfOp::create(b, loc, slotValid[first + i],
+                                        /*withElseRegion=*/false);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+        }
         memref::StoreOp::create(b, loc, v, out,
                                 at(op, init, slotColumns[first + i]));
+      }
     }
   }
 
@@ -389,6 +440,7 @@ private:
   Location loc;
   scf::ForallOp block, threadLoop;
   int64_t threads, columns; // columns: ShapedType::kDynamic for a dynamic row
+  std::optional<int64_t> largestColumns; // a dynamic row's, when known
   Value columnCount, tid;
   llvm::DenseMap<Type, Value> partialBuffers;
   llvm::DenseMap<Value, Value> scalars;
@@ -398,6 +450,8 @@ private:
   // buffers the tile writes (whose loads are not kept).
   int64_t width = 0;
   SmallVector<Value> slotColumns;
+  // A dynamic row's: whether each slot's column is within the row.
+  SmallVector<Value> slotValid;
   std::optional<int64_t> slot;
   llvm::DenseMap<std::pair<Value, int64_t>, Value> kept;
   llvm::DenseSet<Value> written;
@@ -454,7 +508,11 @@ LogicalResult distribute(linalg::GenericOp root, int64_t threads) {
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{},
       b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
   b.setInsertionPoint(forall.getBody()->getTerminator());
-  if (failed(RowEmitter(b, loc, block, forall, threads, columns, columnCount)
+  std::optional<int64_t> largestColumns;
+  if (auto attr = root->getAttrOfType<IntegerAttr>(loop::kRowColumnsAttrName))
+    largestColumns = attr.getInt();
+  if (failed(RowEmitter(b, loc, block, forall, threads, columns, columnCount,
+                        largestColumns)
                  .emit(ops)))
     return failure();
   for (Operation *op : llvm::reverse(ops))

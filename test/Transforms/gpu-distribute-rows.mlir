@@ -314,3 +314,47 @@ func.func private @uneven_row(%x: memref<4096xf32>, %n: index, %p: memref<8xf32>
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// A row of dynamic length whose largest is known (tessel.row_columns, from
+// loop.warp_reduce over a size symbol): each of 128 threads keeps its 4
+// columns in registers, loads past the row's length give zero, the
+// reduction skips them and the stores of them are guarded.
+// CHECK-LABEL: func.func private @masked_row
+// CHECK: scf.forall (%{{.*}}) in (128) {
+// CHECK-NOT: scf.for %
+// CHECK-COUNT-4: arith.cmpi ult
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: memref.load
+// CHECK: arith.select
+// CHECK: gpu.shuffle  xor
+// CHECK: scf.if
+// CHECK-NEXT: memref.store
+// PTX: shfl.sync.bfly.b32
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d0, 0)>
+func.func private @masked_row(%x: memref<4x512xf32>, %n: index, %y: memref<4x512xf32>) attributes {tessel.kernel = "reduction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%r) in (4) {
+    %xs = memref.subview %x[%r, 0] [1, %n] [1, 1] : memref<4x512xf32> to memref<1x?xf32, strided<[512, 1], offset: ?>>
+    %ys = memref.subview %y[%r, 0] [1, %n] [1, 1] : memref<4x512xf32> to memref<1x?xf32, strided<[512, 1], offset: ?>>
+    %sum = memref.alloc() : memref<1x1xf32>
+    linalg.fill ins(%zero : f32) outs(%sum : memref<1x1xf32>)
+    linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]}
+        ins(%xs : memref<1x?xf32, strided<[512, 1], offset: ?>>) outs(%sum : memref<1x1xf32>) {
+    ^bb0(%a: f32, %s: f32):
+      %0 = arith.addf %a, %s : f32
+      linalg.yield %0 : f32
+    }
+    linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]}
+        ins(%xs, %sum : memref<1x?xf32, strided<[512, 1], offset: ?>>, memref<1x1xf32>) outs(%ys : memref<1x?xf32, strided<[512, 1], offset: ?>>)
+        attrs = {tessel.warp_reduce = 128 : i64, tessel.row_columns = 512 : i64} {
+    ^bb0(%a: f32, %s: f32, %o: f32):
+      %0 = arith.subf %a, %s : f32
+      linalg.yield %0 : f32
+    }
+    memref.dealloc %sum : memref<1x1xf32>
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -102,13 +102,16 @@ ROWS = {
 @pytest.mark.parametrize("name", list(ROWS))
 def test_rows_of_symbolic_length_are_shared_by_a_blocks_threads(name):
     """Rows whose length is a symbol (the scores of attention over the
-    sequence): a block per row, its threads walking the row to its length
-    at each call, no per-thread buffer of the largest row (stack 0)."""
+    sequence): a block per row, each thread keeping its columns of the
+    longest row in registers, those past the row's length at a call masked;
+    no per-thread buffer of the largest row (stack 0)."""
     fn, reference = ROWS[name]
     artifact = emulated(fn, spec("batch", "seq"), dims={"batch": (1, 4), "seq": (1, 2048)})
     (kernel,) = artifact.manifest()["kernels"]
     assert kernel["grid"] == ["batch", 1, 1] and kernel["block"][0] >= 256
     assert kernel["ptxas"]["stack_bytes"] == 0
+    # Each thread's columns of the longest row kept in registers: each read once.
+    assert artifact.kernels[0].ptx.count("ld.global") == 2048 // kernel["block"][0]
     exe = artifact.emulate()
     for size in [(1, 1), (3, 7), (2, 1031)]:
         x = normal(*size)

@@ -107,6 +107,10 @@ struct GpuRowReduction final : Strategy {
         loop::kWarpReduceAttrName,
         state.rewriter.getI64IntegerAttr(
             cast<loop::WarpReduceOp>(op).getResolvedThreads()));
+    std::optional<KernelRows> rows = kernelRows(state.func, state.root);
+    if (rows && ShapedType::isDynamic(rows->extent))
+      state.root->setAttr(loop::kRowColumnsAttrName,
+                          state.rewriter.getI64IntegerAttr(rows->columns));
     return success();
   }
 };
