@@ -65,13 +65,20 @@ std::array<int64_t, 3> threadsOf(scf::ForallOp forall) {
 }
 
 /// A scalar computed from sizes alone (a mean's 1 / count over size
-/// symbols): no memory, no regions, integer or float results.
+/// symbols): no memory, no regions, integer or float results, its operands
+/// sizes (index values), constants or such scalars themselves. A scalar
+/// computed from loaded values is computation, which a launch runs.
 bool isSizeArithmetic(Operation *op) {
-  return isMemoryEffectFree(op) && op->getNumRegions() == 0 &&
-         op->getNumResults() > 0 &&
-         llvm::all_of(op->getResultTypes(), [](Type t) {
-           return isa<IntegerType, FloatType>(t);
-         });
+  if (!isMemoryEffectFree(op) || op->getNumRegions() != 0 ||
+      op->getNumResults() == 0 ||
+      !llvm::all_of(op->getResultTypes(),
+                    [](Type t) { return isa<IntegerType, FloatType>(t); }))
+    return false;
+  return llvm::all_of(op->getOperands(), [](Value v) {
+    Operation *def = v.getDefiningOp();
+    return v.getType().isIndex() || (def && (isa<arith::ConstantOp>(def) ||
+                                             isSizeArithmetic(def)));
+  });
 }
 
 /// A view, constant global or isSizeArithmetic: recreated wherever it is

@@ -302,9 +302,9 @@ FailureOr<Rows> splitIntoRows(RewriterBase &rewriter,
     // Rows of unequal lengths (the last shorter, or empty at small sizes),
     // as many as `parts`, each reducing its slice into a slot of the
     // partials (upstream's partial reduction tiling, which takes sizes and
-    // remainders that splitReduction's reshape of the row cannot).
-    // Its single value without unit loops (a 1-D softmax's [1] results),
-    // which the tiling would otherwise size its partials by.
+    // remainders that splitReduction's reshape of the row cannot). First
+    // the unit loops go (a 1-D softmax's [1] results), by which the tiling
+    // would otherwise size the partials.
     linalg::LinalgOp row = *combined;
     if (row.getNumLoops() > 1) {
       linalg::ControlDropUnitDims unitLoops;
