@@ -254,3 +254,22 @@ func.func private @scale(%x: memref<?xf32> {graph.shape = #graph.shape<[n]>}, %o
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// A scalar computed from a loaded value is computation: it stays in the
+// one-thread launch with the load and the store.
+// CHECK-LABEL: func.func private @loaded
+// CHECK: gpu.launch
+// CHECK: memref.load
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+func.func private @loaded(%x: memref<4xf32>, %out: memref<4xf32>) attributes {tessel.kernel = "reduction"} {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %x[%c0] : memref<4xf32>
+  %w = arith.mulf %v, %v : f32
+  memref.store %w, %out[%c0] : memref<4xf32>
+  return
+}
