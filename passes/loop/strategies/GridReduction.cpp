@@ -37,7 +37,8 @@ struct GridReduction final : Strategy {
     if (r.info.isCpu() || !r.mayCoverKernel)
       return Default::Declined;
     constexpr int64_t kRowPoints = 4096, kMaxParts = 4096;
-    std::optional<GridParts> grid = gridParts(r.func, kRowPoints, kMaxParts, /*uneven=*/true);
+    std::optional<GridParts> grid =
+        gridParts(r.func, kRowPoints, kMaxParts, /*uneven=*/true);
     if (!grid || grid->longest < loop::kWarpSize)
       return Default::Declined;
     if (!gridReductionUnfit(r.func, grid->parts, /*gpu=*/true).empty()) {

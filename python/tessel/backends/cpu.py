@@ -242,6 +242,14 @@ class CPUExecutable:
         if jit is not None:
             _retire(jit)
 
+    def _fits(self, spec: TensorSpec, shape: tuple[int, ...]) -> bool:
+        """Whether an argument of ``shape`` fits ``spec``: its shape, or, over
+        size symbols, its rank and static dims (bind checks the symbols)."""
+        if self._sizes is None:
+            return shape == spec.shape
+        return len(shape) == len(spec.shape) and all(
+            not isinstance(d, int) or d == n for d, n in zip(spec.shape, shape))
+
     def _check(self, index: int, value: Any) -> tuple[np.ndarray, int]:
         """Argument ``index`` as a C-contiguous array, and its address. A contiguous numpy
         array or CPU ``__dlpack__`` object (a torch tensor) is used in place;
@@ -251,12 +259,10 @@ class CPUExecutable:
         nonzero byte made 1: kernels do not read numpy's bool as numpy does)."""
         spec = self.inputs[index]
         if (type(value) is np.ndarray and value.dtype == spec.dtype and spec.dtype != np.bool_ and
-                value.flags.c_contiguous and value.flags.aligned and
-                (value.shape == spec.shape if self._sizes is None else value.ndim == len(spec.shape))):
+                value.flags.c_contiguous and value.flags.aligned and self._fits(spec, value.shape)):
             # The common case, used in place: what follows checks and converts the others.
             address = value.ctypes.data
-            if not address % self._alignment and (self._sizes is None or all(
-                    not isinstance(d, int) or d == n for d, n in zip(spec.shape, value.shape))):
+            if not address % self._alignment:
                 return value, address
         array = value
         if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
@@ -267,10 +273,7 @@ class CPUExecutable:
                 raise ValueError(f"{self.name}: argument {index} (DLPack device {device}) cannot be read as CPU "
                                  f"memory: {e}") from None
         array = np.asarray(array)
-        if array.dtype.newbyteorder("=") != spec.dtype or (
-                array.shape != spec.shape if self._sizes is None else
-                array.ndim != len(spec.shape) or
-                any(isinstance(d, int) and d != n for d, n in zip(spec.shape, array.shape))):
+        if array.dtype.newbyteorder("=") != spec.dtype or not self._fits(spec, array.shape):
             raise ValueError(f"{self.name}: argument {index} must be {spec}, "
                              f"got {described(array.dtype)}{list(array.shape)}")
         array = host_array(array, spec.dtype)

@@ -1188,6 +1188,12 @@ def _symbols(program: Any, inputs: list[tuple[str, Any]], given: list[dict[int, 
     taken = {name for names in given for name in names.values()}
     derived = []
 
+    def fresh(name: str) -> str:
+        """``name``, or with underscores after it where the user took it."""
+        while name in taken:
+            name += "_"
+        return name
+
     def declare(symbol: Any, name: str, where: str, bounds: Any, multiple: int = 1) -> None:
         upper = int(bounds.upper) if bounds is not None and isinstance(bounds.upper, sympy.Integer) else None
         if upper is None:
@@ -1209,9 +1215,7 @@ def _symbols(program: Any, inputs: list[tuple[str, Any]], given: list[dict[int, 
             elif expr not in symbols.names:
                 name = names.get(d)
                 if name is None:  # Dim.AUTO or Dim.DYNAMIC: torch's name, unless the user took it
-                    name = str(expr)
-                    while name in taken:
-                        name += "_"
+                    name = fresh(str(expr))
                 declare(expr, name, where, program.range_constraints.get(expr))
     for expr, where, root_name in derived:
         refusal = (f"{where} is {expr}, an expression of size symbols that is not a derived Dim c * k + d with d a "
@@ -1228,10 +1232,8 @@ def _symbols(program: Any, inputs: list[tuple[str, Any]], given: list[dict[int, 
             if not sympy.expand(expr.xreplace(symbols.roots)).is_Symbol:
                 raise UnsupportedError(refusal)
             continue
-        name = str(root_name or root) + (f"_times_{c}" if c > 1 else "") + (
-            f"_plus_{d}" if d > 0 else f"_minus_{-d}" if d < 0 else "")
-        while name in taken:
-            name += "_"
+        name = fresh(str(root_name or root) + (f"_times_{c}" if c > 1 else "") + (
+            f"_plus_{d}" if d > 0 else f"_minus_{-d}" if d < 0 else ""))
         derived_symbol = sympy.Symbol(name, integer=True, positive=True)
         symbols.roots[root] = (derived_symbol - d) / c
         declare(derived_symbol, name, where, program.range_constraints.get(expr), c)
