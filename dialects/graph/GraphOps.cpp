@@ -501,7 +501,7 @@ LogicalResult ReshapeOp::verify() {
   }
   // With size symbols, the element counts must be the same product; a `?`
   // without a symbol is left to graph-to-linalg's check.
-  SizeProduct inCount, outCount;
+  SizeProduct inCount(sizeSymbols(*this)), outCount(sizeSymbols(*this));
   for (int64_t d = 0; d < in.getRank(); ++d)
     inCount.multiply(in, d);
   for (int64_t d = 0; d < out.getRank(); ++d)

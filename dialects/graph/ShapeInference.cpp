@@ -9,7 +9,9 @@
 #include "llvm/ADT/BitVector.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/Support/raw_ostream.h"
+#include <numeric>
 
 using namespace mlir;
 
@@ -404,35 +406,74 @@ FailureOr<RankedTensorType> slicedType(std::optional<Location> loc,
   return RankedTensorType::get(shape, input.getElementType(), encoding);
 }
 
+/// The largest constant `size` is known to be a multiple of, by the
+/// symbols' declared multiples (`dims`); 1 where nothing is known.
+static int64_t knownMultiple(AffineExpr size, ArrayRef<StringAttr> names,
+                             DictionaryAttr dims) {
+  if (auto c = dyn_cast<AffineConstantExpr>(size))
+    return std::abs(c.getValue());
+  if (auto s = dyn_cast<AffineSymbolExpr>(size)) {
+    auto dim = dims ? dims.getAs<DimAttr>(names[s.getPosition()]) : nullptr;
+    return dim ? dim.getMultiple() : 1;
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(size);
+  if (!bin)
+    return 1;
+  int64_t lhs = knownMultiple(bin.getLHS(), names, dims),
+          rhs = knownMultiple(bin.getRHS(), names, dims);
+  if (size.getKind() == AffineExprKind::Mul)
+    return lhs * rhs;
+  if (size.getKind() == AffineExprKind::Add)
+    return std::gcd(lhs, rhs);
+  return 1;
+}
+
 void SizeProduct::multiply(RankedTensorType type, int64_t d) {
   if (!type.isDynamicDim(d)) {
     constant *= type.getDimSize(d);
-    return;
-  }
-  auto shape = dyn_cast_if_present<ShapeAttr>(type.getEncoding());
-  if (!shape) {
+  } else if (auto shape = dyn_cast_if_present<ShapeAttr>(type.getEncoding())) {
+    ArrayRef<StringAttr> names = shape.getNames();
+    std::function<void(AffineExpr)> factor = [&](AffineExpr e) {
+      auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+      auto by = bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : nullptr;
+      if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+        constant *= c.getValue();
+      } else if (e.getKind() == AffineExprKind::Mul) {
+        factor(bin.getLHS());
+        factor(bin.getRHS());
+      } else if ((e.getKind() == AffineExprKind::FloorDiv ||
+                  e.getKind() == AffineExprKind::CeilDiv) &&
+                 by && by.getValue() > 0 &&
+                 knownMultiple(bin.getLHS(), names, dims) % by.getValue() == 0) {
+        divisor *= by.getValue();
+        factor(bin.getLHS());
+      } else {
+        std::string s = sizeString(e, names);
+        factors.insert(llvm::upper_bound(factors, s), s);
+      }
+    };
+    factor(shape.getSizes().getResult(d));
+  } else {
     factors.push_back("?");
-    return;
   }
-  std::function<void(AffineExpr)> factor = [&](AffineExpr e) {
-    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
-      constant *= c.getValue();
-    } else if (e.getKind() == AffineExprKind::Mul) {
-      factor(cast<AffineBinaryOpExpr>(e).getLHS());
-      factor(cast<AffineBinaryOpExpr>(e).getRHS());
-    } else {
-      factors.insert(llvm::upper_bound(factors, sizeString(e, shape.getNames())),
-                     sizeString(e, shape.getNames()));
-    }
-  };
-  factor(shape.getSizes().getResult(d));
+  if (int64_t g = std::gcd(constant, divisor); g > 1) {
+    constant /= g;
+    divisor /= g;
+  }
 }
 
 std::string SizeProduct::str() const {
   std::string s;
   for (const std::string &f : factors)
     s += f + " * ";
-  return s + std::to_string(constant);
+  s += std::to_string(constant);
+  return divisor == 1 ? s : s + " / " + std::to_string(divisor);
+}
+
+DictionaryAttr sizeSymbols(Operation *op) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  return func ? func->getAttrOfType<DictionaryAttr>(GraphDialect::kDimsAttrName)
+              : nullptr;
 }
 
 } // namespace tessel::graph

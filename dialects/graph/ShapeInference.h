@@ -8,7 +8,9 @@
 #define TESSEL_DIALECTS_GRAPH_SHAPEINFERENCE_H
 
 #include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
 #include <limits>
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Types.h"
@@ -100,18 +102,35 @@ std::string shapeString(llvm::ArrayRef<int64_t> shape);
 /// products of the same sizes compare equal whatever their order or
 /// grouping: [batch, seq, 256] holds as many elements as [batch * seq, 4,
 /// 64]. A `?` without a size symbol is the factor "?", equal to nothing.
+/// With the function's `graph.dims`, an exact quotient (`seq floordiv 8`
+/// where seq is declared a multiple of 8) is its dividend's factors over
+/// the divisor, so [b, seq] holds as many as [b, seq floordiv 8, 8].
 struct SizeProduct {
-  int64_t constant = 1;
+  explicit SizeProduct(mlir::DictionaryAttr dims = {}) : dims(dims) {}
+
+  /// The constant is constant / divisor, kept in lowest terms.
+  int64_t constant = 1, divisor = 1;
   llvm::SmallVector<std::string> factors;
 
   /// Multiplies in dim `d` of `type`.
   void multiply(mlir::RankedTensorType type, int64_t d);
   bool unknown() const { return llvm::is_contained(factors, "?"); }
   bool operator==(const SizeProduct &other) const {
-    return !unknown() && constant == other.constant && factors == other.factors;
+    return !unknown() && constant == other.constant &&
+           divisor == other.divisor && factors == other.factors;
+  }
+  /// Whether this product's constant is less than `other`'s.
+  bool constantBelow(const SizeProduct &other) const {
+    return constant * other.divisor < other.constant * divisor;
   }
   std::string str() const;
+
+private:
+  mlir::DictionaryAttr dims;
 };
+
+/// The `graph.dims` of the function holding `op`, or null.
+mlir::DictionaryAttr sizeSymbols(mlir::Operation *op);
 
 } // namespace tessel::graph
 

@@ -906,11 +906,11 @@ struct TransposeToLinalg : OpConversionPattern<graph::TransposeOp> {
 /// the shapes do not split so (a `?` without a symbol, a group of only 1s).
 static std::optional<std::pair<SmallVector<ReassociationIndices>,
                                SmallVector<ReassociationIndices>>>
-reshapeGroups(RankedTensorType in, RankedTensorType out) {
+reshapeGroups(RankedTensorType in, RankedTensorType out, DictionaryAttr dims) {
   SmallVector<ReassociationIndices> inGroups, outGroups;
   int64_t i = 0, j = 0;
   while (i < in.getRank() && j < out.getRank()) {
-    graph::SizeProduct a, b;
+    graph::SizeProduct a(dims), b(dims);
     ReassociationIndices ig = {i}, og = {j};
     a.multiply(in, i++);
     b.multiply(out, j++);
@@ -921,7 +921,7 @@ reshapeGroups(RankedTensorType in, RankedTensorType out) {
       // smaller constant.
       bool growIn = a.factors.size() != b.factors.size()
                         ? a.factors.size() < b.factors.size()
-                        : a.constant < b.constant;
+                        : a.constantBelow(b);
       if (growIn ? i == in.getRank() : j == out.getRank())
         return std::nullopt;
       if (growIn) {
@@ -972,7 +972,8 @@ struct ReshapeToTensor : OpConversionPattern<graph::ReshapeOp> {
     auto isIdentity = [](ArrayRef<ReassociationIndices> groups) {
       return llvm::all_of(groups, [](auto &g) { return g.size() == 1; });
     };
-    auto groups = reshapeGroups(op.getInput().getType(), op.getType());
+    auto groups = reshapeGroups(op.getInput().getType(), op.getType(),
+                                graph::sizeSymbols(op));
     // An output group of two dynamic dims ([m, n] into [n, m]) cannot be an
     // expand_shape, which memref lowering expands by one dynamic size per
     // group: each result element is read from the input's 1-D collapse at

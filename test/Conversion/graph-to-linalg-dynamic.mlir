@@ -70,6 +70,20 @@ func.func @split_heads(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>)
   return %0 : tensor<?x?x4x64xf32, #graph.shape<[batch, seq, 4, 64]>>
 }
 
+// A symbol declared a multiple of 8 splits into its exact quotient and 8:
+// [batch, seq] is [batch], [seq floordiv 8, 8], one dynamic dim per group.
+// CHECK-LABEL: func.func @split_by_quotient(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?xf32>
+// CHECK-DAG: %[[B:.*]] = tensor.dim %[[X]], %c0
+// CHECK-DAG: %[[S:.*]] = tensor.dim %[[X]], %c1
+// CHECK: %[[Q:.*]] = affine.apply #{{.*}}()[%[[S]]]
+// CHECK: tensor.expand_shape %[[X]] {{\[\[}}0], [1, 2]] output_shape [%[[B]], %[[Q]], 8] : tensor<?x?xf32> into tensor<?x?x8xf32>
+func.func @split_by_quotient(%x: tensor<?x?xf32, #graph.shape<[batch, seq]>>) -> tensor<?x?x8xf32, #graph.shape<[batch, seq floordiv 8, 8]>>
+    attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<8, 2048, multiple_of 8>}} {
+  %0 = graph.reshape %x : tensor<?x?xf32, #graph.shape<[batch, seq]>> -> tensor<?x?x8xf32, #graph.shape<[batch, seq floordiv 8, 8]>>
+  return %0 : tensor<?x?x8xf32, #graph.shape<[batch, seq floordiv 8, 8]>>
+}
+
 // CHECK-LABEL: func.func @merge_heads(
 // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] : tensor<?x?x4x64xf32> into tensor<?x?x256xf32>
 func.func @merge_heads(%x: tensor<?x?x4x64xf32, #graph.shape<[batch, seq, 4, 64]>>) -> tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>

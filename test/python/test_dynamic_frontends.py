@@ -248,6 +248,27 @@ def test_a_derived_dim_declares_a_multiple_and_takes_tensor_cores():
         np.testing.assert_allclose(run(x).astype(np.float32), want, rtol=3e-2, atol=3e-2)
 
 
+def test_a_view_by_the_quotient_of_a_declared_multiple():
+    """``x.view(b, seq // 8, 8, d)`` and ``x.reshape(-1, 8, d)`` with seq a
+    multiple of 8: the element counts agree through the exact quotient, on
+    the CPU and on the emulator."""
+    class Groups(nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            b, s, d = x.shape
+            return x.view(b, s // 8, 8, d).sum(2) * 2, x.reshape(-1, 8, d).amax(1)
+
+    model = Groups()
+    module = tessel.from_torch(model, (torch.randn(2, 16, 4),),
+                               dynamic_shapes=({0: Dim("batch", min=1, max=4), 1: 8 * Dim("k", min=1, max=16)},))
+    assert "#graph.shape<[batch, k_times_8 floordiv 8, 8, 4]>" in str(module)
+    exe, run = tessel.compile(module, target="cpu"), tessel.compile(module, target="cuda:sm_80").emulate()
+    for call, sizes in ((exe, [(1, 8), (3, 24), (4, 128)]), (run, [(1, 8), (3, 24)])):
+        for b, s in sizes:
+            x = np.random.default_rng(s).standard_normal((b, s, 4)).astype(np.float32)
+            for g, w in zip(call(x), model(torch.from_numpy(x))):
+                np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_derived_dims_tessel_cannot_bind_are_errors():
     """A derived dim whose root is another input's dim, and ``2 * k + 1``
     (a remainder tessel's sizes do not declare), are refused naming the

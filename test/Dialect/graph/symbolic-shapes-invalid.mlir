@@ -173,6 +173,15 @@ func.func @reshape_loses_a_symbol(%x: tensor<?x?x256xf32, #graph.shape<[batch, s
 
 // -----
 
+// Without a declared multiple, seq floordiv 8 * 8 is not seq.
+func.func @reshape_by_inexact_quotient(%x: tensor<?x?xf32, #graph.shape<[batch, seq]>>) attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<1, 2048, multiple_of 4>}} {
+  // expected-error @+1 {{'graph.reshape' op cannot reshape batch * seq * 1 elements into batch * seq floordiv 8 * 8 elements}}
+  %0 = graph.reshape %x : tensor<?x?xf32, #graph.shape<[batch, seq]>> -> tensor<?x?x8xf32, #graph.shape<[batch, seq floordiv 8, 8]>>
+  return
+}
+
+// -----
+
 func.func @reshape_count(%x: tensor<?x8xf32, #graph.shape<[seq, 8]>>) attributes {graph.dims = {seq = #graph.dim<1, 64>}} {
   // expected-error @+1 {{'graph.reshape' op cannot reshape seq * 8 elements into seq * 6 elements}}
   %0 = graph.reshape %x : tensor<?x8xf32, #graph.shape<[seq, 8]>> -> tensor<?x2x3xf32, #graph.shape<[seq, 2, 3]>>

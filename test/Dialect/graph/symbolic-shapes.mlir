@@ -105,6 +105,17 @@ func.func @reshapes(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>) at
   return
 }
 
+// A symbol declared a multiple of 8 splits into its exact quotient and 8,
+// alone or in a flattened product.
+// CHECK-LABEL: func.func @reshape_by_quotient
+// CHECK: graph.reshape {{.*}} -> tensor<?x?x8x4xf32, #graph.shape<[batch, seq floordiv 8, 8, 4]>>
+// CHECK: graph.reshape {{.*}} -> tensor<?x8x4xf32, #graph.shape<[batch * seq floordiv 8, 8, 4]>>
+func.func @reshape_by_quotient(%x: tensor<?x?x4xf32, #graph.shape<[batch, seq, 4]>>) attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<8, 2048, multiple_of 8>}} {
+  %0 = graph.reshape %x : tensor<?x?x4xf32, #graph.shape<[batch, seq, 4]>> -> tensor<?x?x8x4xf32, #graph.shape<[batch, seq floordiv 8, 8, 4]>>
+  %1 = graph.reshape %x : tensor<?x?x4xf32, #graph.shape<[batch, seq, 4]>> -> tensor<?x8x4xf32, #graph.shape<[(batch * seq) floordiv 8, 8, 4]>>
+  return
+}
+
 // An iota's size may be a symbol: a causal mask over any sequence length.
 // CHECK-LABEL: func.func @causal_mask
 // CHECK: graph.iota dim 0 : tensor<?x1xi64, #graph.shape<[seq, 1]>>
