@@ -133,7 +133,8 @@ std::string cpuLowerStage() {
          "func.func(cpu-interchange-reductions,loop-unroll),"
          "func.func(cpu-streaming-stores{vector-bits=" +
          std::to_string(streaming) +
-         "}),convert-linalg-to-loops,convert-vector-to-scf{full-unroll},"
+         "},cpu-vectorize-copies),convert-linalg-to-loops,"
+         "convert-vector-to-scf{full-unroll},"
          // Tiles of a kernel's scf.forall become tasks of the async runtime.
          "async-parallel-for{num-workers=" +
          std::to_string(cpu.cores) +
