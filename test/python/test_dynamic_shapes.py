@@ -196,6 +196,10 @@ def test_sizes_outside_their_range_or_that_disagree_are_value_errors():
         exe(np.ones((6, 4), np.float32), np.ones((8, 4), np.float32))
     with pytest.raises(ValueError, match=r"argument 0 must be float32\[n, 4\], got float32\[6, 5\]"):
         exe(np.ones((6, 5), np.float32), np.ones((6, 4), np.float32))
+    # A call at the sizes of the last good one binds nothing again; refused calls leave nothing behind.
+    for n in (6, 6, 4):
+        np.testing.assert_array_equal(exe(np.ones((n, 4), np.float32), np.ones((n, 4), np.float32)),
+                                      np.full((n, 4), 2, np.float32))
 
 
 def test_results_of_every_size_come_from_the_pool():

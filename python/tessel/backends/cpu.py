@@ -142,13 +142,16 @@ class _Frame:
     data pointers each call sets; ``pointers`` are their addresses, the
     arguments of the call. Built once: building descriptors on every call
     cost more than a small kernel's run. ``shapes`` are those the
-    descriptors hold for a function over size symbols (set again only when
-    a call's sizes differ)."""
+    descriptors hold for a function over size symbols, set with
+    ``results``, the results' shapes, when a call's argument shapes
+    (``arguments``) differ from the last call's: calls at the sizes of the
+    one before bind no symbols."""
 
-    __slots__ = ("descriptors", "pointers", "shapes")
+    __slots__ = ("descriptors", "pointers", "arguments", "results")
 
     def __init__(self, specs: Sequence[TensorSpec]) -> None:
-        self.shapes: list[tuple[int, ...]] = []
+        self.arguments: tuple[tuple[int, ...], ...] = ()
+        self.results: list[tuple[int, ...]] = []
         self.descriptors = [_descriptor_type(len(spec.shape))() for spec in specs]
         for spec, descriptor in zip(specs, self.descriptors):
             if spec.is_static:
@@ -248,7 +251,7 @@ class CPUExecutable:
         if self._sizes is None:
             return shape == spec.shape
         return len(shape) == len(spec.shape) and all(
-            not isinstance(d, int) or d == n for d, n in zip(spec.shape, shape))
+            type(d) is not int or d == n for d, n in zip(spec.shape, shape))
 
     def _check(self, index: int, value: Any) -> tuple[np.ndarray, int]:
         """Argument ``index`` as a C-contiguous array, and its address. A contiguous numpy
@@ -258,12 +261,13 @@ class CPUExecutable:
         other byte order (converted, as numpy would) and a bool one (any
         nonzero byte made 1: kernels do not read numpy's bool as numpy does)."""
         spec = self.inputs[index]
-        if (type(value) is np.ndarray and value.dtype == spec.dtype and spec.dtype != np.bool_ and
-                value.flags.c_contiguous and value.flags.aligned and self._fits(spec, value.shape)):
-            # The common case, used in place: what follows checks and converts the others.
-            address = value.ctypes.data
-            if not address % self._alignment:
-                return value, address
+        if type(value) is np.ndarray and value.dtype == spec.dtype and spec.dtype != np.bool_:
+            flags = value.flags
+            if flags.c_contiguous and flags.aligned and self._fits(spec, value.shape):
+                # The common case, used in place: what follows checks and converts the others.
+                address = _tessel.buffer_address(value)
+                if not address % self._alignment:
+                    return value, address
         array = value
         if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
             try:
@@ -329,15 +333,15 @@ class CPUExecutable:
         if self._sizes is None:
             results = [self._result(i, spec.shape) for i, spec in enumerate(self.outputs)]
         else:
-            values = shapes.bind(self.name, self._sizes[:len(self.inputs)], [a.shape for a, _ in arguments],
-                                 self.ranges)
-            results = [self._result(i, tuple(shapes.evaluate(d, values) for d in sizes))
-                       for i, sizes in enumerate(self._sizes[len(self.inputs):])]
-            shapes_now = [array.shape for array, _ in arguments + results]
-            if shapes_now != frame.shapes:  # a new size: set the descriptors' shapes and strides
-                for descriptor, shape in zip(frame.descriptors, shapes_now):
+            argument_shapes = tuple(array.shape for array, _ in arguments)
+            if argument_shapes != frame.arguments:  # new sizes: bind them, set the descriptors' shapes and strides
+                values = shapes.bind(self.name, self._sizes[:len(self.inputs)], argument_shapes, self.ranges)
+                frame.results = [tuple(shapes.evaluate(d, values) for d in sizes)
+                                 for sizes in self._sizes[len(self.inputs):]]
+                for descriptor, shape in zip(frame.descriptors, argument_shapes + tuple(frame.results)):
                     frame.shape(descriptor, shape)
-                frame.shapes = shapes_now
+                frame.arguments = argument_shapes
+            results = [self._result(i, shape) for i, shape in enumerate(frame.results)]
         for descriptor, (_, address) in zip(frame.descriptors, arguments + results):
             descriptor.allocated = descriptor.aligned = address
         self._entry(*frame.pointers)
