@@ -248,6 +248,19 @@ def test_a_derived_dim_declares_a_multiple_and_takes_tensor_cores():
         np.testing.assert_allclose(run(x).astype(np.float32), want, rtol=3e-2, atol=3e-2)
 
 
+def test_a_transformer_encoder_layer_over_batch_and_sequence():
+    """nn.TransformerEncoderLayer (batch first: its attention runs on [seq,
+    batch, E], flattened to seq * batch rows and grouped again) over a
+    symbolic batch and sequence."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True).eval()
+    dynamic = ({0: Dim("batch", min=1, max=8), 1: Dim("seq", min=2, max=32)},)
+    exe = tessel.compile(tessel.from_torch(layer, (torch.randn(2, 5, 32),), dynamic_shapes=dynamic), target="cpu")
+    for b, s in [(1, 2), (3, 7), (8, 32)]:
+        x = np.random.default_rng(s).standard_normal((b, s, 32)).astype(np.float32)
+        np.testing.assert_allclose(exe(x), _eager(layer)(x), rtol=1e-4, atol=1e-4)
+
+
 def test_a_view_by_the_quotient_of_a_declared_multiple():
     """``x.view(b, seq // 8, 8, d)`` and ``x.reshape(-1, 8, d)`` with seq a
     multiple of 8: the element counts agree through the exact quotient, on

@@ -210,3 +210,35 @@ def test_scores_over_a_sequence_run_on_wgmma_where_its_rows_are_whole_copies(mul
         x = normal(batch, seq, 64).astype(f16)
         q = (x.astype(np.float32) @ w.astype(np.float32)).astype(f16).astype(np.float32)
         np.testing.assert_allclose(run(x, w).astype(np.float32), q @ q.transpose(0, 2, 1), rtol=3e-2, atol=3e-2)
+
+
+W32 = normal(32, 32)
+REGROUPED = {
+    # A linear over [seq, batch] rows (seq * batch of them) transposed to [batch, seq].
+    "linear_transposed": (lambda x, y: ops.linear(x, W32).transpose(1, 0, 2) + y,
+                          lambda x, y: (x @ W32.T).transpose(1, 0, 2) + y,
+                          (("seq", "batch", 32), ("batch", "seq", 32)), lambda b, s: ((s, b, 32), (b, s, 32))),
+    # A buffer flattened over two symbols as the result.
+    "flattened": (lambda x: (x * 2).reshape(["batch * seq"]), lambda x: (x * 2).reshape(-1),
+                  (("batch", "seq"),), lambda b, s: ((b, s),)),
+    # Flattened, multiplied and expanded again in the other order.
+    "expanded_again": (lambda x: (x.transpose(1, 0, 2).reshape(["batch * seq", 32]) @ W32).reshape(["seq", "batch", 32]),
+                       lambda x: (x.transpose(1, 0, 2).reshape(-1, 32) @ W32).reshape(x.shape[1], x.shape[0], 32),
+                       (("batch", "seq", 32),), lambda b, s: ((b, s, 32),)),
+}
+
+
+@pytest.mark.parametrize("name", list(REGROUPED))
+def test_buffers_regrouped_over_two_symbols_run_on_the_cpu_and_emulated(name):
+    """Dims flattened over two symbols and grouped again (the buffer of seq *
+    batch rows viewed as [seq, batch, 32], which once aborted in memref's
+    ExpandStridedMetadata or ExpandShapeOp::build) compile once and match
+    numpy on the CPU and on the emulator."""
+    fn, reference, shapes, make = REGROUPED[name]
+    module = tessel.trace(fn, *(spec(*s) for s in shapes), dims=DIMS)
+    exe, run = tessel.compile(module, target="cpu"), tessel.compile(module, target="cuda:sm_90").emulate()
+    for batch, seq in SIZES:
+        args = [normal(*s) for s in make(batch, seq)]
+        for got in (exe(*args), run(*args)):
+            np.testing.assert_allclose(np.asarray(got), reference(*args), rtol=1e-4, atol=1e-4,
+                                       err_msg=f"at batch {batch}, seq {seq}")
