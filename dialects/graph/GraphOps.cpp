@@ -511,7 +511,9 @@ LogicalResult ReshapeOp::verify() {
   if (!(inCount == outCount))
     return emitOpError("cannot reshape ")
            << inCount.str() << " elements into " << outCount.str()
-           << " elements (size symbols must appear as the same factors)";
+           << " elements (size symbols must appear as the same factors; "
+              "a quotient counts as its dividend over the divisor only "
+              "where the symbols' declared multiples make it exact)";
   return success();
 }
 

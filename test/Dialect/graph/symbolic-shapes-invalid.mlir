@@ -166,7 +166,7 @@ func.func @concat_mismatch(%x: tensor<?x?xf32, #graph.shape<[seq, seq]>>, %y: te
 // -----
 
 func.func @reshape_loses_a_symbol(%x: tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>>) attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<1, 2048>}} {
-  // expected-error @+1 {{'graph.reshape' op cannot reshape batch * seq * 256 elements into seq * 512 elements (size symbols must appear as the same factors)}}
+  // expected-error @+1 {{'graph.reshape' op cannot reshape batch * seq * 256 elements into seq * 512 elements (size symbols must appear as the same factors; a quotient counts as its dividend over the divisor only where the symbols' declared multiples make it exact)}}
   %0 = graph.reshape %x : tensor<?x?x256xf32, #graph.shape<[batch, seq, 256]>> -> tensor<?x512xf32, #graph.shape<[seq, 512]>>
   return
 }
@@ -175,7 +175,7 @@ func.func @reshape_loses_a_symbol(%x: tensor<?x?x256xf32, #graph.shape<[batch, s
 
 // Without a declared multiple, seq floordiv 8 * 8 is not seq.
 func.func @reshape_by_inexact_quotient(%x: tensor<?x?xf32, #graph.shape<[batch, seq]>>) attributes {graph.dims = {batch = #graph.dim<1, 64>, seq = #graph.dim<1, 2048, multiple_of 4>}} {
-  // expected-error @+1 {{'graph.reshape' op cannot reshape batch * seq * 1 elements into batch * seq floordiv 8 * 8 elements}}
+  // expected-error @+1 {{'graph.reshape' op cannot reshape batch * seq * 1 elements into batch * seq floordiv 8 * 8 elements (size symbols must appear as the same factors; a quotient counts as its dividend over the divisor only where the symbols' declared multiples make it exact)}}
   %0 = graph.reshape %x : tensor<?x?xf32, #graph.shape<[batch, seq]>> -> tensor<?x?x8xf32, #graph.shape<[batch, seq floordiv 8, 8]>>
   return
 }
