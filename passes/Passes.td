@@ -437,6 +437,9 @@ def LoopDefaultSchedule : Pass<"loop-default-schedule", "mlir::ModuleOp"> {
            "CPU: bits of a vector register (256: AVX2, 16 registers; 512: "
            "AVX-512, 32 registers), which size the register blocks; 0: the "
            "target's (this machine's for cpu)">,
+    Option<"cores", "cores", "unsigned", /*default=*/"0",
+           "CPU: cores that small kernels' tiles are shared out to; 0: the "
+           "target's (this machine's for cpu)">,
   ];
   let dependentDialects = ["tessel::loop::LoopDialect", "mlir::gpu::GPUDialect"];
 }

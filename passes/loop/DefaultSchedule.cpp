@@ -47,6 +47,8 @@ struct LoopDefaultSchedulePass
     const loop::TargetDescription &info = targetAttr.getDescription();
     if (!vectorBits)
       vectorBits = info.vectorBits;
+    if (!cores)
+      cores = std::max<int64_t>(info.cores, 1);
     // (kernel, result) pairs that already have a schedule; a schedule
     // without `result` covers the kernel's first root.
     llvm::StringMap<llvm::SmallSet<int64_t, 4>> scheduled;
@@ -61,7 +63,7 @@ struct LoopDefaultSchedulePass
       auto roots = findKernelRoots(func);
       DefaultRequest request{module,     func,      {},     {},
                              kind,       std::nullopt, false, targetAttr,
-                             info,       allowTf32, vectorBits};
+                             info,       allowTf32, vectorBits, cores};
       if (roots.empty() && info.isGpu() &&
           !scheduled.contains(func.getSymName())) {
         OpBuilder b(&getContext());

@@ -1,6 +1,9 @@
-// RUN: tessel-opt %s --loop-default-schedule="target=cpu vector-bits=256" --split-input-file | FileCheck %s
-// RUN: tessel-opt %s --split-input-file -pass-pipeline='builtin.module(loop-default-schedule{target=cpu vector-bits=256},loop-validate,loop-apply-schedule,canonicalize,cse)' | FileCheck %s --check-prefix=APPLY
-// RUN: tessel-opt %s --loop-default-schedule="target=cpu vector-bits=512" --split-input-file | FileCheck %s --check-prefix=AVX512
+// The schedules are for 4 cores (the default is this machine's), and for 2
+// where the prefix is TWO.
+// RUN: tessel-opt %s --loop-default-schedule="target=cpu vector-bits=256 cores=4" --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --split-input-file -pass-pipeline='builtin.module(loop-default-schedule{target=cpu vector-bits=256 cores=4},loop-validate,loop-apply-schedule,canonicalize,cse)' | FileCheck %s --check-prefix=APPLY
+// RUN: tessel-opt %s --loop-default-schedule="target=cpu vector-bits=512 cores=4" --split-input-file | FileCheck %s --check-prefix=AVX512
+// RUN: tessel-opt %s --loop-default-schedule="target=cpu vector-bits=256 cores=2" --split-input-file | FileCheck %s --check-prefix=TWO
 
 // A row-wise reduction kernel (a softmax): parallel tiles of about 16K
 // points keep rows whole: 16 rows of 1024. The root (the division) is tiled
@@ -8,6 +11,10 @@
 // stay in cache between the passes. Each reduction walks the tile row by
 // row, keeping 32 partial results (four AVX2 vectors) across its loop, and
 // combines them after it.
+// On 2 cores the kernel (64K points) is small: one task per core, of 32
+// rows (more tasks' starts cost more than they even out).
+// TWO-LABEL: loop.schedule @softmax_rows target "cpu" {
+// TWO-NEXT: loop.knob "tile_0" = 32
 // CHECK-LABEL: func.func private @softmax_rows
 // CHECK: loop.schedule @softmax_rows target "cpu" {
 // CHECK-NEXT: %[[T:.*]] = loop.knob "tile_0" = 16 choices [1, 2, 4, 8, 16, 32, 64]
@@ -70,14 +77,15 @@ func.func private @softmax_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> 
 // A matmul kernel with an epilogue: knobs for the parts of K (parts of at
 // least 16; too short a K to split by default), the result blocks (powers of
 // two and divisors of M and N; 128 rows, as 256 would leave fewer than 4
-// tiles), the K block, the row block (by default one register block) and
-// the register block; the matmul and its fill are fused into each parallel
-// tile and vectorized, the epilogue follows in the tile.
+// tiles; 64 columns, as 128 would leave 2 tiles for the 4 cores), the K
+// block, the row block (by default one register block) and the register
+// block; the matmul and its fill are fused into each parallel tile and
+// vectorized, the epilogue follows in the tile.
 // CHECK-LABEL: func.func private @matmul_relu
 // CHECK: loop.schedule @matmul_relu target "cpu" {
 // CHECK-NEXT: %[[SK:.*]] = loop.knob "split_k" = 1 choices [1, 2]
 // CHECK-NEXT: %[[BM:.*]] = loop.knob "block_m" = 128 choices [8, 16, 32, 64, 128]
-// CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 128 choices [8, 16, 32, 64, 128, 256]
+// CHECK-NEXT: %[[BN:.*]] = loop.knob "block_n" = 64 choices [8, 16, 32, 64, 128, 256]
 // CHECK-NEXT: %[[BK:.*]] = loop.knob "block_k" = 32 choices [16, 32]
 // CHECK-NEXT: %[[CM:.*]] = loop.knob "cache_m" = 8 choices [8, 16, 32, 64, 128]
 // CHECK-NEXT: %[[RM:.*]] = loop.knob "reg_m" = 4 choices [1, 2, 4, 6, 8, 12, 16]
@@ -87,13 +95,14 @@ func.func private @softmax_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> 
 // CHECK-NEXT: loop.tile [%[[BM]], %[[BN]]] parallel
 // CHECK-NEXT: loop.vectorize [%[[RM]], %[[RN]], %[[RK]]] depth [%[[BK]]] rows [%[[CM]]]
 // With AVX-512's 32 vector registers, register blocks of 8x32 (16 of them
-// accumulators) and result blocks 256 columns wide.
+// accumulators) and result blocks 256 columns wide (no narrower block of
+// whole register blocks makes 4 tiles).
 // AVX512-LABEL: loop.schedule @matmul_relu target "cpu" {
 // AVX512: loop.knob "block_n" = 256
 // AVX512: loop.knob "reg_m" = 8
 // AVX512-NEXT: loop.knob "reg_n" = 32
 // APPLY-LABEL: func.func private @matmul_relu
-// APPLY: scf.forall (%{{.*}}) = (0) to (256) step (128)
+// APPLY: scf.forall (%{{.*}}) = (0) to (256) step (64)
 // APPLY: linalg.fill
 // APPLY: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
 // APPLY: linalg.generic

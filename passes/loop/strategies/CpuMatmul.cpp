@@ -184,6 +184,19 @@ struct CpuMatmul final : Strategy {
         break;
       }
     }
+    // A few tiles that the cores cannot share evenly (64x768x768 in 64x256
+    // tiles: 3 for 2 cores) take narrower whole blocks that they can (4 of
+    // 192 columns: 0.34 -> 0.28 ms; tuned, 0.27).
+    int64_t cores = r.cores;
+    if (!matmul.hasDynamicShape() && tilesOf(bm) % cores != 0 &&
+        tilesOf(bm) < 4 * cores) {
+      int64_t columns = r.extents[batch + 1], wide = bn;
+      for (int64_t c : bnChoices)
+        if (c < wide && c >= 4 * regN && c % regN == 0 && columns % c == 0 &&
+            batchTiles * llvm::divideCeil(r.extents[batch], bm) *
+                    (columns / c) % cores == 0)
+          bn = c;
+    }
     int64_t bk = pick(bkChoices, 512);
     SmallVector<int64_t> rmChoices = {1, 2, 4, 6, 8, 12, 16};
     SmallVector<int64_t> rnChoices = {1, 2, 4, 8, 16, 24, 32, 48, 64};

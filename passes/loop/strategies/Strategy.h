@@ -50,6 +50,8 @@ struct DefaultRequest {
   bool allowTf32;
   /// The CPU's vector register width the schedules are for.
   int64_t vectorBits;
+  /// The CPU cores that small kernels' tiles are shared out to.
+  int64_t cores;
 
   bool isKind(llvm::StringRef name) const {
     return kind && kind.getValue() == name;
@@ -191,6 +193,10 @@ inline constexpr int64_t kCpuTilePoints = 16384;
 /// fewer, and a matmul's K is split (loop.split_k) when long enough, and a
 /// loop that cuts rows into strips is tiled in quarters.
 inline constexpr int64_t kCpuMinTiles = 4;
+/// A CPU tile kernel of at most this many points per core runs in one task
+/// per core: a few tens of microseconds each, where more tasks' starts
+/// cost more than they even out.
+inline constexpr int64_t kCpuSmallTaskPoints = 131072;
 
 /// Grid dims in the order loops are mapped to them, innermost first.
 inline constexpr mlir::gpu::MappingId kBlockIds[] = {
