@@ -385,3 +385,33 @@ loop.schedule @total target "cpu" {
   loop.grid_reduce parts [8]
   loop.split_reduction lanes [16]
 }
+
+// -----
+
+// Rows over a size symbol: besides the full and the partial tile, a tile of
+// a single row and all the columns (a decoding step) reads B in place in
+// register blocks of one row, 16 columns wide here (the tile's width).
+// CHECK-LABEL: func.func private @single_row
+// CHECK: %[[M:.*]] = affine.min
+// CHECK: scf.if %{{.*}} -> (tensor<?x16xf32>) {
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+// CHECK: } else {
+// CHECK: %[[ONE:.*]] = arith.cmpi eq, %{{.*}}, %c1 : index
+// CHECK: scf.if %[[ONE]] -> (tensor<?x16xf32>) {
+// CHECK-NOT: tensor.insert_slice
+// CHECK: vector.contract {{.*}} : vector<1x4xf32>, vector<4x16xf32> into vector<1x16xf32>
+// CHECK: } else {
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
+func.func private @single_row(%a: tensor<?x24xf32> {graph.shape = #graph.shape<[m, 24]>}, %b: tensor<24x16xf32>) -> tensor<?x16xf32> attributes {graph.dims = {m = #graph.dim<1, 64>}, tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x24xf32>
+  %e = tensor.empty(%m) : tensor<?x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<?x24xf32>, tensor<24x16xf32>) outs(%f : tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %mm : tensor<?x16xf32>
+}
+loop.schedule @single_row target "cpu" {
+  loop.tile [8, 16, 0] parallel
+  loop.vectorize [4, 16, 4] depth [16] rows [8]
+}
