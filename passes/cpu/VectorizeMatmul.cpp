@@ -242,13 +242,37 @@ struct Versions {
   SmallVector<int64_t> fullShape;
 };
 
-/// `v` cast to `shape` (itself where it has that shape).
-Value castToShape(RewriterBase &rewriter, Location loc, Value v,
-                  ArrayRef<int64_t> shape) {
-  auto from = cast<RankedTensorType>(v.getType());
-  if (from.getShape() == shape)
-    return v;
-  return tensor::CastOp::create(rewriter, loc, from.clone(shape), v);
+/// Replaces the matmul tile `op` by an scf.if on `condition`: then `op` on
+/// its operands cast to the static C shape `shape` (A [shape[0], K], B [K,
+/// shape[1]]), else a clone of `op`. The two matmuls.
+std::pair<linalg::MatmulOp, linalg::MatmulOp>
+versionOn(RewriterBase &rewriter, linalg::MatmulOp op, Value condition,
+          ArrayRef<int64_t> shape) {
+  Location loc = op.getLoc();
+  Value init = op.getDpsInits()[0];
+  auto type = cast<RankedTensorType>(init.getType());
+  auto toShape = [&](Value v, ArrayRef<int64_t> to) -> Value {
+    auto from = cast<RankedTensorType>(v.getType());
+    if (from.getShape() == to)
+      return v;
+    return tensor::CastOp::create(rewriter, loc, from.clone(to), v);
+  };
+  auto branch = scf::IfOp::create(rewriter, loc, TypeRange{type}, condition,
+                                  /*withElseRegion=*/true);
+  rewriter.setInsertionPointToStart(branch.thenBlock());
+  int64_t k = op.getStaticLoopRanges()[2];
+  auto version = linalg::MatmulOp::create(
+      rewriter, loc,
+      ValueRange{toShape(op.getDpsInputs()[0], {shape[0], k}),
+                 toShape(op.getDpsInputs()[1], {k, shape[1]})},
+      ValueRange{toShape(init, shape)});
+  scf::YieldOp::create(rewriter, loc,
+                       toShape(version.getResult(0), type.getShape()));
+  rewriter.setInsertionPointToStart(branch.elseBlock());
+  auto other = cast<linalg::MatmulOp>(rewriter.clone(*op));
+  scf::YieldOp::create(rewriter, loc, other.getResult(0));
+  rewriter.replaceOp(op, branch.getResults());
+  return {version, other};
 }
 
 FailureOr<Versions> versionFullTiles(RewriterBase &rewriter,
@@ -276,24 +300,7 @@ FailureOr<Versions> versionFullTiles(RewriterBase &rewriter,
     isFull = isFull ? arith::AndIOp::create(rewriter, loc, isFull, equal)
                     : equal;
   }
-  auto branch = scf::IfOp::create(rewriter, loc, TypeRange{type}, isFull,
-                                  /*withElseRegion=*/true);
-  rewriter.setInsertionPointToStart(branch.thenBlock());
-  int64_t k = op.getStaticLoopRanges()[2];
-  auto toShape = [&](Value v, ArrayRef<int64_t> shape) {
-    return castToShape(rewriter, loc, v, shape);
-  };
-  auto fullTile = linalg::MatmulOp::create(
-      rewriter, loc,
-      ValueRange{toShape(op.getDpsInputs()[0], {full[0], k}),
-                 toShape(op.getDpsInputs()[1], {k, full[1]})},
-      ValueRange{toShape(init, full)});
-  scf::YieldOp::create(rewriter, loc,
-                       toShape(fullTile.getResult(0), type.getShape()));
-  rewriter.setInsertionPointToStart(branch.elseBlock());
-  auto partialTile = cast<linalg::MatmulOp>(rewriter.clone(*op));
-  scf::YieldOp::create(rewriter, loc, partialTile.getResult(0));
-  rewriter.replaceOp(op, branch.getResults());
+  auto [fullTile, partialTile] = versionOn(rewriter, op, isFull, full);
   return Versions{fullTile, partialTile, full};
 }
 
@@ -428,15 +435,15 @@ LogicalResult vectorizePacked(RewriterBase &rewriter, linalg::MatmulOp op,
 /// (batch 1, one token), under an scf.if: it reads B in place in blocks of
 /// one row, where the partial tile would copy each K block of B and
 /// multiply in register blocks of several rows, all but one of them padding
-/// (1x1024x1024 over a size symbol: 0.100 ms, 0.045 static). Null when no
-/// tile has a single row.
-FailureOr<linalg::MatmulOp> versionSingleRow(RewriterBase &rewriter,
-                                             linalg::MatmulOp op,
-                                             ArrayRef<int64_t> fullShape) {
+/// (1x1024x1024 over a size symbol: 0.100 ms, 0.045 static). The single
+/// row's tile (null when no tile has a single row) and the partial tile.
+std::pair<linalg::MatmulOp, linalg::MatmulOp>
+versionSingleRow(RewriterBase &rewriter, linalg::MatmulOp op,
+                 ArrayRef<int64_t> fullShape) {
   Value init = op.getDpsInits()[0];
   auto type = cast<RankedTensorType>(init.getType());
   if (!type.isDynamicDim(0))
-    return linalg::MatmulOp();
+    return {linalg::MatmulOp(), op};
   // Of a result of static rows, only an edge of one row has one: the tile
   // of C is a slice (under its fill and the batch dims' collapse) of the
   // result, whose rows are its next to last dim.
@@ -455,7 +462,7 @@ FailureOr<linalg::MatmulOp> versionSingleRow(RewriterBase &rewriter,
                        ? result.getDimSize(result.getRank() - 2)
                        : ShapedType::kDynamic;
     if (!ShapedType::isDynamic(rows) && rows % fullShape[0] != 1)
-      return linalg::MatmulOp();
+      return {linalg::MatmulOp(), op};
   }
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
@@ -468,25 +475,7 @@ FailureOr<linalg::MatmulOp> versionSingleRow(RewriterBase &rewriter,
   Value isRow = equals(0, 1);
   if (type.isDynamicDim(1))
     isRow = arith::AndIOp::create(rewriter, loc, isRow, equals(1, fullShape[1]));
-  auto branch = scf::IfOp::create(rewriter, loc, TypeRange{type}, isRow,
-                                  /*withElseRegion=*/true);
-  rewriter.setInsertionPointToStart(branch.thenBlock());
-  int64_t k = op.getStaticLoopRanges()[2];
-  auto toShape = [&](Value v, ArrayRef<int64_t> shape) {
-    return castToShape(rewriter, loc, v, shape);
-  };
-  auto row = linalg::MatmulOp::create(
-      rewriter, loc,
-      ValueRange{toShape(op.getDpsInputs()[0], {1, k}),
-                 toShape(op.getDpsInputs()[1], {k, fullShape[1]})},
-      ValueRange{toShape(init, {1, fullShape[1]})});
-  scf::YieldOp::create(rewriter, loc,
-                       toShape(row.getResult(0), type.getShape()));
-  rewriter.setInsertionPointToStart(branch.elseBlock());
-  auto partial = cast<linalg::MatmulOp>(rewriter.clone(*op));
-  scf::YieldOp::create(rewriter, loc, partial.getResult(0));
-  rewriter.replaceOp(op, branch.getResults());
-  return row;
+  return versionOn(rewriter, op, isRow, {1, fullShape[1]});
 }
 
 } // namespace
@@ -552,20 +541,15 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
   // A single row in register blocks of one row, as many columns wide as
   // the usual block holds accumulators, up to 64 and the tile's width, in
   // whole vectors (as CpuMatmul.cpp's default for a matmul of one row).
-  FailureOr<linalg::MatmulOp> row =
+  auto [row, partial] =
       versionSingleRow(rewriter, versions->partial, versions->fullShape);
-  if (failed(row))
-    return failure();
-  linalg::MatmulOp partial = versions->partial;
-  if (*row) {
-    partial = cast<linalg::MatmulOp>(
-        cast<scf::IfOp>((*row)->getParentOp()).elseBlock()->front());
+  if (row) {
     int64_t lanes = std::max<int64_t>(registerTile[1] / 2, 1);
     int64_t columns = std::min<int64_t>(
         {registerTile[0] * registerTile[1], 64, versions->fullShape[1]});
     if (columns > lanes)
       columns -= columns % lanes;
-    if (failed(vectorizeBlocks(rewriter, *row, 1, blockK,
+    if (failed(vectorizeBlocks(rewriter, row, 1, blockK,
                                {1, columns, registerTile[2]})))
       return failure();
   }
