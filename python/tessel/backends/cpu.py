@@ -141,11 +141,10 @@ class _Frame:
     descriptor per argument, with the signature's shape and strides, whose
     data pointers each call sets; ``pointers`` are their addresses, the
     arguments of the call. Built once: building descriptors on every call
-    cost more than a small kernel's run. ``shapes`` are those the
-    descriptors hold for a function over size symbols, set with
-    ``results``, the results' shapes, when a call's argument shapes
-    (``arguments``) differ from the last call's: calls at the sizes of the
-    one before bind no symbols."""
+    cost more than a small kernel's run. Over size symbols, the
+    descriptors' shapes are set when a call's argument shapes differ from
+    the last call's (``arguments``), and ``results`` are the results' shapes
+    then: a call at the sizes of the one before binds no symbols."""
 
     __slots__ = ("descriptors", "pointers", "arguments", "results")
 
