@@ -242,6 +242,15 @@ struct Versions {
   SmallVector<int64_t> fullShape;
 };
 
+/// Whether dim `d` of `tensor` is `size`, at run time.
+Value dimIs(RewriterBase &rewriter, Location loc, Value tensor, int64_t d,
+            int64_t size) {
+  return arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::eq,
+      tensor::DimOp::create(rewriter, loc, tensor, d),
+      arith::ConstantIndexOp::create(rewriter, loc, size));
+}
+
 /// Replaces the matmul tile `op` by an scf.if on `condition`: then `op` on
 /// its operands cast to the static C shape `shape` (A [shape[0], K], B [K,
 /// shape[1]]), else a clone of `op`. The two matmuls.
@@ -293,10 +302,7 @@ FailureOr<Versions> versionFullTiles(RewriterBase &rewriter,
       return op.emitError("loop.vectorize found no constant bound on the ")
              << (d == 0 ? "rows" : "columns") << " of this matmul tile";
     full[d] = *bound;
-    Value size = tensor::DimOp::create(rewriter, loc, init, d);
-    Value equal = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::eq, size,
-        arith::ConstantIndexOp::create(rewriter, loc, *bound));
+    Value equal = dimIs(rewriter, loc, init, d, *bound);
     isFull = isFull ? arith::AndIOp::create(rewriter, loc, isFull, equal)
                     : equal;
   }
@@ -466,15 +472,10 @@ versionSingleRow(RewriterBase &rewriter, linalg::MatmulOp op,
   }
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
-  auto equals = [&](int64_t d, int64_t value) -> Value {
-    return arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::eq,
-        tensor::DimOp::create(rewriter, loc, init, d),
-        arith::ConstantIndexOp::create(rewriter, loc, value));
-  };
-  Value isRow = equals(0, 1);
+  Value isRow = dimIs(rewriter, loc, init, 0, 1);
   if (type.isDynamicDim(1))
-    isRow = arith::AndIOp::create(rewriter, loc, isRow, equals(1, fullShape[1]));
+    isRow = arith::AndIOp::create(rewriter, loc, isRow,
+                                  dimIs(rewriter, loc, init, 1, fullShape[1]));
   return versionOn(rewriter, op, isRow, {1, fullShape[1]});
 }
 
