@@ -119,7 +119,8 @@ NB_MODULE(_tessel, m) {
       },
       nb::arg("object"),
       "The address of a C-contiguous buffer's first byte (a numpy array's "
-      "data); BufferError for an object that has no such buffer.");
+      "data); the buffer protocol's error for an object that has no such "
+      "buffer (TypeError; numpy's ValueError for a strided array).");
   // Targets (dialects/loop/Target.h), as tessel.targets reads them.
   auto collect = [](MlirStringRef text, void *list) {
     static_cast<nb::list *>(list)->append(nb::str(text.data, text.length));

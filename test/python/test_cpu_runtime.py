@@ -193,3 +193,16 @@ def test_a_forked_child_runs_parallel_loops_with_its_own_threads():
         time.sleep(0.01)
     assert os.waitstatus_to_exitcode(status) == 0
     np.testing.assert_allclose(exe(x), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_buffer_addresses_are_the_data_pointers_and_other_objects_are_refused():
+    """The CPU executables read an argument's address through the buffer
+    protocol: that of a numpy array's data, of a view's first element too;
+    an object with no buffer, or a strided one, is an error, not an address."""
+    x = np.arange(16, dtype=np.float32)
+    assert _tessel.buffer_address(x) == x.ctypes.data
+    assert _tessel.buffer_address(x[4:]) == x.ctypes.data + 16
+    with pytest.raises(TypeError):
+        _tessel.buffer_address(object())
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        _tessel.buffer_address(x[::2])
