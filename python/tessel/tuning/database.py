@@ -55,7 +55,7 @@ _SCHEMA = (
         kernel TEXT NOT NULL,
         schedule TEXT NOT NULL,
         seconds TEXT NOT NULL,  -- a JSON list of floats
-        median REAL,  -- NULL for failures; makes best() one indexed query
+        median REAL,  -- NULL for failures; best() reads only these
         error TEXT,
         tessel_version TEXT NOT NULL,
         created REAL NOT NULL
@@ -279,17 +279,27 @@ class TuningDatabase:
     def best(self, key: str, device: str) -> Record | None:
         """The latest record of the fastest schedule for kernel ``key`` on
         ``device`` measured by this tessel version: the schedule whose
-        successes have the lowest average median (a schedule measured again
-        is judged by all its measurements, not its luckiest; the earliest of
-        equals); None if there is none. A ``*`` in ``device`` matches
-        anything (``cuda/sm_90/*``: any GPU of that chip)."""
+        successes have the lowest median of their medians (a schedule
+        measured again is judged by all its measurements, not its luckiest,
+        and one disturbed run, another process taking the core, does not
+        outweigh many; the earliest of equals); None if there is none. A
+        ``*`` in ``device`` matches anything (``cuda/sm_90/*``: any GPU of
+        that chip)."""
         where, params = _device_clause(device)
         with self._errors():
-            row = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM records WHERE id = (SELECT MAX(id) FROM records WHERE key = ? "
-                f"AND {where} AND tessel_version = ? AND error IS NULL GROUP BY schedule "
-                "ORDER BY AVG(median), MIN(id) LIMIT 1)", (key, *params, __version__)).fetchone()
-        return None if row is None else self._record(row)
+            rows = self._conn.execute(
+                f"SELECT schedule, median, id FROM records WHERE key = ? AND {where} AND tessel_version = ? "
+                "AND error IS NULL ORDER BY id", (key, *params, __version__)).fetchall()
+            if not rows:
+                return None
+            runs: dict[str, list[float]] = {}
+            latest: dict[str, int] = {}
+            for schedule, median, id_ in rows:
+                runs.setdefault(schedule, []).append(median)
+                latest[schedule] = id_
+            fastest = min(runs, key=lambda s: statistics.median(runs[s]))  # dicts keep first-seen order
+            row = self._conn.execute(f"SELECT {_COLUMNS} FROM records WHERE id = ?", (latest[fastest],)).fetchone()
+        return self._record(row)
 
     def records(self, key: str | None = None, device: str | None = None) -> list[Record]:
         """Every record (of kernel ``key``, on ``device`` where given, ``*``

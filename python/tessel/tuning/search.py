@@ -335,7 +335,7 @@ def _confirm(task: Task, summary: KernelSummary, seen: Mapping[tuple[int, ...], 
     runs alone. The best of many noisy measurements is biased low (and the
     default, measured first, high), so the comparison the summary reports
     is made again on equal terms; the runs go into the database too, which
-    averages a schedule's records.
+    judges a schedule by all its records.
 
     A compile takes the database's best, which may still be a point that
     one lucky measurement while searching puts ahead of this comparison's
@@ -369,7 +369,8 @@ def _confirm(task: Task, summary: KernelSummary, seen: Mapping[tuple[int, ...], 
 
 
 def _fastest(times: Mapping[tuple[int, ...], Sequence[float]]) -> tuple[int, ...]:
-    """The point with the lowest median of ``times`` (the earliest of equals)."""
+    """The point with the lowest median of its runs' medians ``times``, as
+    the database judges (the earliest of equals)."""
     return min((v for v, t in times.items() if t), key=lambda v: float(np.median(times[v])))
 
 
@@ -377,7 +378,7 @@ def _measure_again(task: Task, points: Sequence[tuple[int, ...]], times: dict[tu
                    runner: Runner, db: TuningDatabase, device: str,
                    reference: Optional[tuple[tuple[float, ...], ...]]) -> None:
     """Measures ``points`` CONFIRM_ROUNDS times, interleaved, recording each
-    run and adding its times to ``times``."""
+    run and adding its median to ``times``."""
     modules = [task.candidate(v) for v in points]
     for _ in range(CONFIRM_ROUNDS):
         for values, candidate, m in zip(points, modules,
@@ -387,7 +388,7 @@ def _measure_again(task: Task, points: Sequence[tuple[int, ...]], times: dict[tu
                           m.seconds if error is None else (), error))
             times.setdefault(values, [])
             if error is None:
-                times[values].extend(m.seconds)
+                times[values].append(float(np.median(m.seconds)))
 
 
 def _mismatch(m: Measurement, reference: Optional[tuple[tuple[float, ...], ...]]) -> Optional[str]:
