@@ -9,6 +9,7 @@
 #include "python/capi/HostCode.h"
 #include "python/capi/TesselCAPI.h"
 #include "python/runtime/AsyncRuntime.h"
+#include "python/runtime/CpuCall.h"
 
 #include "nanobind/stl/map.h"
 #include "nanobind/stl/string.h"
@@ -73,6 +74,7 @@ NB_MODULE(_tessel, m) {
   // Compiled code held at exit (by torch.compile's caches, or the executables
   // retired a second before) is a normal end, not a leak to report.
   nb::set_leak_warnings(false);
+  tesselBindCpuCall(m);
   m.def("register_dialects", &tesselRegisterDialects, nb::arg("registry"),
         "Adds the graph and loop dialects to an mlir.ir.DialectRegistry.");
   m.def("register_passes", &tesselRegisterPasses,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tessel
+from tessel import ops
 from tessel.backends.cpu import STAGES, compile_cpu
 
 MLIR_TYPES = {np.float32: "f32", np.float16: "f16", np.int32: "i32", np.int64: "i64"}
@@ -295,6 +296,67 @@ def test_results_reuse_only_buffers_nothing_references():
         assert not np.shares_memory(live, fourth) and not np.shares_memory(live, fifth)
     np.testing.assert_array_equal(fourth, np.maximum(x + 3, 0))
     np.testing.assert_array_equal(fifth, np.maximum(x + 4, 0))
+
+
+def test_the_common_call_takes_the_cpp_path_and_every_other_the_python_one():
+    """A call with C-contiguous, aligned arrays of the last call's shapes and
+    a free pooled result buffer runs in C++ (the frame's ``fast``); any
+    other returns None there, and the executable's Python path takes it."""
+    exe = _relu_exe()
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(exe(x), np.maximum(x, 0))
+    fast = exe._frames.frame.fast
+    first = fast(x)
+    np.testing.assert_array_equal(first, np.maximum(x, 0))
+    unaligned = np.frombuffer(b"\0" + (x + 1).tobytes(), np.float32, 6, offset=1).reshape(2, 3)
+
+    class Sub(np.ndarray):
+        pass
+
+    others = {
+        "float64": x.astype(np.float64), "strided": np.repeat(x, 2, axis=1)[:, ::2],
+        "other shape": x.reshape(3, 2), "big-endian": x.astype(">f4"), "list": x.tolist(),
+        "unaligned": unaligned, "subclass": x.view(Sub),
+    }
+    for what, value in others.items():
+        assert fast(value) is None, what
+        if what in ("float64", "other shape", "list"):  # the Python path refuses them
+            with pytest.raises(ValueError, match="argument 0 must be float32"):
+                exe(value)
+        else:  # and converts these
+            np.testing.assert_array_equal(exe(value), np.maximum(np.asarray(value, np.float32), 0), err_msg=what)
+    assert fast() is None and fast(x, x) is None
+    with pytest.raises(TypeError, match="takes 1 arguments"):
+        exe(x, x)
+    # Both pooled buffers referenced: the Python path makes a third.
+    second = fast(x + 1)
+    assert second is not None and not np.shares_memory(first, second)
+    assert fast(x + 2) is None
+    third = exe(x + 2)
+    for array, offset in ((first, 0), (second, 1), (third, 2)):
+        np.testing.assert_array_equal(array, np.maximum(x + offset, 0))
+
+
+def test_the_cpp_path_follows_the_sizes_of_the_last_call():
+    exe = tessel.compile(tessel.trace(lambda x: ops.relu(x) * 2.0, tessel.TensorSpec(("n", 3), np.float32),
+                                      dims={"n": (1, 16)}))
+    small, large = np.full((2, 3), -1.0, np.float32), np.arange(15, dtype=np.float32).reshape(5, 3)
+    exe(small)
+    fast = exe._frames.frame.fast
+    assert fast(large) is None  # new sizes: the Python path binds them
+    np.testing.assert_array_equal(fast(small), np.zeros((2, 3)))
+    np.testing.assert_array_equal(exe(large), large * 2)
+    np.testing.assert_array_equal(fast(large), large * 2)
+    assert fast(small) is None
+
+
+def test_bool_arguments_take_the_python_path():
+    # Any nonzero byte of a numpy bool is True; the kernels read 0 and 1 only.
+    exe = tessel.compile(tessel.trace(lambda b, x: ops.where(b, x, 0.0), np.zeros(4, np.bool_),
+                                      np.ones(4, np.float32)))
+    raw = np.array([0, 2, 1, 255], np.uint8).view(np.bool_)
+    np.testing.assert_array_equal(exe(raw, np.ones(4, np.float32)), [0, 1, 1, 1])
+    assert exe._frames.frame.fast is None
 
 
 def test_unsupported_target_and_signatures():

@@ -144,11 +144,16 @@ class _Frame:
     cost more than a small kernel's run. Over size symbols, the
     descriptors' shapes are set when a call's argument shapes differ from
     the last call's (``arguments``), and ``results`` are the results' shapes
-    then: a call at the sizes of the one before binds no symbols."""
+    then: a call at the sizes of the one before binds no symbols.
 
-    __slots__ = ("descriptors", "pointers", "arguments", "results")
+    ``pools`` holds the thread's result buffers, per result [buffer, its
+    aligned address, the array last returned in it, that array's _Lease]:
+    per thread, so that no lock is taken. ``fast`` is the C++ path of the
+    common call (``_tessel.CpuCall``), where the executable's types allow it."""
 
-    def __init__(self, specs: Sequence[TensorSpec]) -> None:
+    __slots__ = ("descriptors", "pointers", "arguments", "results", "pools", "fast")
+
+    def __init__(self, specs: Sequence[TensorSpec], outputs: int, entry: int, alignment: int) -> None:
         self.arguments: tuple[tuple[int, ...], ...] = ()
         self.results: list[tuple[int, ...]] = []
         self.descriptors = [_descriptor_type(len(spec.shape))() for spec in specs]
@@ -156,6 +161,17 @@ class _Frame:
             if spec.is_static:
                 self.shape(descriptor, spec.shape)
         self.pointers = tuple(map(ctypes.addressof, self.descriptors))
+        self.pools: tuple[list[list[Any]], ...] = tuple([] for _ in range(outputs))
+        self.fast = None
+        formats = [_buffer_format(spec.dtype) for spec in specs]
+        # Bool arguments are converted (any nonzero byte made 1) by the Python path.
+        if None not in formats and len(specs) <= _tessel.CPU_CALL_MAX_ARGUMENTS and not any(
+                spec.dtype == np.bool_ for spec in specs[:len(specs) - outputs]):
+            self.fast = _tessel.CpuCall(entry, list(self.pointers), np.ndarray, formats,
+                                        [spec.dtype.itemsize for spec in specs], len(specs) - outputs,
+                                        alignment, list(self.pools))
+            if all(spec.is_static for spec in specs):
+                self.fast.set_shapes([list(spec.shape) for spec in specs])
 
     @staticmethod
     def shape(descriptor: ctypes.Structure, shape: Sequence[int]) -> None:
@@ -165,6 +181,16 @@ class _Frame:
         for d in range(len(shape) - 1, -1, -1):
             descriptor.strides[d] = stride
             stride *= shape[d]
+
+
+@functools.cache
+def _buffer_format(dtype: np.dtype) -> str | None:
+    """The buffer protocol's format of ``dtype``'s arrays, None where numpy
+    exports none (ml_dtypes' bfloat16)."""
+    try:
+        return memoryview(np.empty(1, dtype)).format
+    except (TypeError, ValueError):
+        return None
 
 
 # Result buffers start at a cache line, so that kernels store whole lines.
@@ -191,7 +217,7 @@ class CPUExecutable:
     """A compiled entry function; call it with arrays, get numpy arrays back.
 
     Each result's memory comes from a small pool that the executable keeps
-    (``POOLED_RESULTS`` buffers per result) and reuses once nothing
+    (``POOLED_RESULTS`` buffers per result and calling thread) and reuses once nothing
     references it any more: no array returned earlier, nor any view of one
     or object exported from one (DLPack, buffer protocol). A result above
     32 MiB would otherwise be a fresh mmap on every call, whose pages the
@@ -233,10 +259,7 @@ class CPUExecutable:
         self._sizes = None
         if not all(spec.is_static for spec in self.inputs + self.outputs):
             self._sizes = [spec.sizes() for spec in self.inputs + self.outputs]
-        # Per result: [buffer, its aligned address, the array last returned
-        # in it, that array's _Lease].
-        self._pools: tuple[list[list[Any]], ...] = tuple([] for _ in self.outputs)
-        self._pool_lock = threading.Lock()
+        self._address = address
         self._frames = threading.local()
 
     def __del__(self) -> None:
@@ -286,51 +309,55 @@ class CPUExecutable:
             address = array.ctypes.data
         return array, address
 
-    def _result(self, index: int, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    def _result(self, frame: _Frame, index: int, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """An array of ``shape`` for result ``index`` and its address, in a
-        pooled buffer (large enough, whose last array nothing references)
-        when there is one: that array itself when it has the shape."""
+        buffer of the thread's pool (large enough, whose last array nothing
+        references) when there is one: that array itself when it has the shape."""
         dtype = self.outputs[index].dtype
         size = math.prod(shape) * dtype.itemsize
-        pool = self._pools[index]
-        with self._pool_lock:
-            entry = free = None
-            for k, e in enumerate(pool):
-                # The array referenced by the pool alone, its lease by the pool
-                # and the array (each also by getrefcount's argument): no array
-                # returned earlier, nor a view of one or an object exported
-                # from either (DLPack, buffer protocol), is left.
-                if e[2] is None or sys.getrefcount(e[2]) <= 2 and sys.getrefcount(e[3]) <= 3:
-                    if len(e[0]) >= size + RESULT_ALIGNMENT:
-                        entry = e
-                        break
-                    free = k if free is None else free
-            if entry is None:
-                buffer = np.empty(size + RESULT_ALIGNMENT, np.uint8)
-                entry = [buffer, buffer.ctypes.data + -buffer.ctypes.data % RESULT_ALIGNMENT, None, None]
-                if len(pool) < POOLED_RESULTS:
-                    pool.append(entry)
-                elif free is not None:  # a free buffer too small for this size: the new one replaces it
-                    pool[free] = entry
-            array = entry[2]
-            # Made again where a caller changed it in place before dropping it.
-            if array is None or array.shape != shape or array.dtype != dtype or not array.flags.writeable:
-                entry[3] = _Lease(entry[0], entry[1], shape, dtype)
-                array = np.asarray(entry[3])
-                # A dtype numpy does not name in a typestr (ml_dtypes' bfloat16 is '<V2') is viewed as itself.
-                entry[2] = array = array if array.dtype == dtype else array.view(dtype)
-            return array, entry[1]
+        pool = frame.pools[index]
+        entry = free = None
+        for k, e in enumerate(pool):
+            # The array referenced by the pool alone, its lease by the pool
+            # and the array (each also by getrefcount's argument): no array
+            # returned earlier, nor a view of one or an object exported
+            # from either (DLPack, buffer protocol), is left.
+            if e[2] is None or sys.getrefcount(e[2]) <= 2 and sys.getrefcount(e[3]) <= 3:
+                if len(e[0]) >= size + RESULT_ALIGNMENT:
+                    entry = e
+                    break
+                free = k if free is None else free
+        if entry is None:
+            buffer = np.empty(size + RESULT_ALIGNMENT, np.uint8)
+            entry = [buffer, buffer.ctypes.data + -buffer.ctypes.data % RESULT_ALIGNMENT, None, None]
+            if len(pool) < POOLED_RESULTS:
+                pool.append(entry)
+            elif free is not None:  # a free buffer too small for this size: the new one replaces it
+                pool[free] = entry
+        array = entry[2]
+        # Made again where a caller changed it in place before dropping it.
+        if array is None or array.shape != shape or array.dtype != dtype or not array.flags.writeable:
+            entry[3] = _Lease(entry[0], entry[1], shape, dtype)
+            array = np.asarray(entry[3])
+            # A dtype numpy does not name in a typestr (ml_dtypes' bfloat16 is '<V2') is viewed as itself.
+            entry[2] = array = array if array.dtype == dtype else array.view(dtype)
+        return array, entry[1]
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        frame = getattr(self._frames, "frame", None)
+        if frame is not None and frame.fast is not None:
+            results = frame.fast(*args)
+            if results is not None:
+                return results
         if len(args) != len(self.inputs):
             raise TypeError(f"{self.name} takes {len(self.inputs)} arguments, got {len(args)}")
         # Arrays and addresses; the arrays stay referenced until the call returns.
         arguments = [self._check(i, a) for i, a in enumerate(args)]
-        frame = getattr(self._frames, "frame", None)
         if frame is None:
-            frame = self._frames.frame = _Frame(self.inputs + self.outputs)
+            frame = self._frames.frame = _Frame(self.inputs + self.outputs, len(self.outputs), self._address,
+                                                self._alignment)
         if self._sizes is None:
-            results = [self._result(i, spec.shape) for i, spec in enumerate(self.outputs)]
+            results = [self._result(frame, i, spec.shape) for i, spec in enumerate(self.outputs)]
         else:
             argument_shapes = tuple(array.shape for array, _ in arguments)
             if argument_shapes != frame.arguments:  # new sizes: bind them, set the descriptors' shapes and strides
@@ -340,7 +367,9 @@ class CPUExecutable:
                 for descriptor, shape in zip(frame.descriptors, argument_shapes + tuple(frame.results)):
                     frame.shape(descriptor, shape)
                 frame.arguments = argument_shapes
-            results = [self._result(i, shape) for i, shape in enumerate(frame.results)]
+                if frame.fast is not None:
+                    frame.fast.set_shapes([list(s) for s in argument_shapes + tuple(frame.results)])
+            results = [self._result(frame, i, shape) for i, shape in enumerate(frame.results)]
         for descriptor, (_, address) in zip(frame.descriptors, arguments + results):
             descriptor.allocated = descriptor.aligned = address
         self._entry(*frame.pointers)
