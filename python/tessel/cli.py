@@ -185,6 +185,9 @@ def _print_summaries(summaries: Sequence) -> None:
     for s in summaries:
         if s.exhausted:
             print(f"{s.name}: stopped after {s.trials} trials: every legal point of its space was measured")
+        if s.sizes and s.error is None:
+            print(f"{s.name}: over size symbols, measured at the largest of their ranges "
+                  f"({', '.join(f'{k}={v}' for k, v in s.sizes.items())}); its schedule serves every size")
 
 
 if __name__ == "__main__":

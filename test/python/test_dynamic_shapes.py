@@ -250,13 +250,37 @@ def test_gpu_schedules_of_symbolic_kernels_run_on_the_cpu(name):
         np.testing.assert_allclose(exe(x), reference(x), rtol=1e-4, atol=1e-4)
 
 
-def test_tuning_reports_symbolic_kernels_as_not_tuned(tmp_path):
-    from tessel.tuning import tune
+def test_kernels_over_symbols_are_tuned_at_their_largest_sizes_and_compiles_take_the_records(tmp_path):
+    from tessel.tuning import TuningDatabase, device_key, tune
 
-    w = normal(64, 64)
-    module = tessel.trace(lambda x: ops.relu(x @ w), spec("n", 64), dims={"n": (1, 512)})
-    (summary,) = tune(module, target="cpu", trials=2, db=tmp_path / "db.sqlite", search="random")
-    assert summary.trials == 0 and summary.error.startswith("not tuned: its sizes are size symbols")
+    w, b = normal(64, 48), normal(48)
+    module = tessel.trace(lambda x: ops.softmax(ops.relu(x @ w + b), axis=-1) * 2.0, spec("n", 64),
+                          dims={"n": (1, 200, 8)})
+    db = tmp_path / "db.sqlite"
+    summaries = tune(module, target="cpu", trials=3, db=db, search="random")
+    for s in summaries:
+        assert s.error is None and s.trials == 3 and s.sizes == {"n": 200}
+        assert 0 < s.best_seconds < math.inf and 0 < s.default_seconds < math.inf
+    with TuningDatabase(db, readonly=True) as d:
+        assert {r.kernel for r in d.records()} == {s.kernel for s in summaries}
+        assert {r.device for r in d.records()} == {device_key("cpu")}
+    expected = lambda x: 2 * _softmax_rows(np.maximum(x @ w + b, 0))
+    exe = tessel.compile(module, tuning_db=db)
+    assert set(exe.tuning.values()) == {"database"}
+    for n in (8, 56, 200):
+        x = normal(n, 64)
+        np.testing.assert_allclose(exe(x), expected(x), rtol=1e-4, atol=1e-5)
+    # A scheduled module over symbols compiles for the GPU too (no records for it: the defaults).
+    artifact = tessel.compile(module, target="cuda:sm_90", tuning_db=db)
+    assert set(artifact.tuning.values()) == {"default"}
+    emulated = artifact.emulate()
+    x = normal(16, 64)
+    np.testing.assert_allclose(emulated(x), expected(x), rtol=1e-4, atol=1e-5)
+
+
+def _softmax_rows(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
 
 
 def _gelu(x):

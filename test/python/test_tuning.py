@@ -341,10 +341,13 @@ def test_a_tuner_killed_mid_run_leaves_every_finished_record(tmp_path):
     assert all(r.error is None and math.isfinite(r.median) for r in records)
 
 
-def test_gpu_batch_exports_runs_without_mlir_and_imports(tmp_path):
-    a = RNG.standard_normal((128, 64)).astype(np.float16)
+@pytest.mark.parametrize("rows", [128, "m"])
+def test_gpu_batch_exports_runs_without_mlir_and_imports(tmp_path, rows):
+    # Rows over a size symbol: measured at the largest of its range.
+    a = tessel.TensorSpec((rows, 64), np.dtype(np.float16))
     w = (RNG.standard_normal((64, 96)) * 0.1).astype(np.float16)
-    module = tessel.trace(lambda a, w: ops.relu(a @ w), a, w, name="gemm")
+    module = tessel.trace(lambda a, w: ops.relu(a @ w), a, w, name="gemm",
+                          dims={"m": (1, 128)} if rows == "m" else None)
     batch, db = tmp_path / "batch", tmp_path / "gpu.db"
     count = tessel.tuning.export_batch(module, batch, target="sm_90", trials=4, seed=3)
     assert count == 4 and len(list(batch.glob("c*/manifest.json"))) == 4

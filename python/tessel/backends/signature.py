@@ -43,13 +43,15 @@ _SHAPE_ENCODING = re.compile(r"#graph\.shape<\[(.*)\]>")
 _DIM_RANGE = re.compile(r"#graph\.dim<\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,\s*multiple_of\s+(\d+)\s*)?>")
 
 
-def symbolic_shape(t: ir.RankedTensorType, what: str = "a tensor") -> tuple[Union[int, str], ...]:
+def symbolic_shape(t: ir.RankedTensorType, what: str = "a tensor",
+                   shape: Any = None) -> tuple[Union[int, str], ...]:
     """The shape of ``t``, each dynamic dim the text of its size expression
-    in the type's ``#graph.shape`` encoding; UnsupportedError, naming
-    ``what``, for a dynamic dim that has none."""
+    in the type's ``#graph.shape`` encoding, or in ``shape`` where given (the
+    ``graph.shape`` attribute of a plain type's argument); UnsupportedError,
+    naming ``what``, for a dynamic dim that has none."""
     if t.has_static_shape:
         return tuple(t.shape)
-    encoding = t.encoding
+    encoding = t.encoding if shape is None else shape
     match = _SHAPE_ENCODING.fullmatch(str(encoding)) if encoding is not None else None
     if match is None:
         raise UnsupportedError(f"{what} has dynamic shape {t} without size symbols (#graph.shape) naming its "
@@ -72,7 +74,9 @@ def size_ranges(func: Any) -> dict[str, shapes.DimRange]:
     return ranges
 
 
-def _spec(t: ir.Type, what: str, backend: str, symbolic: bool) -> TensorSpec:
+def _spec(t: ir.Type, what: str, backend: str, symbolic: bool, shape: Any = None) -> TensorSpec:
+    """``t``'s spec; ``shape`` is the ``graph.shape`` argument attribute that
+    names the dims of a plain type (of a scheduled module's function)."""
     if not isinstance(t, ir.RankedTensorType):
         raise UnsupportedError(f"{what} has type {t}; {backend} takes ranked tensors only")
     tensor = t
@@ -84,7 +88,7 @@ def _spec(t: ir.Type, what: str, backend: str, symbolic: bool) -> TensorSpec:
         raise UnsupportedError(
             f"{what} has element type {element}; {backend} runs {', '.join(ELEMENT_DTYPES)}"
         )
-    return TensorSpec(symbolic_shape(tensor, what), ELEMENT_DTYPES[element])
+    return TensorSpec(symbolic_shape(tensor, what, shape), ELEMENT_DTYPES[element])
 
 
 def _name(func: Any) -> str:
@@ -113,6 +117,8 @@ def entry_function(module: ir.Module, entry: str | None) -> Any:
 # (llvm.store, memref.alloc, gpu.barrier, vector.print, ...) would run
 # unchecked in the host program.
 TENSOR_DIALECTS = ("builtin", "func", "graph", "loop", "arith", "math", "tensor", "linalg", "scf", "affine")
+# Ops of scheduled modules (destination-passing style) from other dialects.
+_DESTINATION_OPS = frozenset({"bufferization.materialize_in_destination"})
 
 
 def _check_calls(entry: Any, funcs: dict[str, Any]) -> None:
@@ -131,7 +137,7 @@ def _check_calls(entry: Any, funcs: dict[str, Any]) -> None:
             elif op.name in ("func.call_indirect", "func.constant"):
                 refused.append(f"{format_location(op.location)}: @{_name(func)} uses {op.name}; "
                                "tessel compiles direct calls only")
-            elif op.name.split(".", 1)[0] not in TENSOR_DIALECTS:
+            elif op.name.split(".", 1)[0] not in TENSOR_DIALECTS and op.name not in _DESTINATION_OPS:
                 refused.append(f"{format_location(op.location)}: @{_name(func)} uses {op.name}; tessel compiles "
                                f"tensor programs, of the dialects {', '.join(TENSOR_DIALECTS)}")
             return ir.WalkResult.INTERRUPT if refused else ir.WalkResult.ADVANCE
@@ -170,8 +176,18 @@ def signature(func: Any, backend: str, symbolic: bool = False) -> tuple[str, lis
     must have as a dim of its own (the call reads it there)."""
     name = ir.StringAttr(func.attributes["sym_name"]).value
     ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    inputs = [_spec(t, f"argument {i} of @{name}", backend, symbolic) for i, t in enumerate(ftype.inputs)]
-    outputs = [_spec(t, f"result {i} of @{name}", backend, symbolic) for i, t in enumerate(ftype.results)]
+    # A scheduled module's function has plain types, its dims named by
+    # graph.shape argument attributes, and takes its results' destinations
+    # as its last arguments (graph-to-linalg's destination-passing style).
+    arg_shapes = [ir.DictAttr(a)["graph.shape"] if "graph.shape" in ir.DictAttr(a) else None
+                  for a in func.arg_attrs] if "arg_attrs" in func.attributes else [None] * len(ftype.inputs)
+    destinations = ir.IntegerAttr(func.attributes["tessel.destinations"]).value \
+        if "tessel.destinations" in func.attributes else 0
+    count = len(ftype.inputs) - destinations
+    inputs = [_spec(t, f"argument {i} of @{name}", backend, symbolic, arg_shapes[i])
+              for i, t in enumerate(ftype.inputs[:count])]
+    outputs = [_spec(t, f"result {i} of @{name}", backend, symbolic,
+                     arg_shapes[count + i] if destinations else None) for i, t in enumerate(ftype.results)]
     bound = {d for spec in inputs for d in spec.sizes() if isinstance(d, str)}
     for i, spec in enumerate(inputs + outputs):
         for d, size in enumerate(spec.sizes()):

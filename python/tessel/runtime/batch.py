@@ -24,15 +24,17 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .. import shapes
 from ..errors import RuntimeError, TesselError
+from ..shapes import DimRange, Size
 from . import load
 from .fields import FieldError, field, load_object, shown
 
-__all__ = ["BATCH_FORMAT", "candidate_inputs", "measure", "output_sample", "run_batch", "timed_calls"]
+__all__ = ["BATCH_FORMAT", "candidate_inputs", "measure", "measured_sizes", "output_sample", "run_batch", "timed_calls"]
 
 BATCH_FORMAT = "tessel-tuning-batch"
 # Output values a measurement reports: enough to tell a wrong schedule from
@@ -40,12 +42,26 @@ BATCH_FORMAT = "tessel-tuning-batch"
 SAMPLE_POINTS = 64
 
 
-def candidate_inputs(specs: Sequence[tuple[tuple[int, ...], np.dtype]]) -> list[np.ndarray]:
-    """The inputs every candidate of a kernel runs on: normal values for
+def measured_sizes(ranges: Mapping[str, DimRange]) -> dict[str, int]:
+    """The size of each symbol that a kernel over size symbols is measured
+    at: the largest of its range, the sizes its one schedule is chosen for
+    (docs/dynamic-shapes.md, section 6)."""
+    return {name: r.max - r.max % r.multiple_of for name, r in ranges.items()}
+
+
+def candidate_inputs(specs: Sequence[tuple[Sequence[Size], np.dtype]],
+                     ranges: Mapping[str, DimRange] | None = None) -> list[np.ndarray]:
+    """The inputs every candidate of a kernel runs on, each dim over size
+    symbols (of ``ranges``) at :func:`measured_sizes`: normal values for
     floats, zeros for integers and booleans (always valid indices)."""
+    sizes = measured_sizes(ranges or {})
     rng = np.random.default_rng(0)
-    return [rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
-            else np.zeros(shape, dtype) for shape, dtype in specs]
+    arrays = []
+    for shape, dtype in specs:
+        shape = tuple(shapes.evaluate(d, sizes) for d in shape)
+        arrays.append(rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
+                      else np.zeros(shape, dtype))
+    return arrays
 
 
 def output_sample(results: Any) -> list[list[float]]:
@@ -63,7 +79,7 @@ def measure(executable: Any, *, dry: bool, min_seconds: float, min_runs: int,
     outputs are sampled, :func:`output_sample`) and the sample, on the
     kernel's :func:`candidate_inputs`; inputs and outputs stay on the
     device, so calls time the kernels and their launches, not copies."""
-    arrays = candidate_inputs(executable.artifact.inputs)
+    arrays = candidate_inputs(executable.artifact.inputs, executable.artifact.dims)
     sample = output_sample(executable(*arrays))
     args = arrays if dry else [_on_device(executable, a) for a in arrays]
     executable(*args, device_outputs=not dry)  # a warm-up on the device inputs

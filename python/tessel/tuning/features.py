@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 from mlir import ir
 from mlir.dialects import linalg
 
+from .. import shapes
+from ..backends.signature import symbolic_shape
 from ..dtypes import ELEMENT_DTYPES
 from ..schedules import Entry, Primitive, knob_table
 
@@ -34,7 +36,7 @@ Features = dict[str, float]
 @dataclass(frozen=True)
 class KernelInfo:
     """What the features need of one task's kernel: its root's loop extents
-    (0 where dynamic) and which of them reduce, the contraction's (M, N, K)
+    (over size symbols at the task's measured sizes; 0 where unknown) and which of them reduce, the contraction's (M, N, K)
     (batch dims folded into M) if it has one, the root result's element
     bytes, and the kernel's linalg ops with the points each iterates."""
 
@@ -59,19 +61,54 @@ def _structured(op: ir.Operation) -> bool:
     return op.name.startswith("linalg.") and linalg.get_indexing_maps(op) is not None
 
 
-def _loops(op: ir.Operation) -> tuple[tuple[int, ...], tuple[bool, ...]]:
-    """A linalg op's loop extents (0 where unknown) and which loops reduce
-    (those its results' maps do not name)."""
+def _loops(op: ir.Operation, sizes: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    """A linalg op's loop extents (0 where unknown; a dim over size symbols
+    at ``sizes``, where the IR says how) and which loops reduce (those its
+    results' maps do not name)."""
     maps = [ir.AffineMapAttr(m).value for m in linalg.get_indexing_maps(op)]
     extents = [0] * maps[0].n_dims
     for operand, amap in zip(op.operands, maps):
         shape = operand.type.shape if isinstance(operand.type, ir.ShapedType) else []
-        for size, expr in zip(shape, amap.results):
-            if isinstance(expr, ir.AffineDimExpr) and size >= 0:
-                extents[expr.position] = size
+        for d, expr in enumerate(amap.results):
+            if isinstance(expr, ir.AffineDimExpr) and not extents[expr.position]:
+                size = shape[d] if shape[d] >= 0 else _size(operand, d, sizes) if sizes else -1
+                extents[expr.position] = max(size, 0)
     named = {e.position for m in maps[len(maps) - len(op.results):]
              for e in m.results if isinstance(e, ir.AffineDimExpr)}
     return tuple(extents), tuple(d not in named for d in range(len(extents)))
+
+
+def _size(value: ir.Value, dim: int, sizes: Mapping[str, int]) -> int:
+    """Dim ``dim`` of tensor ``value`` at ``sizes``, followed to where a
+    kernel over size symbols names it: an argument's ``graph.shape``, a
+    ``tensor.empty`` sized by ``tensor.dim`` of one, the init of a
+    destination-passing op's result; -1 where it leads elsewhere."""
+    shape = value.type.shape
+    if shape[dim] >= 0:
+        return shape[dim]
+    if isinstance(value.owner, ir.Block):
+        function = value.owner.owner
+        attrs = ir.ArrayAttr(function.attributes["arg_attrs"]) if "arg_attrs" in function.attributes else None
+        arg = ir.DictAttr(attrs[value.arg_number]) if attrs is not None else None
+        if arg is None or "graph.shape" not in arg:
+            return -1
+        entry = symbolic_shape(value.type, shape=arg["graph.shape"])[dim]
+        return shapes.evaluate(shapes.parse_size(entry) if isinstance(entry, str) else entry, sizes)
+    op = value.owner.operation
+    if op.name == "tensor.empty":  # one size operand per dynamic dim, in order
+        index = op.operands[sum(1 for s in shape[:dim] if s < 0)]
+        if index.owner.operation.name == "tensor.dim":
+            source, position = index.owner.operation.operands
+            constant = position.owner.operation
+            if constant.name == "arith.constant":
+                return _size(source, ir.IntegerAttr(constant.attributes["value"]).value, sizes)
+        return -1
+    if _structured(op):  # result i is written into the i-th init
+        inits = len(op.operands) - len(op.results)
+        return _size(op.operands[inits + value.result_number], dim, sizes)
+    if op.name in ("tensor.cast", "bufferization.materialize_in_destination"):
+        return _size(op.operands[0], dim, sizes)
+    return -1
 
 
 def kernel_info(task: Task) -> KernelInfo:
@@ -85,14 +122,14 @@ def kernel_info(task: Task) -> KernelInfo:
     while not isinstance(value.owner, ir.Block):  # an argument: no root
         owner = value.owner.operation
         if _structured(owner):
-            loops = _loops(owner)
+            loops = _loops(owner, task.sizes)
             break
         if len(owner.operands) == 0:
             break
         value = owner.operands[0]  # a reshape between the root and the result
     found: list[ir.Operation] = []
     kernel.operation.walk(lambda op: found.append(op) or ir.WalkResult.ADVANCE)
-    structured = [(op, _loops(op)[0]) for op in found if _structured(op)]
+    structured = [(op, _loops(op, task.sizes)[0]) for op in found if _structured(op)]
     contraction = None
     for op, extents in structured:
         dims = linalg.infer_contraction_dimensions(op)
@@ -138,14 +175,18 @@ def schedule_features(info: KernelInfo, names: Sequence[str], values: Sequence[i
             f[f"{a}*{b}.log2"] = f[f"{a}.log2"] + f[f"{b}.log2"]
     # Where a knob cuts a loop of known extent (the ops say which, through
     # the knob table): the pieces it makes and the padding of the last.
+    # A tiling's sizes are the root's loops in order, so a loop over size
+    # symbols takes its extent at the measured sizes.
     for primitive in info.primitives:
         for values in primitive.lists:
-            for entry in values.entries:
-                if entry.knob not in knob or not entry.extent or knob[entry.knob] <= 0:
+            for position, entry in enumerate(values.entries):
+                extent = entry.extent or (info.loops[position] if primitive.op == "loop.tile"
+                                          and position < len(info.loops) else 0)
+                if entry.knob not in knob or not extent or knob[entry.knob] <= 0:
                     continue
-                pieces = _ceil_div(entry.extent, knob[entry.knob])
+                pieces = _ceil_div(extent, knob[entry.knob])
                 f[f"{entry.knob}.pieces.log2"] = _log2(pieces)
-                f[f"{entry.knob}.pad"] = pieces * knob[entry.knob] / entry.extent - 1.0
+                f[f"{entry.knob}.pad"] = pieces * knob[entry.knob] / extent - 1.0
         if primitive.op == "loop.tile" and primitive.parallel:
             _tiling(f, primitive.lists[0].entries, knob, info, workers)
     return f

@@ -27,7 +27,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Sequence, get_args
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import func
+from mlir.dialects import bufferization, func
 
 from .. import __version__, targets
 from .. import ir as tir
@@ -39,6 +39,9 @@ from .features import CandidateFeatures, Features
 from .database import Record, TuningDatabase
 from .keys import device_key, kernel_keys
 from .runners import LocalCpuRunner, LocalCudaRunner, Measurement, Runner
+from ..backends.signature import signature, size_ranges
+from ..runtime.batch import measured_sizes
+from ..shapes import symbols_of
 
 __all__ = ["STRATEGIES", "KernelSummary", "Task", "plot_curves", "ProgressBar", "tasks", "tune"]
 
@@ -99,11 +102,14 @@ class Task:
         return is_legal(self.candidate(values))
 
     @property
-    def dynamic(self) -> bool:
-        """Whether the kernel's sizes include size symbols (a ``?`` dim)."""
+    def sizes(self) -> dict[str, int]:
+        """The size of each symbol the kernel's arguments name, as its
+        candidates are measured (:func:`tessel.runtime.batch.measured_sizes`:
+        the largest of its range); empty for a kernel of static shapes."""
         kernel = ir.SymbolTable(self.module.operation)[self.kernel]
-        ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
-        return any(isinstance(t, ir.RankedTensorType) and not t.has_static_shape for t in ftype.inputs)
+        _, inputs, _ = signature(kernel, "tuning", symbolic=True)
+        named = {s for spec in inputs for d in spec.sizes() for s in symbols_of(d)}
+        return {name: size for name, size in measured_sizes(size_ranges(kernel)).items() if name in named}
 
     def schedule_text(self, module: ir.Module) -> str:
         """This task's ``loop.schedule`` op in ``module``, printed."""
@@ -132,7 +138,9 @@ def tasks(scheduled: ir.Module) -> list[Task]:
 def _task_module(function: ir.OpView, schedules: Sequence[ir.OpView]) -> ir.Module:
     """A module of clones of ``function`` and its ``schedules``, and a public
     function ``ENTRY`` that passes its arguments to ``function`` and returns
-    its results."""
+    its results. A kernel over size symbols takes its results' destinations
+    (graph-to-linalg's destination-passing style); the entry does too, as
+    a scheduled module's entry function does, with its symbols' ranges."""
     with function.context, function.location:
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
@@ -140,11 +148,24 @@ def _task_module(function: ir.OpView, schedules: Sequence[ir.OpView]) -> ir.Modu
                 op.operation.clone()
             ftype = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
             entry = func.FuncOp(ENTRY, ftype)
+            for name in _ENTRY_ATTRIBUTES:
+                if name in function.attributes:
+                    entry.attributes[name] = function.attributes[name]
             with ir.InsertionPoint(entry.add_entry_block()):
                 call = func.CallOp(ftype.results, ir.StringAttr(function.attributes["sym_name"]).value,
                                    list(entry.arguments))
-                func.ReturnOp(call.results)
+                results = list(call.results)
+                if "tessel.destinations" in function.attributes:
+                    first = len(ftype.inputs) - len(results)
+                    results = [bufferization.materialize_in_destination(r.type, r, entry.arguments[first + i])
+                               for i, r in enumerate(results)]
+                func.ReturnOp(results)
     return module
+
+
+# What a kernel function's entry copies: its arguments' size symbols
+# (graph.shape), their ranges and its destinations.
+_ENTRY_ATTRIBUTES = ("arg_attrs", "graph.dims", "tessel.destinations")
 
 
 @dataclass
@@ -164,6 +185,7 @@ class KernelSummary:
     reused: int  # records of earlier runs that seeded the search
     curve: list[float] = field(default_factory=list)  # best-so-far seconds after each trial (search)
     error: Optional[str] = None  # why the kernel could not be tuned at all
+    sizes: dict[str, int] = field(default_factory=dict)  # of its size symbols, where measured (Task.sizes)
     exhausted: bool = False  # stopped before ``trials``: every legal point of the space was measured
 
     @property
@@ -230,13 +252,6 @@ def tune(module: ir.Module, *, target: str = "cpu", trials: int = 64, db: str | 
         history: list[tuple[Features, float]] = []  # finished kernels' measurements, for the model
         try:
             for done, task in enumerate(all_tasks):
-                if task.dynamic:
-                    summaries.append(KernelSummary(
-                        task.kernel, task.result, math.inf, math.inf, "", 0, 0, 0,
-                        error="not tuned: its sizes are size symbols, and kernels are measured at static sizes "
-                              "only so far (its default schedule, chosen for the largest sizes of its range, "
-                              "serves every size; docs/dynamic-shapes.md, section 6)"))
-                    continue
                 report = None if progress is None else (
                     lambda trial, best, finished, t=task, d=done:
                     progress(t.name, d, len(all_tasks), trial, trials, best, finished))
@@ -284,7 +299,7 @@ def _tune_task(task: Task, trials: int, runner: Runner, db: TuningDatabase, devi
         if record.tessel_version == __version__ and values is not None:
             seen.setdefault(values, record.median)
     reused = len(seen)
-    summary = KernelSummary(task.kernel, task.result, math.inf, math.inf, "", 0, 0, reused)
+    summary = KernelSummary(task.kernel, task.result, math.inf, math.inf, "", 0, 0, reused, sizes=task.sizes)
     reference: Optional[tuple[tuple[float, ...], ...]] = None
     best = math.inf
     pending = [task.default]

@@ -43,7 +43,7 @@ def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
 
     executable = None
     cuda: tuple[int, bool] | None = None  # (device, dry) of a CUDA candidate
-    inputs: dict[tuple[Any, ...], list[np.ndarray]] = {}
+    inputs: dict[tuple[Any, ...], list[np.ndarray]] = {}  # by signature and ranges
     with tempfile.TemporaryDirectory(prefix="tessel-tune-") as scratch:
         while True:
             try:
@@ -73,8 +73,10 @@ def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
                         continue
                     # The same inputs for every candidate of a kernel, so
                     # that their outputs compare.
-                    args = inputs.setdefault(executable.inputs, batch.candidate_inputs(
-                        [(spec.shape, spec.dtype) for spec in executable.inputs]))
+                    args = inputs.setdefault((executable.inputs, tuple(executable.ranges.items())),
+                                             batch.candidate_inputs([(spec.sizes(), spec.dtype)
+                                                                     for spec in executable.inputs],
+                                                                    executable.ranges))
                     reply(("ok", *_time(executable, args, min_seconds, min_runs, max_runs)))
             except Exception as e:  # noqa: BLE001 - any failure of a candidate is its result
                 reply(("error", f"{type(e).__name__}: {e}"))
