@@ -36,9 +36,10 @@ Features = dict[str, float]
 @dataclass(frozen=True)
 class KernelInfo:
     """What the features need of one task's kernel: its root's loop extents
-    (over size symbols at the task's measured sizes; 0 where unknown) and which of them reduce, the contraction's (M, N, K)
-    (batch dims folded into M) if it has one, the root result's element
-    bytes, and the kernel's linalg ops with the points each iterates."""
+    (over size symbols at the task's measured sizes; 0 where unknown) and
+    which of them reduce, the contraction's (M, N, K) (batch dims folded
+    into M) if it has one, the root result's element bytes, and the
+    kernel's linalg ops with the points each iterates."""
 
     loops: tuple[int, ...]
     reductions: tuple[bool, ...]

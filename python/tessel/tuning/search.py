@@ -32,16 +32,16 @@ from mlir.dialects import bufferization, func
 from .. import __version__, targets
 from .. import ir as tir
 from ..dialects import loop
+from ..backends.signature import signature, size_ranges
 from ..errors import CompileError, RuntimeError, UnsupportedError, require_extra
+from ..runtime.batch import measured_sizes
 from ..schedules import Knob, _schedules, default_schedules, is_legal, knobs, with_knobs
+from ..shapes import symbols_of
 from .cost_model import CostModel
 from .features import CandidateFeatures, Features
 from .database import Record, TuningDatabase
 from .keys import device_key, kernel_keys
 from .runners import LocalCpuRunner, LocalCudaRunner, Measurement, Runner
-from ..backends.signature import signature, size_ranges
-from ..runtime.batch import measured_sizes
-from ..shapes import symbols_of
 
 __all__ = ["STRATEGIES", "KernelSummary", "Task", "plot_curves", "ProgressBar", "tasks", "tune"]
 
