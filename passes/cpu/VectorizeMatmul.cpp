@@ -25,47 +25,66 @@ using namespace tessel;
 
 namespace {
 
-/// Copies the B block of a K step, which every row block of the tile reads,
-/// into a buffer whose rows are one cache line longer than the block's: a
-/// register block walks a column strip of B down its rows, which at B's
-/// row stride (a power of two, often) would all map to a few cache sets and
-/// evict each other (1024^3 with K in one block read in place: 20 ms, 7 ms
-/// copied). The copy moves row segments of up to 64 elements as vectors
-/// (copied element by element, they took a third of a 1024^3 matmul's
-/// time). A is read in place, a few rows per register block, which stay in
-/// L1 while the block passes every column strip.
-LogicalResult packB(RewriterBase &rewriter, linalg::MatmulOp op) {
-  OpOperand *operand = op.getDpsInputOperands()[1];
-  Location loc = op.getLoc();
-  MLIRContext *ctx = rewriter.getContext();
-  rewriter.setInsertionPoint(op);
-  auto type = cast<RankedTensorType>(operand->get().getType());
-  SmallVector<int64_t> shape(type.getShape());
-  shape.back() += 64 / (type.getElementTypeBitWidth() / 8);
-  Value empty =
-      tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
-  empty = tensor::ExtractSliceOp::create(
-      rewriter, loc, type, empty, getAsIndexOpFoldResult(ctx, {0, 0}),
-      getAsIndexOpFoldResult(ctx, type.getShape()),
-      getAsIndexOpFoldResult(ctx, {1, 1}));
-  auto copy = linalg::CopyOp::create(rewriter, loc, operand->get(), empty);
-  rewriter.modifyOpInPlace(op, [&] { operand->set(copy.getResult(0)); });
-  int64_t columns = type.getShape().back(), segment = 64;
+/// `source` copied into `dest` (both of the same static 2-D shape), row
+/// segments of up to 64 elements moved as vectors (copied element by
+/// element, B blocks took a third of a 1024^3 matmul's time). Not an
+/// insert_slice, which folds away where it covers its destination.
+FailureOr<Value> copyRows(RewriterBase &rewriter, Location loc, Value source,
+                          Value dest) {
+  auto copy = linalg::CopyOp::create(rewriter, loc, source, dest);
+  int64_t columns = cast<RankedTensorType>(dest.getType()).getShape().back();
+  int64_t segment = 64;
   while (columns % segment != 0)
     segment /= 2;
   FailureOr<scf::SCFTilingResult> rows = tileInLoops(
       rewriter, cast<TilingInterface>(copy.getOperation()), {1, segment});
   if (failed(rows))
-    return op.emitError("loop.vectorize could not tile the copy of a B "
-                        "block");
+    return copy.emitError("loop.vectorize could not tile the copy of a B "
+                          "block");
   Operation *row = rows->tiledOps.front();
   rewriter.setInsertionPoint(row);
   FailureOr<linalg::VectorizationResult> vectorized =
       linalg::vectorize(rewriter, row);
   if (failed(vectorized))
-    return op.emitError("loop.vectorize could not vectorize the copy of a B "
-                        "block");
+    return row->emitError("loop.vectorize could not vectorize the copy of a "
+                          "B block");
   rewriter.replaceOp(row, vectorized->replacements);
+  return rows->replacements.front();
+}
+
+/// An empty buffer for a B block of `type` whose rows are one cache line
+/// longer than the block's: a register block walks a column strip of B
+/// down its rows, which at B's row stride (a power of two, often) would
+/// all map to a few cache sets and evict each other (1024^3 with K in one
+/// block read in place: 20 ms, 7 ms copied).
+Value emptyBBlock(RewriterBase &rewriter, Location loc,
+                  RankedTensorType type) {
+  MLIRContext *ctx = rewriter.getContext();
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() += 64 / (type.getElementTypeBitWidth() / 8);
+  Value empty =
+      tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
+  return tensor::ExtractSliceOp::create(
+      rewriter, loc, type, empty, getAsIndexOpFoldResult(ctx, {0, 0}),
+      getAsIndexOpFoldResult(ctx, type.getShape()),
+      getAsIndexOpFoldResult(ctx, {1, 1}));
+}
+
+/// Copies the B block of a K step, which every row block of the tile reads,
+/// into a buffer of emptyBBlock (copyRows). A is read in place, a few rows
+/// per register block, which stay in L1 while the block passes every column
+/// strip.
+LogicalResult packB(RewriterBase &rewriter, linalg::MatmulOp op) {
+  OpOperand *operand = op.getDpsInputOperands()[1];
+  rewriter.setInsertionPoint(op);
+  Value b = operand->get();
+  FailureOr<Value> packed =
+      copyRows(rewriter, op.getLoc(), b,
+               emptyBBlock(rewriter, op.getLoc(),
+                           cast<RankedTensorType>(b.getType())));
+  if (failed(packed))
+    return failure();
+  rewriter.modifyOpInPlace(op, [&] { operand->set(*packed); });
   return success();
 }
 
@@ -380,23 +399,24 @@ LogicalResult vectorizePacked(RewriterBase &rewriter, linalg::MatmulOp op,
   Value kb = kLoop.getInductionVar();
   OpFoldResult depth = k % blockK ? clipped(kb, blockK, rewriter.getIndexAttr(k))
                                   : rewriter.getIndexAttr(blockK);
-  // B's block in a buffer of rows one cache line longer (see packB).
-  Value empty = tensor::EmptyOp::create(
-      rewriter, loc,
-      ArrayRef<int64_t>{
-          blockK, paddedCols + 64 / (bElement.getIntOrFloatBitWidth() / 8)},
-      bElement);
-  Value bBlock = tensor::ExtractSliceOp::create(
-      rewriter, loc, RankedTensorType::get({blockK, paddedCols}, bElement),
-      empty, getAsIndexOpFoldResult(ctx, {0, 0}),
-      getAsIndexOpFoldResult(ctx, {blockK, paddedCols}), ones);
-  if (k % blockK || cType.isDynamicDim(1) || cType.getDimSize(1) != paddedCols)
-    bBlock = linalg::FillOp::create(rewriter, loc, bZero, bBlock).getResult(0);
+  // B's block in a buffer of rows one cache line longer (see emptyBBlock);
+  // where it does not fill the block, zeros pad it.
+  Value bBlock = emptyBBlock(
+      rewriter, loc, RankedTensorType::get({blockK, paddedCols}, bElement));
   Value bSlice = tensor::ExtractSliceOp::create(
       rewriter, loc, bMat, {kb, rewriter.getIndexAttr(0)}, {depth, cols}, ones);
-  bBlock = tensor::InsertSliceOp::create(
-      rewriter, loc, bSlice, bBlock, getAsIndexOpFoldResult(ctx, {0, 0}),
-      {depth, cols}, ones);
+  if (k % blockK || cType.isDynamicDim(1) || cType.getDimSize(1) != paddedCols) {
+    bBlock = linalg::FillOp::create(rewriter, loc, bZero, bBlock).getResult(0);
+    bBlock = tensor::InsertSliceOp::create(
+        rewriter, loc, bSlice, bBlock, getAsIndexOpFoldResult(ctx, {0, 0}),
+        {depth, cols}, ones);
+  } else {
+    FailureOr<Value> packed = copyRows(rewriter, loc, bSlice, bBlock);
+    if (failed(packed))
+      return failure();
+    bBlock = *packed;
+    rewriter.setInsertionPointAfterValue(bBlock);
+  }
   Value rowsValue = getValueOrCreateConstantIndexOp(rewriter, loc, rows);
   auto rowLoop =
       scf::ForOp::create(rewriter, loc, index(0), rowsValue, index(rowBlock),

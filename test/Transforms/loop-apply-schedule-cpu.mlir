@@ -106,8 +106,8 @@ loop.schedule @row_blocks target "cpu" {
 // CHECK: %[[ACC:.*]] = scf.for %[[KB:.*]] = %c0 to %c24 step %c12 iter_args
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<12x32xf32>
 // CHECK: %[[BUF:.*]] = tensor.extract_slice %[[EMPTY]][0, 0] [12, 16] [1, 1]
-// CHECK: %[[ZB:.*]] = linalg.fill {{.*}} outs(%[[BUF]] : tensor<12x16xf32>)
 // CHECK: %[[BSRC:.*]] = tensor.extract_slice %{{.*}}[%[[KB]], 0] [12, %[[N]]] [1, 1]
+// CHECK: %[[ZB:.*]] = linalg.fill {{.*}} outs(%[[BUF]] : tensor<12x16xf32>)
 // CHECK: tensor.insert_slice %[[BSRC]] into %[[ZB]][0, 0] [12, %[[N]]] [1, 1]
 // CHECK: scf.for %{{.*}} = %c0 to %[[M]] step %c8 iter_args
 // CHECK: tensor.pad
@@ -390,7 +390,9 @@ loop.schedule @total target "cpu" {
 
 // Rows over a size symbol: besides the full and the partial tile, a tile of
 // a single row and all the columns (a decoding step) reads B in place in
-// register blocks of one row, 16 columns wide here (the tile's width).
+// register blocks of one row, 16 columns wide here (the tile's width). The
+// partial tile's B block, which its columns and K fill, is copied row by
+// row into its padded buffer, which the register blocks read.
 // CHECK-LABEL: func.func private @single_row
 // CHECK: %[[M:.*]] = affine.min
 // CHECK: scf.if %{{.*}} -> (tensor<?x16xf32>) {
@@ -401,6 +403,12 @@ loop.schedule @total target "cpu" {
 // CHECK-NOT: tensor.insert_slice
 // CHECK: vector.contract {{.*}} : vector<1x4xf32>, vector<4x16xf32> into vector<1x16xf32>
 // CHECK: } else {
+// CHECK: scf.for %{{.*}} = %c0 to %c24 step %c12
+// CHECK: %[[BUF:.*]] = tensor.extract_slice %{{.*}}[0, 0] [12, 16] [1, 1] : tensor<12x32xf32> to tensor<12x16xf32>
+// CHECK: %[[PACKED:.*]] = scf.for %[[ROW:.*]] = %c0 to %c12 step %c1 iter_args(%{{.*}} = %[[BUF]])
+// CHECK: tensor.insert_slice {{.*}}[%[[ROW]], 0] [1, 16] [1, 1] : tensor<1x16xf32> into tensor<12x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c8
+// CHECK: tensor.extract_slice %[[PACKED]]
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
 func.func private @single_row(%a: tensor<?x24xf32> {graph.shape = #graph.shape<[m, 24]>}, %b: tensor<24x16xf32>) -> tensor<?x16xf32> attributes {graph.dims = {m = #graph.dim<1, 64>}, tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
