@@ -1,6 +1,6 @@
 """Compile times: against the goals and torch.compile, and how they grow.
 
-    python bench/compile_time.py [--quick] [--goals | --scaling] [--only NAME ...] [--json PATH]
+    python bench/compile_time.py [--quick] [--goals | --scaling] [--only NAME ...] [--repeat N] [--json PATH]
 
 **Goals** (issue 32), each compile in a fresh process, timed inside it
 (trace and imports apart): the example transformer block
@@ -15,7 +15,8 @@ cold <= 8 s. The same block traced over size symbols (batch in [1, 64],
 seq in [1, 2048]; docs/dynamic-shapes.md), compiled once for every size,
 cold for the CPU: goal <= 1.5x the static block's cold compile (issue 30).
 ``--only`` measures the goal rows whose name starts so, and the rows they
-are measured against.
+are measured against; ``--repeat N`` measures them N rounds and reports
+the medians (one compile on a shared VM varies by 10%).
 
 **Scaling**: two families, each compiled in a fresh process (no cache) for each
 target: an elementwise chain of n ops (tanh and relu steps that nothing
@@ -35,6 +36,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -161,33 +163,54 @@ def measured(code: str, env: dict[str, str], **fields: Any) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def goals(only: Sequence[str] = ()) -> list[dict]:
+def goals(only: Sequence[str] = (), repeat: int = 1) -> list[dict]:
     """The goal rows (with ``only``, those whose name starts so, and the rows
-    they are measured against), printed as they are measured."""
+    they are measured against), printed as they are measured. With
+    ``repeat``, the rows are measured that many rounds, each with empty
+    caches, and each row's seconds and ratio are the medians of its rounds
+    (``runs``, ``ratio_runs``): on a shared VM one compile varies by 10%."""
     here = Path(__file__).resolve().parent
     paths = {"examples": str(here.parent / "examples"), "bench": str(here)}
     wanted = {name for name, *_ in GOALS if not only or any(name.startswith(o) for o in only)}
     wanted |= {against for name, *_, (_, against, _) in GOALS if name in wanted and against}
-    rows: dict[str, dict] = {}
+    rounds: list[dict[str, dict]] = []
     print(f"{'compile':22} {'seconds':>8} {'goal':>8}  vs peer")
-    with tempfile.TemporaryDirectory() as tessel_cache, tempfile.TemporaryDirectory() as inductor_cache:
-        env = {"TESSEL_CACHE_DIR": tessel_cache, "TORCHINDUCTOR_CACHE_DIR": inductor_cache}
-        if "torch.compile cold" in wanted:
-            peer = measured(TORCH_BLOCK, env, **paths)
-            rows["torch.compile cold"] = {"name": "torch.compile cold", "seconds": peer["seconds"]}
-            print(f"{'torch.compile cold':22} {peer['seconds']:8.2f}")
-        for name, code, target, fields, (goal, against, ratio_goal) in GOALS:
-            if name not in wanted:
-                continue
-            row = {"name": name, **measured(code, env, target=target, **fields, **paths), "goal_seconds": goal}
-            line = f"{name:22} {row['seconds']:8.2f} {'' if goal is None else f'<= {goal:.2f}':>8}"
-            if against in rows:  # not measured when --only left it out
-                row["ratio"] = row["seconds"] / rows[against]["seconds"]
-                row["ratio_goal"] = ratio_goal
-                line += f"  {row['ratio']:.2f}x {against} (goal <= {ratio_goal}x)"
-            rows[name] = row
-            print(line + f"  [cache {row.get('cache')}]", flush=True)
-    return list(rows.values())
+    for _ in range(repeat):
+        rows: dict[str, dict] = {}
+        rounds.append(rows)
+        with tempfile.TemporaryDirectory() as tessel_cache, tempfile.TemporaryDirectory() as inductor_cache:
+            env = {"TESSEL_CACHE_DIR": tessel_cache, "TORCHINDUCTOR_CACHE_DIR": inductor_cache}
+            if "torch.compile cold" in wanted:
+                peer = measured(TORCH_BLOCK, env, **paths)
+                rows["torch.compile cold"] = {"name": "torch.compile cold", "seconds": peer["seconds"]}
+                print(f"{'torch.compile cold':22} {peer['seconds']:8.2f}")
+            for name, code, target, fields, (goal, against, ratio_goal) in GOALS:
+                if name not in wanted:
+                    continue
+                row = {"name": name, **measured(code, env, target=target, **fields, **paths), "goal_seconds": goal}
+                line = f"{name:22} {row['seconds']:8.2f} {'' if goal is None else f'<= {goal:.2f}':>8}"
+                if against in rows:  # not measured when --only left it out
+                    row["ratio"] = row["seconds"] / rows[against]["seconds"]
+                    row["ratio_goal"] = ratio_goal
+                    line += f"  {row['ratio']:.2f}x {against} (goal <= {ratio_goal}x)"
+                rows[name] = row
+                print(line + f"  [cache {row.get('cache')}]", flush=True)
+    if repeat == 1:
+        return list(rounds[0].values())
+    print(f"\nmedians of {repeat} rounds")
+    medians = []
+    for name, first in rounds[0].items():
+        row = {**first, "runs": [r[name]["seconds"] for r in rounds]}
+        row["seconds"] = statistics.median(row["runs"])
+        line = f"{name:22} {row['seconds']:8.2f}"
+        if "ratio" in first:
+            row["ratio_runs"] = [r[name]["ratio"] for r in rounds]
+            row["ratio"] = statistics.median(row["ratio_runs"])
+            line += (f"  {row['ratio']:.2f}x (goal <= {row['ratio_goal']}x; rounds "
+                     f"{', '.join(f'{x:.2f}' for x in row['ratio_runs'])})")
+        medians.append(row)
+        print(line)
+    return medians
 
 
 def main() -> int:
@@ -199,10 +222,14 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", metavar="NAME", default=(),
                         help="the goal rows whose name starts so (and those they are measured against)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="measure the goal rows N rounds and report their medians")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     if args.only and not any(name.startswith(o) for name, *_ in GOALS for o in args.only):
         parser.error(f"no goal row's name starts with any of {args.only}")
-    goal_rows = [] if args.scaling else goals(args.only)
+    goal_rows = [] if args.scaling else goals(args.only, args.repeat)
     rows = []
     if args.goals or args.only:
         return _write(args.json, goal_rows, rows)
