@@ -26,7 +26,8 @@ using namespace tessel;
 namespace {
 
 /// `source` copied into `dest` (both of the same static 2-D shape), row
-/// segments of up to 64 elements moved as vectors (copied element by
+/// segments of up to 64 elements moved as vectors, the insertion point
+/// left after the copy (copied element by
 /// element, B blocks took a third of a 1024^3 matmul's time). Not an
 /// insert_slice, which folds away where it covers its destination.
 FailureOr<Value> copyRows(RewriterBase &rewriter, Location loc, Value source,
@@ -49,7 +50,9 @@ FailureOr<Value> copyRows(RewriterBase &rewriter, Location loc, Value source,
     return row->emitError("loop.vectorize could not vectorize the copy of a "
                           "B block");
   rewriter.replaceOp(row, vectorized->replacements);
-  return rows->replacements.front();
+  Value copied = rows->replacements.front();
+  rewriter.setInsertionPointAfterValue(copied);
+  return copied;
 }
 
 /// An empty buffer for a B block of `type` whose rows are one cache line
@@ -337,11 +340,9 @@ FailureOr<Versions> versionFullTiles(RewriterBase &rewriter,
 /// padded; register blocks over its live columns only. Where every row
 /// block read B in place instead, an edge tile of 1000^3 (104 rows of a
 /// 128-row tiling, or 232 columns of 256) ran at a third of a full one's
-/// speed. A tile of one row block (a single row, as in decoding) goes so
-/// too: its B block's copy stays in L2 (1x1024x1024 over a symbol: 0.116
-/// ms reading B in place, 0.124 copied), where a third version of the
-/// tile's code for it made the dynamic example block compile 25% longer.
-/// The result is materialized in the tile's own C (see padTo).
+/// speed. A tile of a single row has a version of its own where one can
+/// occur (versionSingleRow). The result is materialized in the tile's own C
+/// (see padTo).
 LogicalResult vectorizePacked(RewriterBase &rewriter, linalg::MatmulOp op,
                               ArrayRef<int64_t> fullShape, int64_t rowBlock,
                               int64_t blockK,
@@ -415,7 +416,6 @@ LogicalResult vectorizePacked(RewriterBase &rewriter, linalg::MatmulOp op,
     if (failed(packed))
       return failure();
     bBlock = *packed;
-    rewriter.setInsertionPointAfterValue(bBlock);
   }
   Value rowsValue = getValueOrCreateConstantIndexOp(rewriter, loc, rows);
   auto rowLoop =

@@ -116,6 +116,7 @@ def kernel_info(task: Task) -> KernelInfo:
     """Reads ``task``'s kernel: its linalg ops, the root its schedule is for
     (the op computing result ``task.result``, or the last, through reshapes)
     and its contraction."""
+    sizes = task.sizes  # read from the kernel: once, not per op
     kernel = ir.SymbolTable(task.module.operation)[task.kernel]
     ret = list(kernel.regions[0].blocks[0].operations)[-1]
     value = ret.operands[len(ret.operands) - 1 if task.result is None else task.result]
@@ -123,14 +124,14 @@ def kernel_info(task: Task) -> KernelInfo:
     while not isinstance(value.owner, ir.Block):  # an argument: no root
         owner = value.owner.operation
         if _structured(owner):
-            loops = _loops(owner, task.sizes)
+            loops = _loops(owner, sizes)
             break
         if len(owner.operands) == 0:
             break
         value = owner.operands[0]  # a reshape between the root and the result
     found: list[ir.Operation] = []
     kernel.operation.walk(lambda op: found.append(op) or ir.WalkResult.ADVANCE)
-    structured = [(op, _loops(op, task.sizes)[0]) for op in found if _structured(op)]
+    structured = [(op, _loops(op, sizes)[0]) for op in found if _structured(op)]
     contraction = None
     for op, extents in structured:
         dims = linalg.infer_contraction_dimensions(op)
