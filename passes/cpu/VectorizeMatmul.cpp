@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/cpu/VectorizeMatmul.h"
+#include "passes/cpu/PackPatches.h"
 #include "passes/TileAndFuseRoot.h"
 #include "passes/linalg/Contractions.h"
 
@@ -74,20 +75,32 @@ Value emptyBBlock(RewriterBase &rewriter, Location loc,
 }
 
 /// Copies the B block of a K step, which every row block of the tile reads,
-/// into a buffer of emptyBBlock (copyRows). A is read in place, a few rows
-/// per register block, which stay in L1 while the block passes every column
-/// strip.
-LogicalResult packB(RewriterBase &rewriter, linalg::MatmulOp op) {
+/// into a buffer of emptyBBlock (copyRows), where `copy`. A is read in
+/// place, a few rows per register block, which stay in L1 while the block
+/// passes every column strip. A block of a convolution's patches is
+/// gathered into that buffer instead (packPatches), whether or not `copy`:
+/// computed anyway, it is gathered once, into its place.
+LogicalResult packB(RewriterBase &rewriter, linalg::MatmulOp op, bool copy) {
   OpOperand *operand = op.getDpsInputOperands()[1];
   rewriter.setInsertionPoint(op);
   Value b = operand->get();
-  FailureOr<Value> packed =
-      copyRows(rewriter, op.getLoc(), b,
-               emptyBBlock(rewriter, op.getLoc(),
-                           cast<RankedTensorType>(b.getType())));
-  if (failed(packed))
-    return failure();
-  rewriter.modifyOpInPlace(op, [&] { operand->set(*packed); });
+  Location loc = op.getLoc();
+  Value dest = emptyBBlock(rewriter, loc, cast<RankedTensorType>(b.getType()));
+  Value packed = packPatches(rewriter, loc, b, dest);
+  if (!packed && !copy) {
+    Operation *slice = dest.getDefiningOp();
+    Operation *empty = slice->getOperand(0).getDefiningOp();
+    rewriter.eraseOp(slice);
+    rewriter.eraseOp(empty);
+    return success();
+  }
+  if (!packed) {
+    FailureOr<Value> copied = copyRows(rewriter, loc, b, dest);
+    if (failed(copied))
+      return failure();
+    packed = *copied;
+  }
+  rewriter.modifyOpInPlace(op, [&] { operand->set(packed); });
   return success();
 }
 
@@ -210,9 +223,10 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
   }
   // Every row block reads the whole B block: a copy pays when there are
   // several.
+  if (failed(packB(rewriter, cast<linalg::MatmulOp>(target.getOperation()),
+                   /*copy=*/rowBlock < bounds[0])))
+    return failure();
   if (rowBlock < bounds[0]) {
-    if (failed(packB(rewriter, cast<linalg::MatmulOp>(target.getOperation()))))
-      return failure();
     FailureOr<scf::SCFTilingResult> rowBlocks =
         tileInLoops(rewriter, target, {rowBlock, 0, 0});
     if (failed(rowBlocks))

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/linalg/Im2Col.h"
 #include "passes/Passes.h"
 #include "passes/linalg/Contractions.h"
 
@@ -26,6 +27,25 @@ namespace tessel {
 } // namespace tessel
 
 using namespace mlir;
+
+void tessel::setPatchGeometry(Operation *gather, const PatchGeometry &g) {
+  gather->setAttr(kPatchGeometryAttr,
+                  DenseI64ArrayAttr::get(
+                      gather->getContext(),
+                      {g.channels, g.kernel[0], g.kernel[1], g.strides[0],
+                       g.strides[1], g.dilations[0], g.dilations[1],
+                       g.output[0], g.output[1]}));
+}
+
+std::optional<tessel::PatchGeometry>
+tessel::getPatchGeometry(Operation *gather) {
+  auto values = gather->getAttrOfType<DenseI64ArrayAttr>(kPatchGeometryAttr);
+  if (!values || values.size() != 9)
+    return std::nullopt;
+  ArrayRef<int64_t> v = values.asArrayRef();
+  return PatchGeometry{v[0], {v[1], v[2]}, {v[3], v[4]}, {v[5], v[6]},
+                       {v[7], v[8]}};
+}
 
 namespace {
 
@@ -173,6 +193,13 @@ void rewriteAsMatmul(RewriterBase &rewriter, linalg::LinalgOp conv,
               arith::SelectOp::create(b, l, inside, element, source.padding);
         linalg::YieldOp::create(b, l, element);
       });
+  // Read in bounds: the CPU gathers a block of these patches by input rows.
+  if (nchw && !source.padding)
+    tessel::setPatchGeometry(cols, {c,
+                                    {kh, kw},
+                                    {strides[0], strides[1]},
+                                    {dilations[0], dilations[1]},
+                                    {oh, ow}});
 
   // The filter as a matrix: NHWC [KH*KW*C, F], NCHW [F, C*KH*KW]; the
   // result with its pixels collapsed: [N, OH*OW, F] or [N, F, OH*OW].

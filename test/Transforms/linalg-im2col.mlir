@@ -6,7 +6,7 @@
 // a batched matmul with the filter collapsed to [KH*KW*C, F], expanded back
 // to NHWC. Strides and dilations left out of the text are ones.
 // CHECK-LABEL: func.func private @nhwc
-// CHECK: %[[COLS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x36x72xf32>)
+// CHECK: %[[COLS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x36x72xf32>) {
 // CHECK: linalg.index 0
 // CHECK: tensor.extract %{{.*}} : tensor<2x8x8x8xf32>
 // CHECK: %[[FILTER:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<3x3x8x16xf32> into tensor<72x16xf32>
@@ -25,9 +25,11 @@ func.func private @nhwc(%x: tensor<2x8x8x8xf32>, %w: tensor<3x3x8x16xf32>) -> te
 // -----
 
 // NCHW: the filter [F, C*KH*KW] times the patches [N, C*KH*KW, OH*OW]; a
-// stride of 2 is in the gather's indices.
+// stride of 2 is in the gather's indices. The gather carries its geometry
+// (C, KH, KW, strides, dilations, OH, OW), by which the CPU packs blocks of
+// it (cpu/PackPatches.cpp); an NHWC gather, whose patches are A, does not.
 // CHECK-LABEL: func.func private @nchw
-// CHECK: %[[COLS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x36x16xf16>)
+// CHECK: %[[COLS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x36x16xf16>) attrs = {tessel.patches = array<i64: 4, 3, 3, 2, 2, 1, 1, 4, 4>}
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[COLS]] : tensor<8x36xf16>, tensor<1x36x16xf16>) outs(%{{.*}} : tensor<1x8x16xf32>)
 // CHECK: arith.extf
 func.func private @nchw(%x: tensor<1x4x9x9xf16>, %w: tensor<8x4x3x3xf16>) -> tensor<1x8x4x4xf32> attributes {tessel.kernel = "contraction"} {
@@ -76,12 +78,15 @@ func.func private @dynamic(%x: tensor<?x8x8x4xf32>, %w: tensor<3x3x4x4xf32>, %o:
 // A convolution of a zero-padded input (as graph-to-linalg pads): without
 // fold-padding the patches read the padded copy; with it (GPU targets)
 // they read the unpadded input at clamped indices and select the padding
-// value outside it, and the copy is gone.
+// value outside it, and the copy is gone; those bounds tests are not in
+// a geometry, so that gather is not marked.
 // CHECK-LABEL: func.func private @padded
 // CHECK: tensor.pad
+// CHECK: tessel.patches = array<i64: 4, 3, 3, 1, 1, 1, 1, 8, 8>
 // CHECK: tensor.extract %{{.*}} : tensor<1x4x10x10xf32>
 // FOLD-LABEL: func.func private @padded
 // FOLD-NOT: tensor.pad
+// FOLD-NOT: tessel.patches
 // FOLD: arith.cmpi sge
 // FOLD: arith.cmpi slt
 // FOLD: %[[X:.*]] = tensor.extract %{{.*}} : tensor<1x4x8x8xf32>

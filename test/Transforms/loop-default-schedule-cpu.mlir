@@ -124,21 +124,22 @@ func.func private @matmul_relu(%a: tensor<128x32xf32>, %b: tensor<32x256xf32>) -
 // -----
 
 // Prime sizes: blocks are powers of two below the extent or the extent
-// itself, and the register block stays 4x16x4; loop.vectorize pads the
+// itself; the register block is 8x8x4, not 4x16x4, as 53 columns pad to
+// 56 in blocks of 8 and to 64 in blocks of 16; loop.vectorize pads the
 // tile to whole register blocks.
 // CHECK-LABEL: func.func private @prime
 // CHECK: loop.knob "block_m" = 37 choices [8, 16, 32, 37]
 // CHECK-NEXT: loop.knob "block_n" = 53 choices [8, 16, 32, 53]
 // CHECK-NEXT: loop.knob "block_k" = 29 choices [16, 29]
 // CHECK-NEXT: loop.knob "cache_m" = 8 choices [8, 16, 32, 37]
-// CHECK-NEXT: loop.knob "reg_m" = 4
-// CHECK-NEXT: loop.knob "reg_n" = 16
+// CHECK-NEXT: loop.knob "reg_m" = 8
+// CHECK-NEXT: loop.knob "reg_n" = 8
 // CHECK-NEXT: loop.knob "reg_k" = 4
 // APPLY-LABEL: func.func private @prime
 // APPLY: } : tensor<37x29xf32> to tensor<40x32xf32>
-// APPLY: } : tensor<29x53xf32> to tensor<32x64xf32>
-// APPLY: vector.contract {{.*}} : vector<4x4xf32>, vector<4x16xf32> into vector<4x16xf32>
-// APPLY: tensor.extract_slice %{{.*}}[0, 0] [37, 53] [1, 1] : tensor<40x64xf32> to tensor<37x53xf32>
+// APPLY: } : tensor<29x53xf32> to tensor<32x56xf32>
+// APPLY: vector.contract {{.*}} : vector<8x4xf32>, vector<4x8xf32> into vector<8x8xf32>
+// APPLY: tensor.extract_slice %{{.*}}[0, 0] [37, 53] [1, 1] : tensor<40x56xf32> to tensor<37x53xf32>
 func.func private @prime(%a: tensor<37x29xf32>, %b: tensor<29x53xf32>) -> tensor<37x53xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<37x53xf32>

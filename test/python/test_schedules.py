@@ -211,12 +211,18 @@ def test_cpu_matmuls_that_blocks_do_not_divide_keep_full_register_blocks(m, k, n
     found = {k.name: k.value for k in schedules.knobs(scheduled)}
     # Register blocks no longer shrink to divisors (a prime N once gave 1
     # column, scalar code); the edge tiles are padded instead. They are two
-    # of this machine's vectors wide, whole vectors in a narrower tile, and
+    # of this machine's vectors wide (one, and twice as tall, where that
+    # pads the tile's columns less), whole vectors in a narrower tile, and
     # as many times wider (up to 64 columns) as they have fewer rows.
-    reg_m, reg_n = {128: (4, 8), 256: (4, 16), 512: (8, 32)}[targets.get("cpu").vector_bits]
+    bits = targets.get("cpu").vector_bits
+    lanes = bits // 32
+    reg_m, reg_n = (8 if bits >= 512 else 4), 2 * lanes
+    bm, bn = found["block_m"], found["block_n"]
+    if bn % reg_n and 2 * reg_m <= bm and -(-bn // lanes) < 2 * -(-bn // reg_n):
+        reg_m, reg_n = 2 * reg_m, lanes
     rows = min(m, reg_m)
     wide = min(reg_n * (reg_m // rows), 64)
-    assert found["reg_n"] == (wide if n >= wide else reg_n // 2) and found["reg_m"] == rows
+    assert found["reg_n"] == (wide if n >= wide else lanes) and found["reg_m"] == rows
     np.testing.assert_allclose(tessel.compile(scheduled)(*args), reference(*args), rtol=2e-3, atol=2e-3)
 
 

@@ -1,0 +1,88 @@
+// RUN: tessel-opt %s --split-input-file -pass-pipeline='builtin.module(func.func(linalg-im2col),loop-default-schedule{target=cpu vector-bits=256 cores=4},loop-validate,loop-apply-schedule,canonicalize,cse)' | FileCheck %s
+// RUN: tessel-opt %s --split-input-file -pass-pipeline='builtin.module(func.func(linalg-im2col),loop-default-schedule{target=cpu vector-bits=256 cores=4})' | FileCheck %s --check-prefix=SCHED
+
+// The B blocks of a convolution computed as a matmul (linalg-im2col, NCHW)
+// are gathered straight from the input by loop.vectorize
+// (cpu/PackPatches.cpp): a row of a block, one (channel, kh, kw), is one
+// run of an input row per output row, a vector each, into the packed block
+// (rows one cache line longer); the gather generic, no longer read, is
+// gone, and with it its element-by-element tensor.extract.
+
+// Stride 1: each run contiguous, at input row oh + kh and column kw.
+// CHECK-LABEL: func.func private @stride1
+// CHECK-NOT: tensor.extract %
+// CHECK: tensor.empty() : tensor<36x80xf32>
+// CHECK: scf.for %[[R:.*]] = %c0 to %c36 step %c1
+// CHECK: %[[KW:.*]] = arith.remui %[[R]], %c3
+// CHECK: %[[T:.*]] = arith.divui %[[R]], %c3
+// CHECK: %[[KH:.*]] = arith.remui %[[T]], %c3
+// CHECK: %[[C:.*]] = arith.divui %[[T]], %c3
+// CHECK: scf.for %[[RI:.*]] = %c0 to %c8 step %c1
+// CHECK: %[[COL:.*]] = arith.muli %[[RI]], %c8
+// CHECK: %[[IH:.*]] = arith.addi %[[RI]], %[[KH]]
+// CHECK: %[[V:.*]] = vector.transfer_read %arg0[%{{.*}}, %[[C]], %[[IH]], %[[KW]]], %{{.*}} {in_bounds = [true]} : tensor<2x4x10x10xf32>, vector<8xf32>
+// CHECK: vector.transfer_write %[[V]], %{{.*}}[%[[R]], %[[COL]]] {in_bounds = [true]} : vector<8xf32>, tensor<36x64xf32>
+// CHECK: vector.contract
+// CHECK-NOT: tensor.extract %
+func.func private @stride1(%x: tensor<2x4x10x10xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<2x8x8x8xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x8x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x8x8x8xf32>) -> tensor<2x8x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw
+      ins(%x, %w : tensor<2x4x10x10xf32>, tensor<8x4x3x3xf32>) outs(%f : tensor<2x8x8x8xf32>) -> tensor<2x8x8x8xf32>
+  return %c : tensor<2x8x8x8xf32>
+}
+
+// -----
+
+// Stride 2: a run reads the span of its lanes and keeps every other one.
+// CHECK-LABEL: func.func private @stride2
+// CHECK: %[[V:.*]] = vector.transfer_read %arg0[{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<1x4x17x17xf32>, vector<15xf32>
+// CHECK: vector.shuffle %[[V]], %[[V]] [0, 2, 4, 6, 8, 10, 12, 14] : vector<15xf32>, vector<15xf32>
+// CHECK-NOT: tensor.extract %
+func.func private @stride2(%x: tensor<1x4x17x17xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x8x8x8xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x4x17x17xf32>, tensor<8x4x3x3xf32>) outs(%f : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  return %c : tensor<1x8x8x8xf32>
+}
+
+// -----
+
+// 49 pixels, padded to 56 columns (whole register blocks of 8): the block
+// is zeros first, then its 7 runs of 7.
+// CHECK-LABEL: func.func private @ragged
+// CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[0, 0] [36, 56] [1, 1] : tensor<36x72xf32> to tensor<36x56xf32>
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[B]] : tensor<36x56xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c36 step %c1 iter_args(%{{.*}} = %[[Z]])
+// CHECK: scf.for %{{.*}} = %c0 to %c7 step %c1
+// CHECK: vector.transfer_read {{.*}} : tensor<1x4x9x9xf32>, vector<7xf32>
+// CHECK-NOT: tensor.extract %
+func.func private @ragged(%x: tensor<1x4x9x9xf32>, %w: tensor<16x4x3x3xf32>) -> tensor<1x16x7x7xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x7x7xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+  %c = linalg.conv_2d_nchw_fchw
+      ins(%x, %w : tensor<1x4x9x9xf32>, tensor<16x4x3x3xf32>) outs(%f : tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+  return %c : tensor<1x16x7x7xf32>
+}
+
+// -----
+
+// A long K over a single tile: a matmul's would be split in parts, but
+// tiling could not fuse the patch gather through the split's reshape.
+// SCHED-LABEL: func.func private @long_depth
+// SCHED-NOT: split_k
+// SCHED: loop.tile
+// CHECK-LABEL: func.func private @long_depth
+// CHECK: vector.transfer_read {{.*}} : tensor<1x128x6x6xf32>, vector<4xf32>
+func.func private @long_depth(%x: tensor<1x128x6x6xf32>, %w: tensor<16x128x3x3xf32>) -> tensor<1x16x4x4xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %c = linalg.conv_2d_nchw_fchw
+      ins(%x, %w : tensor<1x128x6x6xf32>, tensor<16x128x3x3xf32>) outs(%f : tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  return %c : tensor<1x16x4x4xf32>
+}
