@@ -28,7 +28,7 @@ def test_quick_benchmark_runs_and_reports(tmp_path):
     assert "compile time (ms, without the compile cache)" in proc.stdout
     assert "dynamic shapes: one compile per family" in proc.stdout and "dynamic/static" in proc.stdout
     results = json.loads(out.read_text())["results"]
-    assert len(results) == 20
+    assert len(results) == 24
     assert all(r["error"] is None and r["tessel"]["median_ms"] > 0 for r in results)
     # What a call costs, against torch's (issue 32's goal): tens of microseconds at most, not a kernel's time.
     (call,) = [r for r in results if r["name"] == "call overhead x+1 on 16"]
