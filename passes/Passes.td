@@ -182,6 +182,30 @@ def CpuGatherRows : Pass<"cpu-gather-rows"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def CpuVectorizeConvolutions : Pass<"cpu-vectorize-convolutions"> {
+  let summary = "Compute convolution tiles a vector of an output row at a time";
+  let description = [{
+    A linalg.generic on f32 tensors of static shape that computes
+    `out += in * filter` over a convolution's loops (upstream's
+    inferConvolutionDims: two output image loops, the columns the output's
+    last dim, read by the input's last dim at a fixed stride), as the
+    grouped and depthwise convolutions that linalg-im2col leaves are after
+    tiling, becomes loops over its other parallel and reduction loops
+    around vectors of up to 32 output columns (16 at a stride): each read
+    once, each of its taps (unrolled, at most 64) an FMA of the input row's
+    run (a contiguous vector read, or its span shuffled at a stride) with
+    the tap's weight broadcast, then written once. Lowered to loops instead,
+    every output point is a scalar chain of FMAs over the taps (a 3x3
+    depthwise convolution of 32x112x112: 0.37 ms, torch 0.23). Runs after
+    loop-apply-schedule, on the tiles.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 def CpuSerializeInnerForalls : Pass<"cpu-serialize-inner-foralls"> {
   let summary = "Turn scf.forall loops nested in another forall into scf.for";
   let description = [{

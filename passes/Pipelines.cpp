@@ -101,12 +101,15 @@ std::string linalgStage(const loop::TargetDescription &t) {
 }
 
 /// Default schedules for kernels that have none, validated, then applied;
-/// on the CPU, gathers then read their index once per row.
+/// on the CPU, gathers then read their index once per row and convolution
+/// tiles left as such are vectorized by output rows.
 std::string scheduleStage(const loop::TargetDescription &t, bool allowTf32) {
   return "loop-default-schedule{target=" + t.name +
          " allow-tf32=" + (allowTf32 ? "true" : "false") +
          "},loop-validate,loop-apply-schedule,canonicalize," +
-         (t.isCpu() ? "func.func(cpu-gather-rows),canonicalize," : "") +
+         (t.isCpu() ? "func.func(cpu-gather-rows,cpu-vectorize-convolutions),"
+                      "canonicalize,"
+                    : "") +
          "cse";
 }
 

@@ -1,0 +1,246 @@
+//===- VectorizeConvolutions.cpp - convolution tiles as row vectors -------===//
+//
+// Convolutions that linalg-im2col leaves as they are, grouped and
+// depthwise ones (MobileNet's), reach the CPU as tiles of a generic of
+// seven or eight loops whose innermost are the reductions over the taps:
+// lowered to loops, every output point is a scalar chain of KH*KW FMAs.
+// Here a tile is computed a vector of an output row at a time: its
+// accumulator read once, each tap an FMA of the input row's run (a
+// contiguous vector, or for a stride its span, shuffled) with the tap's
+// weight broadcast, then written once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_CPUVECTORIZECONVOLUTIONS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+
+namespace {
+
+/// Output lanes per vector: a stride reads a span of (lanes - 1) * stride + 1.
+constexpr int64_t kLanes = 32;
+/// Tiles of more taps than this keep their loops (unrolled, they would
+/// bloat the code for no gain).
+constexpr int64_t kMaxTaps = 64;
+
+/// The loops of a convolution tile that this pass takes: an f32 generic on
+/// tensors of static shape, `out += in * filter`, whose output's last dim is
+/// an output image loop (the columns) that the input's last dim reads as
+/// `columns * stride + taps` and no other operand dim reads.
+struct ConvolutionTile {
+  unsigned columns;
+  int64_t stride;
+  SmallVector<unsigned> taps; // filter loops, unrolled
+  SmallVector<unsigned> outer; // parallel loops but the columns
+  SmallVector<unsigned> inner; // reductions but the taps
+};
+
+std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.hasDynamicShape())
+    return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands())
+    if (!getElementTypeOrSelf(operand.get().getType()).isF32())
+      return std::nullopt;
+  // The body: yield(out + in * filter), either order.
+  auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add || op.getBody()->getOperations().size() != 3)
+    return std::nullopt;
+  Value in = op.getBody()->getArgument(0), filter = op.getBody()->getArgument(1),
+        out = op.getBody()->getArgument(2);
+  auto mul = add.getLhs().getDefiningOp<arith::MulFOp>();
+  Value acc = add.getRhs();
+  if (!mul) {
+    mul = add.getRhs().getDefiningOp<arith::MulFOp>();
+    acc = add.getLhs();
+  }
+  if (!mul || acc != out ||
+      !((mul.getLhs() == in && mul.getRhs() == filter) ||
+        (mul.getLhs() == filter && mul.getRhs() == in)))
+    return std::nullopt;
+  FailureOr<linalg::ConvolutionDimensions> dims =
+      linalg::inferConvolutionDims(op);
+  if (failed(dims) || dims->outputImage.size() != 2)
+    return std::nullopt;
+  AffineMap inMap = op.getIndexingMapsArray()[0];
+  AffineMap filterMap = op.getIndexingMapsArray()[1];
+  AffineMap outMap = op.getIndexingMapsArray()[2];
+  auto columnsDim = dyn_cast<AffineDimExpr>(outMap.getResults().back());
+  if (!columnsDim || !llvm::is_contained(dims->outputImage,
+                                         columnsDim.getPosition()))
+    return std::nullopt;
+  ConvolutionTile tile;
+  tile.columns = columnsDim.getPosition();
+  // The input reads the columns in its last dim only, at a fixed stride.
+  AffineExpr last = inMap.getResults().back();
+  if (!last.isFunctionOfDim(tile.columns) ||
+      llvm::any_of(inMap.getResults().drop_back(), [&](AffineExpr e) {
+        return e.isFunctionOfDim(tile.columns);
+      }) ||
+      llvm::any_of(filterMap.getResults(), [&](AffineExpr e) {
+        return e.isFunctionOfDim(tile.columns);
+      }))
+    return std::nullopt;
+  unsigned loops = op.getNumLoops();
+  auto at = [&](unsigned d, int64_t v) {
+    SmallVector<AffineExpr> values(loops, getAffineConstantExpr(0, op.getContext()));
+    values[d] = getAffineConstantExpr(v, op.getContext());
+    auto c = dyn_cast<AffineConstantExpr>(
+        simplifyAffineExpr(last.replaceDims(values), 0, 0));
+    return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
+  };
+  std::optional<int64_t> zero = at(tile.columns, 0), one = at(tile.columns, 1);
+  if (!zero || !one || *one - *zero < 1)
+    return std::nullopt;
+  tile.stride = *one - *zero;
+  int64_t taps = 1;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  for (unsigned d = 0; d < loops; ++d) {
+    if (d == tile.columns)
+      continue;
+    if (llvm::is_contained(dims->filterLoop, d)) {
+      tile.taps.push_back(d);
+      taps *= ranges[d];
+    } else if (op.getIteratorTypesArray()[d] ==
+               utils::IteratorType::parallel) {
+      tile.outer.push_back(d);
+    } else {
+      tile.inner.push_back(d);
+    }
+  }
+  if (taps > kMaxTaps)
+    return std::nullopt;
+  return tile;
+}
+
+/// `op` (convolutionTile) as loops over its outer and inner loops around
+/// vectors of its columns, the taps unrolled.
+void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
+               const ConvolutionTile &tile) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  rewriter.setInsertionPoint(op);
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  Value input = op.getDpsInputs()[0], filter = op.getDpsInputs()[1];
+  Type f32 = rewriter.getF32Type();
+  Value zero = arith::ConstantOp::create(rewriter, loc, f32,
+                                         rewriter.getZeroAttr(f32));
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  SmallVector<OpFoldResult> dims(op.getNumLoops(), rewriter.getIndexAttr(0));
+  auto indices = [&](AffineMap map) {
+    SmallVector<Value> values;
+    for (AffineExpr e : map.getResults())
+      values.push_back(getValueOrCreateConstantIndexOp(
+          rewriter, loc,
+          affine::makeComposedFoldedAffineApply(
+              rewriter, loc, AffineMap::get(map.getNumDims(), 0, e, ctx),
+              dims)));
+    return values;
+  };
+  // Nested loops over `loopDims` carrying `init`; `body` fills the
+  // innermost with the carried value and returns what to yield.
+  auto nest = [&](ArrayRef<unsigned> loopDims, Value init,
+                  function_ref<Value(Value)> body) -> Value {
+    SmallVector<scf::ForOp> fors;
+    Value carried = init;
+    for (unsigned d : loopDims) {
+      if (ranges[d] == 1)
+        continue;
+      auto loop = scf::ForOp::create(rewriter, loc, index(0), index(ranges[d]),
+                                     index(1), ValueRange{carried});
+      dims[d] = loop.getInductionVar();
+      carried = loop.getRegionIterArgs()[0];
+      rewriter.setInsertionPointToStart(loop.getBody());
+      fors.push_back(loop);
+    }
+    Value result = body(carried);
+    for (scf::ForOp loop : llvm::reverse(fors)) {
+      scf::YieldOp::create(rewriter, loc, result);
+      rewriter.setInsertionPointAfter(loop);
+      result = loop.getResult(0);
+    }
+    return result;
+  };
+  int64_t columns = ranges[tile.columns];
+  int64_t lanes = tile.stride == 1 ? kLanes : kLanes / 2;
+  Value result = nest(tile.outer, op.getDpsInits()[0], [&](Value out) {
+    for (int64_t j = 0; j < columns; j += lanes) {
+      int64_t count = std::min(lanes, columns - j);
+      auto vector = VectorType::get({count}, f32);
+      dims[tile.columns] = rewriter.getIndexAttr(j);
+      SmallVector<Value> at = indices(maps[2]);
+      Value acc = vector::TransferReadOp::create(rewriter, loc, vector, out,
+                                                 at, zero,
+                                                 ArrayRef<bool>{true});
+      acc = nest(tile.inner, acc, [&](Value sum) {
+        // Every tap, unrolled: its index in each filter loop.
+        SmallVector<int64_t> tap(tile.taps.size(), 0);
+        while (true) {
+          for (auto [d, v] : llvm::zip(tile.taps, tap))
+            dims[d] = rewriter.getIndexAttr(v);
+          int64_t span = (count - 1) * tile.stride + 1;
+          Value run = vector::TransferReadOp::create(
+              rewriter, loc, VectorType::get({span}, f32), input,
+              indices(maps[0]), zero, ArrayRef<bool>{true});
+          if (tile.stride != 1) {
+            SmallVector<int64_t> every;
+            for (int64_t lane = 0; lane < count; ++lane)
+              every.push_back(lane * tile.stride);
+            run = vector::ShuffleOp::create(rewriter, loc, run, run, every);
+          }
+          Value weight =
+              tensor::ExtractOp::create(rewriter, loc, filter, indices(maps[1]));
+          weight = vector::BroadcastOp::create(rewriter, loc, vector, weight);
+          sum = vector::FMAOp::create(rewriter, loc, run, weight, sum);
+          unsigned i = 0;
+          for (; i < tap.size(); ++i) {
+            if (++tap[i] < ranges[tile.taps[i]])
+              break;
+            tap[i] = 0;
+          }
+          if (i == tap.size())
+            break;
+        }
+        return sum;
+      });
+      dims[tile.columns] = rewriter.getIndexAttr(j);
+      out = vector::TransferWriteOp::create(rewriter, loc, acc, out,
+                                            indices(maps[2]),
+                                            ArrayRef<bool>{true})
+                .getResult();
+    }
+    return out;
+  });
+  rewriter.replaceOp(op, result);
+}
+
+struct CpuVectorizeConvolutionsPass
+    : tessel::impl::CpuVectorizeConvolutionsBase<CpuVectorizeConvolutionsPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<linalg::GenericOp, ConvolutionTile>> found;
+    getOperation()->walk([&](linalg::GenericOp op) {
+      if (std::optional<ConvolutionTile> tile = convolutionTile(op))
+        found.emplace_back(op, *tile);
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto &[op, tile] : found)
+      vectorize(rewriter, op, tile);
+  }
+};
+
+} // namespace

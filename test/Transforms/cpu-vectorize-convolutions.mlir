@@ -1,0 +1,68 @@
+// RUN: tessel-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(cpu-vectorize-convolutions),canonicalize,cse)' | FileCheck %s
+
+// A depthwise 3x3 convolution (as graph-to-linalg writes a grouped one:
+// loops n, g, f, oh, ow, c, kh, kw) becomes loops over n, g and oh around
+// one vector of the 8 output columns: read once, 9 FMAs of an input row's
+// run with a broadcast weight, written once.
+// CHECK-LABEL: func.func @depthwise
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %[[G:.*]] = %c0 to %c4 step %c1
+// CHECK: scf.for %[[OH:.*]] = %c0 to %c8 step %c1
+// CHECK: %[[ACC:.*]] = vector.transfer_read %{{.*}}[%c0, %[[G]], %c0, %[[OH]], %c0], %{{.*}} {in_bounds = [true]} : tensor<1x4x1x8x8xf32>, vector<8xf32>
+// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0[%c0, %[[G]], %c0, %[[OH]], %c0], %{{.*}} {in_bounds = [true]} : tensor<1x4x1x10x10xf32>, vector<8xf32>
+// CHECK: %[[W:.*]] = tensor.extract %arg1[%[[G]], %c0, %c0, %c0, %c0] : tensor<4x1x1x3x3xf32>
+// CHECK: %[[WV:.*]] = vector.broadcast %[[W]] : f32 to vector<8xf32>
+// CHECK: %[[S:.*]] = vector.fma %[[ROW]], %[[WV]], %[[ACC]] : vector<8xf32>
+// CHECK-COUNT-8: vector.fma
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %[[G]], %c0, %[[OH]], %c0] {in_bounds = [true]} : vector<8xf32>, tensor<1x4x1x8x8xf32>
+#in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#filter = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @depthwise(%x: tensor<1x4x1x10x10xf32>, %w: tensor<4x1x1x3x3xf32>, %o: tensor<1x4x1x8x8xf32>) -> tensor<1x4x1x8x8xf32> {
+  %r = linalg.generic {indexing_maps = [#in, #filter, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x4x1x10x10xf32>, tensor<4x1x1x3x3xf32>) outs(%o : tensor<1x4x1x8x8xf32>) {
+  ^bb0(%in: f32, %f: f32, %out: f32):
+    %m = arith.mulf %in, %f : f32
+    %a = arith.addf %out, %m : f32
+    linalg.yield %a : f32
+  } -> tensor<1x4x1x8x8xf32>
+  return %r : tensor<1x4x1x8x8xf32>
+}
+
+// -----
+
+// Stride 2, two channels per group: a run reads the span of its lanes and
+// keeps every other one; the group's input channels are a loop.
+// CHECK-LABEL: func.func @strided
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
+// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0{{.*}} : tensor<1x2x2x9x9xf32>, vector<7xf32>
+// CHECK: vector.shuffle %[[ROW]], %[[ROW]] [0, 2, 4, 6] : vector<7xf32>, vector<7xf32>
+#in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 * 2 + d7)>
+#filter = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @strided(%x: tensor<1x2x2x9x9xf32>, %w: tensor<2x1x2x3x3xf32>, %o: tensor<1x2x1x4x4xf32>) -> tensor<1x2x1x4x4xf32> {
+  %r = linalg.generic {indexing_maps = [#in, #filter, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x2x2x9x9xf32>, tensor<2x1x2x3x3xf32>) outs(%o : tensor<1x2x1x4x4xf32>) {
+  ^bb0(%in: f32, %f: f32, %out: f32):
+    %m = arith.mulf %in, %f : f32
+    %a = arith.addf %out, %m : f32
+    linalg.yield %a : f32
+  } -> tensor<1x2x1x4x4xf32>
+  return %r : tensor<1x2x1x4x4xf32>
+}
+
+// -----
+
+// Not a multiply-accumulate (a max pooling's window): left as it is.
+// CHECK-LABEL: func.func @pooling
+// CHECK: linalg.generic
+// CHECK-NOT: vector.fma
+#in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d4, d3 + d5)>
+#window = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+func.func @pooling(%x: tensor<1x2x10x10xf32>, %w: tensor<3x3xf32>, %o: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %r = linalg.generic {indexing_maps = [#in, #window, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %w : tensor<1x2x10x10xf32>, tensor<3x3xf32>) outs(%o : tensor<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %f: f32, %out: f32):
+    %a = arith.maximumf %out, %in : f32
+    linalg.yield %a : f32
+  } -> tensor<1x2x8x8xf32>
+  return %r : tensor<1x2x8x8xf32>
+}
