@@ -83,9 +83,10 @@ std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
     return std::nullopt;
   ConvolutionTile tile;
   tile.columns = columnsDim.getPosition();
-  // The input reads the columns in its last dim only, at a fixed stride.
+  // The input reads the columns in its last dim only, at a fixed stride
+  // (linearly: no mod or division).
   AffineExpr last = inMap.getResults().back();
-  if (!last.isFunctionOfDim(tile.columns) ||
+  if (!last.isPureAffine() || !last.isFunctionOfDim(tile.columns) ||
       llvm::any_of(inMap.getResults().drop_back(), [&](AffineExpr e) {
         return e.isFunctionOfDim(tile.columns);
       }) ||

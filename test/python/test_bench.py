@@ -89,10 +89,14 @@ def test_tuning_benchmark_runs_and_reports(tmp_path):
     (result,) = json.loads(out.read_text())["results"]
     assert result["name"] == "softmax 256x128" and result["default_ms"] > 0 and result["tuned_ms"] > 0
     (kernel,) = result["kernels"].values()
-    assert kernel["best_ms"] <= kernel["reference_best_ms"]
+    assert kernel["best_ms"] > 0 and len(kernel["reference_curve_ms"]) == 3
     for search in ("model", "random"):
-        counts = kernel[search]["trials_to_3pct"]
+        counts, curves = kernel[search]["trials_to_3pct"], kernel[search]["curves_ms"]
         assert len(counts) == 2 and all(c is None or 1 <= c <= 2 for c in counts)
+        # Reached at the first trial whose best so far is within 3% of the best point.
+        for count, curve in zip(counts, curves):
+            first = next((i for i, ms in enumerate(curve, 1) if ms <= kernel["best_ms"] * 1.03), None)
+            assert count == first
 
 
 def test_cost_model_benchmark_runs_and_reports(tmp_path):
