@@ -125,13 +125,14 @@ func.func private @matmul_relu(%a: tensor<128x32xf32>, %b: tensor<32x256xf32>) -
 
 // Prime sizes: blocks are powers of two below the extent or the extent
 // itself; the register block is 8x8x4, not 4x16x4, as 53 columns pad to
-// 56 in blocks of 8 and to 64 in blocks of 16; loop.vectorize pads the
-// tile to whole register blocks.
+// 56 in blocks of 8 and to 64 in blocks of 16; the tile's 37 rows are one
+// row block (B read in place); loop.vectorize pads the tile to whole
+// register blocks.
 // CHECK-LABEL: func.func private @prime
 // CHECK: loop.knob "block_m" = 37 choices [8, 16, 32, 37]
 // CHECK-NEXT: loop.knob "block_n" = 53 choices [8, 16, 32, 53]
 // CHECK-NEXT: loop.knob "block_k" = 29 choices [16, 29]
-// CHECK-NEXT: loop.knob "cache_m" = 8 choices [8, 16, 32, 37]
+// CHECK-NEXT: loop.knob "cache_m" = 37 choices [8, 16, 32, 37]
 // CHECK-NEXT: loop.knob "reg_m" = 8
 // CHECK-NEXT: loop.knob "reg_n" = 8
 // CHECK-NEXT: loop.knob "reg_k" = 4
