@@ -271,10 +271,11 @@ Value tessel::packPatches(RewriterBase &rewriter, Location loc, Value block,
   rewriter.setInsertionPointToStart(rows.getBody());
   Value r = rows.getInductionVar();
   Value patchRow = arith::AddIOp::create(rewriter, loc, firstRow, r);
-  Value kw = arith::RemUIOp::create(rewriter, loc, patchRow, index(g.kernel[1]));
-  Value rest = arith::DivUIOp::create(rewriter, loc, patchRow, index(g.kernel[1]));
-  Value kh = arith::RemUIOp::create(rewriter, loc, rest, index(g.kernel[0]));
-  Value channel = arith::DivUIOp::create(rewriter, loc, rest, index(g.kernel[0]));
+  Value kernelRows = index(g.kernel[0]), kernelColumns = index(g.kernel[1]);
+  Value kw = arith::RemUIOp::create(rewriter, loc, patchRow, kernelColumns);
+  Value rest = arith::DivUIOp::create(rewriter, loc, patchRow, kernelColumns);
+  Value kh = arith::RemUIOp::create(rewriter, loc, rest, kernelRows);
+  Value channel = arith::DivUIOp::create(rewriter, loc, rest, kernelRows);
   auto scaled = [&](Value v, int64_t factor) -> Value {
     return factor == 1 ? v
                        : arith::MulIOp::create(rewriter, loc, v, index(factor))

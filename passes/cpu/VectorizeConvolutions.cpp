@@ -58,8 +58,9 @@ std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
   auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
   if (!add || op.getBody()->getOperations().size() != 3)
     return std::nullopt;
-  Value in = op.getBody()->getArgument(0), filter = op.getBody()->getArgument(1),
-        out = op.getBody()->getArgument(2);
+  Block *body = op.getBody();
+  Value in = body->getArgument(0), filter = body->getArgument(1),
+        out = body->getArgument(2);
   auto mul = add.getLhs().getDefiningOp<arith::MulFOp>();
   Value acc = add.getRhs();
   if (!mul) {
@@ -96,8 +97,9 @@ std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
     return std::nullopt;
   unsigned loops = op.getNumLoops();
   auto at = [&](unsigned d, int64_t v) {
-    SmallVector<AffineExpr> values(loops, getAffineConstantExpr(0, op.getContext()));
-    values[d] = getAffineConstantExpr(v, op.getContext());
+    MLIRContext *ctx = op.getContext();
+    SmallVector<AffineExpr> values(loops, getAffineConstantExpr(0, ctx));
+    values[d] = getAffineConstantExpr(v, ctx);
     auto c = dyn_cast<AffineConstantExpr>(
         simplifyAffineExpr(last.replaceDims(values), 0, 0));
     return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
@@ -204,8 +206,8 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
               every.push_back(lane * tile.stride);
             run = vector::ShuffleOp::create(rewriter, loc, run, run, every);
           }
-          Value weight =
-              tensor::ExtractOp::create(rewriter, loc, filter, indices(maps[1]));
+          Value weight = tensor::ExtractOp::create(rewriter, loc, filter,
+                                                   indices(maps[1]));
           weight = vector::BroadcastOp::create(rewriter, loc, vector, weight);
           sum = vector::FMAOp::create(rewriter, loc, run, weight, sum);
           unsigned i = 0;

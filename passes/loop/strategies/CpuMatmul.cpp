@@ -259,7 +259,8 @@ struct CpuMatmul final : Strategy {
     // 0.337). Not a convolution's, whose patches are gathered anyway
     // (1x64x56x56 3x3: 1.16 ms in rows of 8, 1.22 in one block).
     int64_t cacheRows = !patches && bm <= 64 ? bm : regM;
-    Value vcm = addKnob(sb, loc, "cache_m", pick(bmChoices, cacheRows), bmChoices);
+    Value vcm =
+        addKnob(sb, loc, "cache_m", pick(bmChoices, cacheRows), bmChoices);
     int64_t regRows = std::min(regM, bm);
     Value vrm = addKnob(sb, loc, "reg_m", pick(rmChoices, regRows), rmChoices);
     // Whole vectors where the block is narrower than two. A register
