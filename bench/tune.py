@@ -118,12 +118,8 @@ def trials_to_best(curve: list[float], best_s: float) -> int | None:
 
 def median_trials(counts: list[Optional[int]]) -> Optional[float]:
     """The median of ``counts``, a search that never came near (None) ranking after any count."""
-    ranked = sorted(counts, key=lambda c: float("inf") if c is None else c)
-    middle = ranked[len(ranked) // 2] if len(ranked) % 2 else None
-    if len(ranked) % 2 == 0:
-        low, high = ranked[len(ranked) // 2 - 1], ranked[len(ranked) // 2]
-        middle = None if low is None or high is None else (low + high) / 2
-    return middle
+    middle = statistics.median(float("inf") if c is None else c for c in counts)
+    return None if middle == float("inf") else middle
 
 
 def run(workload: Workload, trials: int, reference_trials: int, seeds: int, runner: LocalCpuRunner,

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/cpu/PackPatches.h"
+#include "passes/cpu/InputRuns.h"
 #include "passes/linalg/Im2Col.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -87,8 +88,9 @@ bool isMultipleOf(OpFoldResult v, int64_t m) {
 /// Where a B block lies in the patches: the gather generic that computes
 /// them, and the block's first batch index, patch row and pixel, each a
 /// sum of the offsets of the slices between them. Where a matmul tile's
-/// padding to whole register blocks lies between them, `valid` is the
-/// part of the block that the patches fill (its rest is zeros).
+/// padding to whole register blocks lies between them (`padded`), the
+/// patches fill the block's first `validColumns` columns and its rows up to
+/// `paddedRows` less `rowInPadding`; the rest is zeros.
 struct PatchBlock {
   linalg::GenericOp gather;
   PatchGeometry geometry;
@@ -243,16 +245,15 @@ Value tessel::packPatches(RewriterBase &rewriter, Location loc, Value block,
   };
   Value batch = sum(found->batch), firstRow = sum(found->row),
         firstPixel = sum(found->pixel);
-  Type element = blockType.getElementType();
-  Value zero = arith::ConstantOp::create(rewriter, loc, element,
-                                         rewriter.getZeroAttr(element));
 
-  // Padding: zeros, then the patches over them.
-  if (found->padded)
-    dest = linalg::FillOp::create(rewriter, loc, zero, dest).getResult(0);
-  // The rows of patches: up to the padding's first.
+  // Padding: zeros, then the patches over them, in the rows up to the
+  // padding's first.
   Value rowCount = index(depth);
   if (found->padded) {
+    Type element = blockType.getElementType();
+    Value zero = arith::ConstantOp::create(rewriter, loc, element,
+                                           rewriter.getZeroAttr(element));
+    dest = linalg::FillOp::create(rewriter, loc, zero, dest).getResult(0);
     AffineExpr rest = getAffineConstantExpr(found->paddedRows, ctx);
     for (unsigned i = 0; i < found->rowInPadding.size(); ++i)
       rest = rest - getAffineSymbolExpr(i, ctx);
@@ -264,8 +265,11 @@ Value tessel::packPatches(RewriterBase &rewriter, Location loc, Value block,
                            {getAffineConstantExpr(depth, ctx), rest}, ctx),
             found->rowInPadding));
   }
+  // Of runs of whole rows, the output row of the block's first pixel.
   Value firstOutputRow =
-      arith::DivUIOp::create(rewriter, loc, firstPixel, index(width));
+      run == width
+          ? arith::DivUIOp::create(rewriter, loc, firstPixel, index(width))
+          : Value();
   auto rows = scf::ForOp::create(rewriter, loc, index(0), rowCount, index(1),
                                  ValueRange{dest});
   rewriter.setInsertionPointToStart(rows.getBody());
@@ -310,18 +314,10 @@ Value tessel::packPatches(RewriterBase &rewriter, Location loc, Value block,
   int64_t lanes = std::max<int64_t>(1, 64 / stride);
   Value packed = runs.getRegionIterArgs()[0];
   for (int64_t j = 0; j < run; j += lanes) {
-    int64_t count = std::min(lanes, run - j);
-    int64_t span = (count - 1) * stride + 1;
     Value at = arith::AddIOp::create(rewriter, loc, iw, index(j * stride));
-    Value read = vector::TransferReadOp::create(
-        rewriter, loc, VectorType::get({span}, element), source,
-        ValueRange{batch, channel, ih, at}, zero, ArrayRef<bool>{true});
-    if (stride != 1) {
-      SmallVector<int64_t> every;
-      for (int64_t lane = 0; lane < count; ++lane)
-        every.push_back(lane * stride);
-      read = vector::ShuffleOp::create(rewriter, loc, read, read, every);
-    }
+    Value read = readInputRun(rewriter, loc, source,
+                              ValueRange{batch, channel, ih, at},
+                              std::min(lanes, run - j), stride);
     Value to = arith::AddIOp::create(rewriter, loc, column, index(j));
     packed = vector::TransferWriteOp::create(rewriter, loc, read, packed,
                                              ValueRange{r, to},

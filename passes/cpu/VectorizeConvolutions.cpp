@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/cpu/InputRuns.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -196,16 +197,8 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
         while (true) {
           for (auto [d, v] : llvm::zip(tile.taps, tap))
             dims[d] = rewriter.getIndexAttr(v);
-          int64_t span = (count - 1) * tile.stride + 1;
-          Value run = vector::TransferReadOp::create(
-              rewriter, loc, VectorType::get({span}, f32), input,
-              indices(maps[0]), zero, ArrayRef<bool>{true});
-          if (tile.stride != 1) {
-            SmallVector<int64_t> every;
-            for (int64_t lane = 0; lane < count; ++lane)
-              every.push_back(lane * tile.stride);
-            run = vector::ShuffleOp::create(rewriter, loc, run, run, every);
-          }
+          Value run = tessel::readInputRun(
+              rewriter, loc, input, indices(maps[0]), count, tile.stride);
           Value weight = tensor::ExtractOp::create(rewriter, loc, filter,
                                                    indices(maps[1]));
           weight = vector::BroadcastOp::create(rewriter, loc, vector, weight);
@@ -221,9 +214,7 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
         }
         return sum;
       });
-      dims[tile.columns] = rewriter.getIndexAttr(j);
-      out = vector::TransferWriteOp::create(rewriter, loc, acc, out,
-                                            indices(maps[2]),
+      out = vector::TransferWriteOp::create(rewriter, loc, acc, out, at,
                                             ArrayRef<bool>{true})
                 .getResult();
     }
