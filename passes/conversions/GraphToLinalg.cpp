@@ -1257,9 +1257,47 @@ struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
                            graph::Conv2DOp op, bool nchw, Value input,
                            Value weight, Value out) {
     int64_t g = op.getGroups();
-    auto inType = cast<RankedTensorType>(input.getType());
-    auto wType = cast<RankedTensorType>(weight.getType());
+    auto d = [&](int i) { return getAffineDimExpr(i, ctx); };
+    ArrayRef<int64_t> s = op.getStrides(), dl = op.getDilations();
+    using It = utils::IteratorType;
+    auto conv = [&](Value in, Value w, Value o, ArrayRef<AffineMap> maps,
+                    ArrayRef<It> iterators) {
+      return linalg::GenericOp::create(
+                 b, loc, o.getType(), ValueRange{in, w}, o, maps, iterators,
+                 [&](OpBuilder &nb, Location l, ValueRange args) {
+                   linalg::YieldOp::create(
+                       nb, l,
+                       tessel::multiplyAccumulate(nb, l, args[0], args[1],
+                                                  args[2]));
+                 })
+          .getResult(0);
+    };
+    // Depthwise (one input and one output channel per group): loops
+    // (n, c, oh, ow, kh, kw) on the image as it is, so that the result
+    // needs no reshape, which would keep tiling from fusing the
+    // convolution with its epilogue. Only the weight drops its unit dim.
     auto outType = cast<RankedTensorType>(out.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    if (outType.getDimSize(nchw ? 1 : 3) == g &&
+        wType.getDimSize(nchw ? 1 : 2) == 1) {
+      SmallVector<ReassociationIndices> drop =
+          nchw ? SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}}
+               : SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}};
+      Value w = tensor::CollapseShapeOp::create(b, loc, weight, drop);
+      AffineExpr n = d(0), c = d(1), oh = d(2), ow = d(3), kh = d(4),
+                 kw = d(5);
+      AffineExpr h = oh * s[0] + kh * dl[0], wd = ow * s[1] + kw * dl[1];
+      SmallVector<AffineMap> maps =
+          nchw ? SmallVector<AffineMap>{AffineMap::get(6, 0, {n, c, h, wd}, ctx),
+                                        AffineMap::get(6, 0, {c, kh, kw}, ctx),
+                                        AffineMap::get(6, 0, {n, c, oh, ow}, ctx)}
+               : SmallVector<AffineMap>{AffineMap::get(6, 0, {n, h, wd, c}, ctx),
+                                        AffineMap::get(6, 0, {kh, kw, c}, ctx),
+                                        AffineMap::get(6, 0, {n, oh, ow, c}, ctx)};
+      return conv(input, w, out, maps,
+                  {It::parallel, It::parallel, It::parallel, It::parallel,
+                   It::reduction, It::reduction});
+    }
     auto split = [&](Value v, int64_t dim, int64_t outer) {
       auto t = cast<RankedTensorType>(v.getType());
       SmallVector<int64_t> shape(t.getShape());
@@ -1281,10 +1319,8 @@ struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
     Value in = split(input, nchw ? 1 : 3, g);
     Value w = split(weight, nchw ? 0 : 3, g);
     Value o = split(out, nchw ? 1 : 3, g);
-    auto d = [&](int i) { return getAffineDimExpr(i, ctx); };
     AffineExpr n = d(0), gg = d(1), f = d(2), oh = d(3), ow = d(4), c = d(5),
                kh = d(6), kw = d(7);
-    ArrayRef<int64_t> s = op.getStrides(), dl = op.getDilations();
     AffineExpr h = oh * s[0] + kh * dl[0], wd = ow * s[1] + kw * dl[1];
     SmallVector<AffineMap> maps;
     if (nchw)
@@ -1295,25 +1331,14 @@ struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
       maps = {AffineMap::get(8, 0, {n, h, wd, gg, c}, ctx),
               AffineMap::get(8, 0, {kh, kw, c, gg, f}, ctx),
               AffineMap::get(8, 0, {n, oh, ow, gg, f}, ctx)};
-    using It = utils::IteratorType;
-    SmallVector<It> iterators = {It::parallel, It::parallel, It::parallel,
-                                 It::parallel, It::parallel, It::reduction,
-                                 It::reduction, It::reduction};
-    Value conv =
-        linalg::GenericOp::create(
-            b, loc, o.getType(), ValueRange{in, w}, o, maps, iterators,
-            [&](OpBuilder &nb, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  nb, l,
-                  tessel::multiplyAccumulate(nb, l, args[0], args[1], args[2]));
-            })
-            .getResult(0);
+    Value grouped = conv(in, w, o, maps,
+                         {It::parallel, It::parallel, It::parallel,
+                          It::parallel, It::parallel, It::reduction,
+                          It::reduction, It::reduction});
     SmallVector<ReassociationIndices> merge =
         nchw ? SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}}
              : SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}};
-    (void)inType;
-    (void)wType;
-    return tensor::CollapseShapeOp::create(b, loc, outType, conv, merge);
+    return tensor::CollapseShapeOp::create(b, loc, outType, grouped, merge);
   }
 };
 

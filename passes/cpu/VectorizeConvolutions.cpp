@@ -129,6 +129,109 @@ std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
   return tile;
 }
 
+/// A tile's input that is a slice of a convolution's padded image:
+/// reading the image itself (in bounds, the padding value elsewhere)
+/// spares the padded copy, which is made whole, in one thread, before
+/// the tiles run.
+struct PaddedInput {
+  Value image;
+  SmallVector<OpFoldResult> offsets; // of the slice in the padded image
+  SmallVector<int64_t> low, size;    // the image's low padding and shape
+  SmallVector<bool> padded;          // whether a dim has padding
+  Value padding;
+};
+
+/// `input` as a slice of a padded image (tensor.pad of a constant at
+/// static bounds; a whole slice with unit strides, its offset static in
+/// the last dim), if `last` (the input's last index) is a function of
+/// `known` (the columns and taps, which vectorize unrolls) only.
+std::optional<PaddedInput> paddedInput(Value input, AffineExpr last,
+                                       ArrayRef<unsigned> known,
+                                       unsigned loops) {
+  auto slice = input.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice || !slice.hasUnitStride() ||
+      slice.getSourceType().getRank() != slice.getResultType().getRank())
+    return std::nullopt;
+  auto pad = slice.getSource().getDefiningOp<tensor::PadOp>();
+  if (!pad || !pad.getConstantPaddingValue() ||
+      !pad.getSourceType().hasStaticShape() ||
+      !getConstantIntValue(slice.getMixedOffsets().back()))
+    return std::nullopt;
+  for (unsigned d = 0; d < loops; ++d)
+    if (!llvm::is_contained(known, d) && last.isFunctionOfDim(d))
+      return std::nullopt;
+  PaddedInput padded{pad.getSource(), slice.getMixedOffsets(), {}, {}, {},
+                     pad.getConstantPaddingValue()};
+  for (auto [low, high, size] :
+       llvm::zip(pad.getMixedLowPad(), pad.getMixedHighPad(),
+                 pad.getSourceType().getShape())) {
+    std::optional<int64_t> l = getConstantIntValue(low),
+                           h = getConstantIntValue(high);
+    if (!l || !h)
+      return std::nullopt;
+    padded.low.push_back(*l);
+    padded.size.push_back(size);
+    padded.padded.push_back(*l != 0 || *h != 0);
+  }
+  return padded;
+}
+
+/// The `count` elements of `padded`'s image that a run of output columns
+/// reads from `at` (indices in the padded slice) on, every `stride`-th:
+/// in the image's bounds its elements, elsewhere the padding. A row out
+/// of bounds is read clamped and replaced by the padding (a select, no
+/// branch); the columns out of bounds are known here, and shuffled in.
+Value readPaddedRun(OpBuilder &b, Location loc, const PaddedInput &padded,
+                    ArrayRef<Value> at, int64_t count, int64_t stride) {
+  unsigned rank = padded.size.size();
+  Type element = padded.padding.getType();
+  auto vector = VectorType::get({count}, element);
+  Value fill = vector::BroadcastOp::create(b, loc, vector, padded.padding);
+  int64_t first = *getConstantIntValue(padded.offsets.back()) +
+                  *getConstantIntValue(at.back()) - padded.low.back();
+  int64_t width = padded.size.back();
+  // The lanes in the image: first + lane * stride in [0, width).
+  int64_t lo = first >= 0 ? 0 : (-first + stride - 1) / stride;
+  int64_t hi =
+      first >= width ? 0 : std::min(count, (width - first - 1) / stride + 1);
+  if (lo >= hi)
+    return fill;
+  Value valid;
+  SmallVector<Value> indices;
+  for (unsigned d = 0; d + 1 < rank; ++d) {
+    Value offset = getValueOrCreateConstantIndexOp(b, loc, padded.offsets[d]);
+    Value i = arith::AddIOp::create(b, loc, offset, at[d]);
+    if (!padded.padded[d]) { // batch, channels
+      indices.push_back(i);
+      continue;
+    }
+    i = arith::SubIOp::create(
+        b, loc, i, arith::ConstantIndexOp::create(b, loc, padded.low[d]));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value end = arith::ConstantIndexOp::create(b, loc, padded.size[d]);
+    Value inside = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, i, zero),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, end));
+    valid = valid ? arith::AndIOp::create(b, loc, valid, inside) : inside;
+    Value top = arith::ConstantIndexOp::create(b, loc, padded.size[d] - 1);
+    indices.push_back(arith::MinSIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, i, zero), top));
+  }
+  indices.push_back(
+      arith::ConstantIndexOp::create(b, loc, first + lo * stride));
+  Value run =
+      tessel::readInputRun(b, loc, padded.image, indices, hi - lo, stride);
+  if (lo > 0 || hi < count) {
+    // Lane l: the run's lane l - lo, or the fill's first.
+    SmallVector<int64_t> lanes;
+    for (int64_t lane = 0; lane < count; ++lane)
+      lanes.push_back(lane >= lo && lane < hi ? lane - lo : hi - lo);
+    run = vector::ShuffleOp::create(b, loc, run, fill, lanes);
+  }
+  return valid ? arith::SelectOp::create(b, loc, valid, run, fill) : run;
+}
+
 /// `op` (convolutionTile) as loops over its outer and inner loops around
 /// vectors of its columns, the taps unrolled.
 void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
@@ -139,6 +242,10 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   Value input = op.getDpsInputs()[0], filter = op.getDpsInputs()[1];
+  SmallVector<unsigned> known(tile.taps);
+  known.push_back(tile.columns);
+  std::optional<PaddedInput> padded = paddedInput(
+      input, maps[0].getResults().back(), known, op.getNumLoops());
   Type f32 = rewriter.getF32Type();
   Value zero = arith::ConstantOp::create(rewriter, loc, f32,
                                          rewriter.getZeroAttr(f32));
@@ -197,8 +304,12 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
         while (true) {
           for (auto [d, v] : llvm::zip(tile.taps, tap))
             dims[d] = rewriter.getIndexAttr(v);
-          Value run = tessel::readInputRun(
-              rewriter, loc, input, indices(maps[0]), count, tile.stride);
+          Value run =
+              padded ? readPaddedRun(rewriter, loc, *padded, indices(maps[0]),
+                                     count, tile.stride)
+                     : tessel::readInputRun(rewriter, loc, input,
+                                            indices(maps[0]), count,
+                                            tile.stride);
           Value weight = tensor::ExtractOp::create(rewriter, loc, filter,
                                                    indices(maps[1]));
           weight = vector::BroadcastOp::create(rewriter, loc, vector, weight);

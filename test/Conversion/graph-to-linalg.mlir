@@ -372,16 +372,37 @@ func.func @conv_grouped(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> ten
 
 // -----
 
-// Depthwise NHWC with dilation 2: the group dim splits the channels (last).
-// CHECK-DAG: #[[DIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d3 + d6 * 2, d4 + d7 * 2, d1, d5)>
-// CHECK-DAG: #[[DW:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d6, d7, d5, d1, d2)>
-// CHECK-DAG: #[[DOUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d3, d4, d1, d2)>
+// Depthwise NHWC with dilation 2: loops (n, c, oh, ow, kh, kw) on the image
+// as it is; only the weight drops its unit dim, the result is not reshaped.
+// CHECK-DAG: #[[DIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2 + d4 * 2, d3 + d5 * 2, d1)>
+// CHECK-DAG: #[[DW:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5, d1)>
+// CHECK-DAG: #[[DOUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2, d3, d1)>
 // CHECK-LABEL: func.func @conv_depthwise_nhwc
-// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2], [3, 4]] output_shape [1, 8, 8, 4, 1]
-// CHECK: linalg.generic {indexing_maps = [#[[DIN]], #[[DW]], #[[DOUT]]]
-// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1], [2], [3, 4]] : tensor<1x4x4x4x1xf32> into tensor<1x4x4x4xf32>
+// CHECK-SAME: (%[[X:.*]]: tensor<1x8x8x4xf32>, %[[W:.*]]: tensor<3x3x1x4xf32>)
+// CHECK: %[[WC:.*]] = tensor.collapse_shape %[[W]] {{\[\[}}0], [1], [2, 3]] : tensor<3x3x1x4xf32> into tensor<3x3x4xf32>
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[DIN]], #[[DW]], #[[DOUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[X]], %[[WC]] : tensor<1x8x8x4xf32>, tensor<3x3x4xf32>) outs(%{{.*}} : tensor<1x4x4x4xf32>)
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: return %[[R]]
 func.func @conv_depthwise_nhwc(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x1x4xf32>) -> tensor<1x4x4x4xf32> {
   %0 = graph.conv2d nhwc %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [2, 2] groups 4 : (tensor<1x8x8x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Depthwise NCHW (MobileNet's), stride 2 and padding 1: the padded image read
+// at (n, c, oh * 2 + kh, ow * 2 + kw); the weight [C, 1, KH, KW] as [C, KH, KW].
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+// CHECK-DAG: #[[WT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, d4, d5)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @conv_depthwise_nchw
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x8x8xf32>, %[[W:.*]]: tensor<4x1x3x3xf32>)
+// CHECK: %[[P:.*]] = tensor.pad %[[X]] low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[WC:.*]] = tensor.collapse_shape %[[W]] {{\[\[}}0, 1], [2], [3]] : tensor<4x1x3x3xf32> into tensor<4x3x3xf32>
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[IN]], #[[WT]], #[[OUT]]], {{.*}} ins(%[[P]], %[[WC]] : tensor<1x4x10x10xf32>, tensor<4x3x3xf32>) outs(%{{.*}} : tensor<1x4x4x4xf32>)
+// CHECK: return %[[R]]
+func.func @conv_depthwise_nchw(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = graph.conv2d nchw %x, %w strides [2, 2] padding [1, 1, 1, 1] dilations [1, 1] groups 4 : (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x4x4xf32>
   return %0 : tensor<1x4x4x4xf32>
 }
 

@@ -51,6 +51,49 @@ func.func @strided(%x: tensor<1x2x2x9x9xf32>, %w: tensor<2x1x2x3x3xf32>, %o: ten
 
 // -----
 
+// A tile of a padded image (one channel, as loop-apply-schedule leaves a
+// depthwise convolution) reads the image itself: a row out of its bounds is
+// read clamped and selected away, and the columns out of bounds (known for
+// each tap) are shuffled in from the padding. The padded copy is not read.
+// CHECK-LABEL: func.func @padded
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x8x8xf32>, %{{.*}}: tensor<2x3x3xf32>, %{{.*}}: tensor<1x1x8x8xf32>, %[[C:.*]]: index)
+// CHECK-DAG: %[[FILL:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
+// CHECK-NOT: tensor.pad
+// CHECK: scf.for %[[OH:.*]] = %c0 to %c8 step %c1
+// CHECK: %[[R:.*]] = arith.subi %[[OH]], %c1 : index
+// CHECK: %[[BELOW:.*]] = arith.cmpi slt, %[[R]], %c8 : index
+// CHECK: %[[ABOVE:.*]] = arith.cmpi sge, %[[R]], %c0 : index
+// CHECK: %[[IN:.*]] = arith.andi %[[ABOVE]], %[[BELOW]] : i1
+// CHECK: %[[LOW:.*]] = arith.maxsi %[[R]], %c0 : index
+// CHECK: %[[ROW:.*]] = arith.minsi %[[LOW]], %c7 : index
+// CHECK: %[[LEFT:.*]] = vector.transfer_read %[[X]][%c0, %[[C]], %[[ROW]], %c0], %{{.*}} {in_bounds = [true]} : tensor<1x2x8x8xf32>, vector<7xf32>
+// CHECK: %[[SHIFTED:.*]] = vector.shuffle %[[LEFT]], %[[FILL]] [7, 0, 1, 2, 3, 4, 5, 6] : vector<7xf32>, vector<8xf32>
+// CHECK: arith.select %[[IN]], %[[SHIFTED]], %[[FILL]] : vector<8xf32>
+// CHECK: vector.transfer_read %[[X]][%c0, %[[C]], %[[ROW]], %c0], %{{.*}} {in_bounds = [true]} : tensor<1x2x8x8xf32>, vector<8xf32>
+// CHECK: %[[RIGHT:.*]] = vector.transfer_read %[[X]][%c0, %[[C]], %[[ROW]], %c1], %{{.*}} {in_bounds = [true]} : tensor<1x2x8x8xf32>, vector<7xf32>
+// CHECK: vector.shuffle %[[RIGHT]], %[[FILL]] [0, 1, 2, 3, 4, 5, 6, 7] : vector<7xf32>, vector<8xf32>
+#in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d4, d3 + d5)>
+#filter = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+func.func @padded(%x: tensor<1x2x8x8xf32>, %w: tensor<2x3x3xf32>, %o: tensor<1x1x8x8xf32>, %c: index) -> tensor<1x1x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %s = tensor.extract_slice %p[0, %c, 0, 0] [1, 1, 10, 10] [1, 1, 1, 1] : tensor<1x2x10x10xf32> to tensor<1x1x10x10xf32>
+  %ws = tensor.extract_slice %w[%c, 0, 0] [1, 3, 3] [1, 1, 1] : tensor<2x3x3xf32> to tensor<1x3x3xf32>
+  %r = linalg.generic {indexing_maps = [#in, #filter, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%s, %ws : tensor<1x1x10x10xf32>, tensor<1x3x3xf32>) outs(%o : tensor<1x1x8x8xf32>) {
+  ^bb0(%in: f32, %f: f32, %out: f32):
+    %m = arith.mulf %in, %f : f32
+    %a = arith.addf %out, %m : f32
+    linalg.yield %a : f32
+  } -> tensor<1x1x8x8xf32>
+  return %r : tensor<1x1x8x8xf32>
+}
+
+// -----
+
 // Not a multiply-accumulate (a max pooling's window): left as it is.
 // CHECK-LABEL: func.func @pooling
 // CHECK: linalg.generic

@@ -162,6 +162,12 @@ CPU_CASES = {
                              [RNG.standard_normal(s).astype(np.float32) for s in ((2, 8, 10, 10), (8, 2, 3, 3))],
                              lambda x, w: fuzz.conv2d_reference(x, w, stride=1, padding=1, dilation=1, groups=4,
                                                                 layout="NCHW")),
+    # Depthwise, strided: whole-width tiles read the image through its
+    # padding (cpu-vectorize-convolutions), column blocks the padded copy.
+    "depthwise_conv": lambda: (lambda x, w, b: ops.conv2d(x, w, b, stride=2, padding=1, groups=6),
+                               [RNG.standard_normal(s).astype(np.float32) for s in ((1, 6, 23, 70), (6, 1, 3, 3), (6,))],
+                               lambda x, w, b: fuzz.conv2d_reference(x, w, b, stride=2, padding=1, dilation=1,
+                                                                     groups=6, layout="NCHW")),
     "batched_matmul": lambda: (lambda a, b: a @ b,
                                [RNG.standard_normal(s).astype(np.float32) for s in ((4, 24, 16), (4, 16, 40))],
                                np.matmul),

@@ -355,6 +355,14 @@ CONV = [
     ("stride2-pad1-bias", (2, 3, 7, 6), (4, 3, 3, 3), dict(stride=2, padding=1, bias=(4,))),
     ("dilation2-pairs", (1, 2, 9, 7), (3, 2, 2, 3), dict(stride=(1, 2), dilation=(2, 1), padding=(1, 0))),
     ("groups", (1, 4, 5, 5), (6, 2, 3, 1), dict(groups=2, padding=(0, 1, 2, 1))),
+    # Depthwise (one channel per group): read through the padding by
+    # cpu-vectorize-convolutions, at a stride, with dilation, with padding
+    # on one side only, and wider than one vector of output columns (32).
+    ("depthwise-stride2-bias", (1, 6, 11, 13), (6, 1, 3, 3), dict(groups=6, stride=2, padding=1, bias=(6,))),
+    ("depthwise-dilated-one-sided", (2, 4, 9, 40), (4, 1, 3, 5), dict(groups=4, padding=(2, 0, 1, 3),
+                                                                        dilation=(1, 2))),
+    ("depthwise-nhwc", (1, 5, 5, 4), (3, 3, 1, 4), dict(layout="NHWC", groups=4, padding=1)),
+    ("channel-multiplier-2", (1, 3, 6, 6), (6, 1, 3, 3), dict(groups=3, padding=1)),
     ("1x1-size1", (1, 1, 1, 1), (1, 1, 1, 1), {}),
     ("nhwc", (2, 6, 5, 3), (3, 3, 3, 4), dict(layout="NHWC", padding=1, bias=(4,))),
     # More output pixels than a default tile holds (128), in no multiple of
