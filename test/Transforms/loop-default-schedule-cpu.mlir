@@ -156,12 +156,13 @@ func.func private @prime(%a: tensor<37x29xf32>, %b: tensor<29x53xf32>) -> tensor
 // divisor (the largest below the power of two first):
 // 3136 columns (a 3x3 convolution's 56x56 pixels) in blocks of 112 (AVX2,
 // 16-column register blocks) or 224 (AVX-512, 32), not 128 or 256. The
-// 96 rows are one block.
+// 96 rows are one block, but where that leaves tiles that the 4 cores
+// cannot share evenly (14 of 224 columns), blocks of 48 (28 tiles).
 // CHECK-LABEL: func.func private @divisor_blocks
 // CHECK: loop.knob "block_m" = 96 choices
 // CHECK-NEXT: loop.knob "block_n" = 112 choices
 // AVX512-LABEL: func.func private @divisor_blocks
-// AVX512: loop.knob "block_m" = 96 choices
+// AVX512: loop.knob "block_m" = 48 choices
 // AVX512-NEXT: loop.knob "block_n" = 224 choices
 func.func private @divisor_blocks(%a: tensor<96x576xf32>, %b: tensor<576x3136xf32>) -> tensor<96x3136xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32

@@ -209,16 +209,30 @@ struct CpuMatmul final : Strategy {
     }
     // A few tiles that the cores cannot share evenly (64x768x768 in 64x256
     // tiles: 3 for 2 cores) take narrower whole blocks that they can (4 of
-    // 192 columns: 0.34 -> 0.28 ms; tuned, 0.27).
+    // 192 columns: 0.34 -> 0.28 ms; tuned, 0.27), else fewer rows (a 1x1
+    // convolution 576 -> 96 of 14x14, whose 196 columns no block of whole
+    // vectors divides, was one tile, on one core: 2 of 48 rows).
     int64_t cores = r.cores;
-    if (!matmul.hasDynamicShape() && tilesOf(bm, bn) % cores != 0 &&
-        tilesOf(bm, bn) < 4 * cores) {
+    auto uneven = [&] {
+      return !matmul.hasDynamicShape() && tilesOf(bm, bn) % cores != 0 &&
+             tilesOf(bm, bn) < 4 * cores;
+    };
+    if (uneven()) {
       int64_t wide = bn;
       for (int64_t c : bnChoices)
         if (c < wide && c >= 4 * regN && c % regN == 0 &&
             r.extents[batch + 1] % c == 0 && tilesOf(bm, c) % cores == 0 &&
             (!patches || wholeRuns(c)))
           bn = c;
+    }
+    // (A K long enough to split in parts of 512, below, splits instead.)
+    int64_t depth = matmul.getStaticLoopRanges()[batch + 2];
+    if (uneven() && (patches || depth < 2 * 512)) {
+      int64_t tall = bm;
+      for (int64_t c : bmChoices)
+        if (c < tall && c % regM == 0 && r.extents[batch] % c == 0 &&
+            tilesOf(c, bn) % cores == 0)
+          bm = c;
     }
     int64_t bk = pick(bkChoices, 512);
     SmallVector<int64_t> rmChoices = {1, 2, 4, 6, 8, 12, 16};
@@ -227,7 +241,6 @@ struct CpuMatmul final : Strategy {
     r.begin(sb);
     // Parts of K computed in parallel when the blocks of the result are
     // too few for the cores (a long K of a small result).
-    int64_t depth = matmul.getStaticLoopRanges()[batch + 2];
     // (Not of a matmul of dynamic size: the partial products' workspace
     // would be too. Not of a convolution's: tiling cannot fuse its patch
     // gather through the split's reshape, so one core would gather them
