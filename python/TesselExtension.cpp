@@ -9,6 +9,7 @@
 #include "python/capi/HostCode.h"
 #include "python/capi/TesselCAPI.h"
 #include "python/runtime/AsyncRuntime.h"
+#include "python/runtime/BufferCache.h"
 #include "python/runtime/CpuCall.h"
 
 #include "nanobind/stl/map.h"
@@ -192,6 +193,13 @@ NB_MODULE(_tessel, m) {
       },
       nb::arg("attribute"),
       "The target name of a #loop.target attribute; None for other attributes.");
+  m.def(
+      "buffer_cache_bytes", [] { return tesselCachedBytes(); },
+      "Bytes of large blocks that compiled CPU code freed and the buffer "
+      "cache keeps for its next allocations (at most buffer_cache_limit()).");
+  m.def(
+      "buffer_cache_limit", [] { return tesselCacheLimit(); },
+      "The most bytes the buffer cache of compiled CPU code keeps.");
   m.def(
       "async_runtime_symbols",
       [] {

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "python/runtime/AsyncRuntime.h"
+#include "python/runtime/BufferCache.h"
 
 #include <atomic>
 #include <cassert>
@@ -407,6 +408,10 @@ const TesselRuntimeSymbol *tesselAsyncRuntimeSymbols() {
       // Misspelt upstream, and so in every lowering that calls it.
       SYMBOL(mlirAsyncRuntimGetNumWorkerThreads,
              mlirAsyncRuntimGetNumWorkerThreads),
+      // The compiled code's heap (BufferCache.cpp).
+      SYMBOL(malloc, tesselMalloc),
+      SYMBOL(aligned_alloc, tesselAlignedAlloc),
+      SYMBOL(free, tesselFree),
       {nullptr, nullptr}};
 #undef SYMBOL
   return symbols;

@@ -1,7 +1,8 @@
 //===- AsyncRuntime.h - the async runtime of CPU executables --------------===//
 //
-// The entry points of MLIR's async runtime ABI that tessel implements, by
-// the symbol names that JIT-compiled code calls them by.
+// The entry points of MLIR's async runtime ABI that tessel implements, and
+// the heap of BufferCache.h, by the symbol names that JIT-compiled code
+// calls them by.
 //
 //===----------------------------------------------------------------------===//
 

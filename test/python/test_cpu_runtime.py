@@ -42,6 +42,10 @@ SIGNATURES = {
     "mlirAsyncRuntimeAwaitValueAndExecute": (None, P, P, Resume),
     "mlirAsyncRuntimeAwaitAllInGroupAndExecute": (None, P, P, Resume),
     "mlirAsyncRuntimGetNumWorkerThreads": (I64,),
+    # The compiled code's heap (BufferCache.cpp).
+    "malloc": (P, ctypes.c_size_t),
+    "aligned_alloc": (P, ctypes.c_size_t, ctypes.c_size_t),
+    "free": (None, P),
 }
 
 
@@ -206,3 +210,49 @@ def test_buffer_addresses_are_the_data_pointers_and_other_objects_are_refused():
         _tessel.buffer_address(object())
     with pytest.raises(ValueError, match="not C-contiguous"):
         _tessel.buffer_address(x[::2])
+
+
+def test_large_blocks_are_kept_for_the_next_allocation_that_fits(rt):
+    size = (3 << 20) + 12345  # over the 256 KiB below which the C library serves
+    first = rt.malloc(size)
+    assert first and first % 64 == 0
+    ctypes.memset(first, 1, size)  # all of it usable
+    before = _tessel.buffer_cache_bytes()
+    rt.free(first)
+    kept = _tessel.buffer_cache_bytes() - before
+    assert size <= kept < size + (64 << 10)  # rounded up to 64 KiB
+    # A block that fits without wasting over a quarter of itself is reused;
+    # one far smaller is not given the large block.
+    other = rt.malloc(1 << 20)
+    assert other != first
+    again = rt.aligned_alloc(64, size - 1000)
+    assert again == first
+    rt.free(other)
+    rt.free(again)
+    assert _tessel.buffer_cache_bytes() <= _tessel.buffer_cache_limit()
+
+
+def test_allocations_keep_their_alignment_and_small_blocks_go_back(rt):
+    for alignment, size in [(16, 24), (64, 300_000), (4096, 1 << 20), (128, 100)]:
+        pointer = rt.aligned_alloc(alignment, size)
+        assert pointer and pointer % alignment == 0
+        ctypes.memset(pointer, 0, size)
+        rt.free(pointer)
+    before = _tessel.buffer_cache_bytes()
+    rt.free(rt.malloc(1000))
+    assert _tessel.buffer_cache_bytes() == before
+    assert not rt.aligned_alloc(48, 64)  # not a power of two, as C's
+    rt.free(None)
+
+
+def test_a_model_reuses_its_large_intermediates_across_calls():
+    x = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32) / 16
+    exe = tessel.compile(tessel.trace(lambda x: ops.relu(ops.relu(x @ x) @ x), x), cache=False)
+    expected = np.maximum(np.maximum(x @ x, 0) @ x, 0)
+    np.testing.assert_allclose(exe(x), expected, rtol=1e-4, atol=1e-4)
+    kept = _tessel.buffer_cache_bytes()
+    assert kept >= 512 * 512 * 4  # the 1 MiB x @ x, freed
+    for _ in range(3):
+        np.testing.assert_allclose(exe(x), expected, rtol=1e-4, atol=1e-4)
+    # Each call takes its blocks from the cache and gives them back.
+    assert _tessel.buffer_cache_bytes() == kept
