@@ -7,7 +7,9 @@
 // Here a tile is computed a vector of an output row at a time: its
 // accumulator read once, each tap an FMA of the input row's run (a
 // contiguous vector, or for a stride its span, shuffled) with the tap's
-// weight broadcast, then written once.
+// weight broadcast, then written once: through the tile's elementwise
+// epilogue (bias, activation) to its output where there is one, and from
+// the image itself where the tile reads a padded one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +17,9 @@
 #include "passes/cpu/InputRuns.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -232,13 +236,132 @@ Value readPaddedRun(OpBuilder &b, Location loc, const PaddedInput &padded,
   return valid ? arith::SelectOp::create(b, loc, valid, run, fill) : run;
 }
 
+/// The elementwise linalg.generic that alone consumes a convolution tile's
+/// result (its bias and activation), if it can be computed on the tile's
+/// vectors as they leave the registers: its loops the result's dims
+/// (identity maps for that operand and its own), its body scalar arith and
+/// math ops that do not read its output, its other inputs read at most in
+/// their last dim along the columns (a vector) and elsewhere not (a
+/// broadcast scalar). Computed apart, the tile's accumulators make a round
+/// trip through a buffer that a fill zeroes first.
+linalg::GenericOp fusableEpilogue(linalg::GenericOp conv) {
+  Value result = conv->getResult(0);
+  if (!result.hasOneUse())
+    return {};
+  OpOperand &use = *result.getUses().begin();
+  auto epilogue = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!epilogue || epilogue.getNumDpsInits() != 1 ||
+      !epilogue.hasPureTensorSemantics() || epilogue.isDpsInit(&use) ||
+      epilogue.getNumParallelLoops() != epilogue.getNumLoops() ||
+      epilogue->getResult(0).getType() != result.getType() ||
+      !epilogue.getMatchingIndexingMap(&use).isIdentity() ||
+      !epilogue.getIndexingMapMatchingResult(epilogue->getResult(0))
+           .isIdentity())
+    return {};
+  Block *body = epilogue.getBody();
+  if (!body->getArguments().back().use_empty())
+    return {};
+  for (Operation &op : body->without_terminator())
+    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
+        op.getNumRegions() != 0 || op.getNumResults() != 1 ||
+        !llvm::all_of(op.getOperandTypes(),
+                      [](Type t) { return t.isIntOrFloat(); }) ||
+        !op.getResult(0).getType().isIntOrFloat())
+      return {};
+  unsigned columns = epilogue.getNumLoops() - 1;
+  for (OpOperand *input : epilogue.getDpsInputOperands()) {
+    AffineMap map = epilogue.getMatchingIndexingMap(input);
+    ArrayRef<AffineExpr> results = map.getResults();
+    if (llvm::any_of(results.drop_back(), [&](AffineExpr e) {
+          return e.isFunctionOfDim(columns);
+        }))
+      return {};
+    if (!results.empty() && results.back().isFunctionOfDim(columns) &&
+        results.back() != getAffineDimExpr(columns, conv.getContext()))
+      return {};
+  }
+  return epilogue;
+}
+
+/// `epilogue` (fusableEpilogue) at output indices `at`, its convolution's
+/// `count` columns from there being `acc`: each body op on vectors.
+Value computeEpilogue(OpBuilder &b, Location loc, linalg::GenericOp epilogue,
+                      Value convolution, Value acc, ArrayRef<Value> at,
+                      int64_t count) {
+  MLIRContext *ctx = b.getContext();
+  Block *body = epilogue.getBody();
+  unsigned columns = epilogue.getNumLoops() - 1;
+  auto vectorOf = [&](Type t) { return VectorType::get({count}, t); };
+  IRMapping vectors;
+  auto mapped = [&](Value scalar) -> Value {
+    if (Value v = vectors.lookupOrNull(scalar))
+      return v;
+    // Defined outside the body: the same for every lane.
+    return vector::BroadcastOp::create(b, loc, vectorOf(scalar.getType()),
+                                       scalar);
+  };
+  for (OpOperand *input : epilogue.getDpsInputOperands()) {
+    BlockArgument arg = body->getArgument(input->getOperandNumber());
+    if (input->get() == convolution) {
+      vectors.map(arg, acc);
+      continue;
+    }
+    AffineMap map = epilogue.getMatchingIndexingMap(input);
+    SmallVector<OpFoldResult> operands(at.begin(), at.end());
+    SmallVector<Value> indices;
+    for (AffineExpr e : map.getResults())
+      indices.push_back(getValueOrCreateConstantIndexOp(
+          b, loc,
+          affine::makeComposedFoldedAffineApply(
+              b, loc, AffineMap::get(map.getNumDims(), 0, e, ctx),
+              operands)));
+    Value value;
+    if (!map.getResults().empty() &&
+        map.getResults().back().isFunctionOfDim(columns)) {
+      Value padding = arith::ConstantOp::create(
+          b, loc, arg.getType(), b.getZeroAttr(arg.getType()));
+      value = vector::TransferReadOp::create(b, loc, vectorOf(arg.getType()),
+                                             input->get(), indices, padding,
+                                             ArrayRef<bool>{true});
+    } else {
+      value = vector::BroadcastOp::create(
+          b, loc, vectorOf(arg.getType()),
+          tensor::ExtractOp::create(b, loc, input->get(), indices));
+    }
+    vectors.map(arg, value);
+  }
+  for (Operation &op : body->without_terminator()) {
+    Type type = vectorOf(op.getResult(0).getType());
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      vectors.map(op.getResult(0),
+                  arith::ConstantOp::create(
+                      b, loc, type,
+                      SplatElementsAttr::get(cast<ShapedType>(type),
+                                             constant.getValue())));
+      continue;
+    }
+    SmallVector<Value> operands =
+        llvm::map_to_vector(op.getOperands(), mapped);
+    Operation *vectorOp =
+        b.create(loc, op.getName().getIdentifier(), operands, TypeRange{type},
+                 op.getAttrs());
+    vectors.map(op.getResult(0), vectorOp->getResult(0));
+  }
+  return mapped(body->getTerminator()->getOperand(0));
+}
+
 /// `op` (convolutionTile) as loops over its outer and inner loops around
-/// vectors of its columns, the taps unrolled.
+/// vectors of its columns, the taps unrolled; with its epilogue
+/// (fusableEpilogue), which it then replaces, applied to each vector.
+/// Accumulators start from the value of a fill of the tile.
 void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
                const ConvolutionTile &tile) {
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
-  rewriter.setInsertionPoint(op);
+  linalg::GenericOp epilogue = fusableEpilogue(op);
+  // At the epilogue, whose other operands may be defined after `op`.
+  rewriter.setInsertionPoint(epilogue ? epilogue : op);
+  auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   Value input = op.getDpsInputs()[0], filter = op.getDpsInputs()[1];
@@ -289,15 +412,20 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
   };
   int64_t columns = ranges[tile.columns];
   int64_t lanes = tile.stride == 1 ? kLanes : kLanes / 2;
-  Value result = nest(tile.outer, op.getDpsInits()[0], [&](Value out) {
+  Value init = epilogue ? epilogue.getDpsInits()[0] : op.getDpsInits()[0];
+  Value result = nest(tile.outer, init, [&](Value out) {
     for (int64_t j = 0; j < columns; j += lanes) {
       int64_t count = std::min(lanes, columns - j);
       auto vector = VectorType::get({count}, f32);
       dims[tile.columns] = rewriter.getIndexAttr(j);
       SmallVector<Value> at = indices(maps[2]);
-      Value acc = vector::TransferReadOp::create(rewriter, loc, vector, out,
-                                                 at, zero,
-                                                 ArrayRef<bool>{true});
+      Value acc =
+          fill ? vector::BroadcastOp::create(rewriter, loc, vector,
+                                             fill.getInputs()[0])
+                     .getResult()
+               : vector::TransferReadOp::create(rewriter, loc, vector, out,
+                                                at, zero, ArrayRef<bool>{true})
+                     .getResult();
       acc = nest(tile.inner, acc, [&](Value sum) {
         // Every tap, unrolled: its index in each filter loop.
         SmallVector<int64_t> tap(tile.taps.size(), 0);
@@ -325,13 +453,21 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
         }
         return sum;
       });
+      if (epilogue)
+        acc = computeEpilogue(rewriter, loc, epilogue, op->getResult(0), acc,
+                              at, count);
       out = vector::TransferWriteOp::create(rewriter, loc, acc, out, at,
                                             ArrayRef<bool>{true})
                 .getResult();
     }
     return out;
   });
-  rewriter.replaceOp(op, result);
+  if (epilogue) {
+    rewriter.replaceOp(epilogue, result);
+    rewriter.eraseOp(op);
+  } else {
+    rewriter.replaceOp(op, result);
+  }
 }
 
 struct CpuVectorizeConvolutionsPass

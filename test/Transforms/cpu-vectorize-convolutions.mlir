@@ -94,6 +94,57 @@ func.func @padded(%x: tensor<1x2x8x8xf32>, %w: tensor<2x3x3xf32>, %o: tensor<1x1
 
 // -----
 
+// The elementwise consumer of a tile (bias, ReLU6, a residual) is computed
+// on each vector as it leaves the registers and written to its output; the
+// accumulators start from the fill's value. Neither the fill nor the
+// convolution's result is left.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-SAME: (%{{.*}}: tensor<1x2x10x10xf32>, %{{.*}}: tensor<2x3x3xf32>, %[[B:.*]]: tensor<2xf32>, %[[R:.*]]: tensor<1x2x8x8xf32>, %[[O:.*]]: tensor<1x2x8x8xf32>)
+// CHECK-DAG: %[[SIX:.*]] = arith.constant dense<6.000000e+00> : vector<8xf32>
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
+// CHECK-NOT: linalg.
+// CHECK: scf.for %[[C:.*]] = %c0 to %c2 step %c1 iter_args(%{{.*}} = %[[O]])
+// CHECK: scf.for %[[OH:.*]] = %c0 to %c8 step %c1 iter_args(%[[OUT:.*]] = %{{.*}})
+// CHECK: %[[FIRST:.*]] = vector.fma %{{.*}}, %{{.*}}, %[[ZERO]] : vector<8xf32>
+// CHECK-COUNT-8: vector.fma
+// CHECK: %[[BIAS:.*]] = tensor.extract %[[B]][%[[C]]] : tensor<2xf32>
+// CHECK: %[[BIASES:.*]] = vector.broadcast %[[BIAS]] : f32 to vector<8xf32>
+// CHECK: %[[RES:.*]] = vector.transfer_read %[[R]][%c0, %[[C]], %[[OH]], %c0], %{{.*}} {in_bounds = [true]} : tensor<1x2x8x8xf32>, vector<8xf32>
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %[[BIASES]] : vector<8xf32>
+// CHECK: %[[LO:.*]] = arith.maximumf %[[S]], %[[ZERO]] : vector<8xf32>
+// CHECK: %[[HI:.*]] = arith.minimumf %[[LO]], %[[SIX]] : vector<8xf32>
+// CHECK: %[[T:.*]] = arith.addf %[[HI]], %[[RES]] : vector<8xf32>
+// CHECK: vector.transfer_write %[[T]], %[[OUT]][%c0, %[[C]], %[[OH]], %c0] {in_bounds = [true]} : vector<8xf32>, tensor<1x2x8x8xf32>
+#in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d4, d3 + d5)>
+#filter = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#channel = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @epilogue(%x: tensor<1x2x10x10xf32>, %w: tensor<2x3x3xf32>, %b: tensor<2xf32>, %r: tensor<1x2x8x8xf32>, %o: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x2x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %c = linalg.generic {indexing_maps = [#in, #filter, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %w : tensor<1x2x10x10xf32>, tensor<2x3x3xf32>) outs(%f : tensor<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %fl: f32, %acc: f32):
+    %m = arith.mulf %in, %fl : f32
+    %a = arith.addf %acc, %m : f32
+    linalg.yield %a : f32
+  } -> tensor<1x2x8x8xf32>
+  %six = arith.constant 6.0 : f32
+  %y = linalg.generic {indexing_maps = [#id, #channel, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c, %b, %r : tensor<1x2x8x8xf32>, tensor<2xf32>, tensor<1x2x8x8xf32>) outs(%o : tensor<1x2x8x8xf32>) {
+  ^bb0(%v: f32, %bias: f32, %res: f32, %unused: f32):
+    %s = arith.addf %v, %bias : f32
+    %z = arith.constant 0.0 : f32
+    %lo = arith.maximumf %s, %z : f32
+    %hi = arith.minimumf %lo, %six : f32
+    %t = arith.addf %hi, %res : f32
+    linalg.yield %t : f32
+  } -> tensor<1x2x8x8xf32>
+  return %y : tensor<1x2x8x8xf32>
+}
+
+// -----
+
 // Not a multiply-accumulate (a max pooling's window): left as it is.
 // CHECK-LABEL: func.func @pooling
 // CHECK: linalg.generic

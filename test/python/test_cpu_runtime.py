@@ -213,7 +213,7 @@ def test_buffer_addresses_are_the_data_pointers_and_other_objects_are_refused():
 
 
 def test_large_blocks_are_kept_for_the_next_allocation_that_fits(rt):
-    size = (3 << 20) + 12345  # over the 256 KiB below which the C library serves
+    size = (3 << 20) + 12345  # rounded up to 64 KiB (over 256 KiB)
     first = rt.malloc(size)
     assert first and first % 64 == 0
     ctypes.memset(first, 1, size)  # all of it usable
