@@ -14,6 +14,7 @@
 #include "python/runtime/BufferCache.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -28,14 +29,18 @@ namespace {
 constexpr size_t kKeptBlock = size_t(4) << 10;
 /// The most bytes kept: a block freed past it goes back to the C library.
 constexpr size_t kCacheLimit = size_t(1) << 30;
-/// Every block starts with a header this large, so the pointer handed out
-/// keeps any alignment up to it.
-constexpr size_t kHeader = 64;
+/// Kept blocks are aligned so, whatever alignment they were first asked
+/// for, to serve any later request up to it.
+constexpr size_t kKeptAlignment = 64;
 
+/// What precedes every block handed out.
 struct Header {
   void *raw;       // what the C library allocated
   size_t capacity; // bytes usable from the pointer handed out
 };
+/// The C library's malloc aligns to this, as the header keeps it.
+constexpr size_t kMallocAlignment = alignof(std::max_align_t);
+static_assert(sizeof(Header) <= kMallocAlignment, "the header fits");
 
 Header *headerOf(void *pointer) {
   return reinterpret_cast<Header *>(static_cast<char *>(pointer) -
@@ -93,12 +98,19 @@ void *tesselAlignedAlloc(size_t alignment, size_t size) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     return nullptr;
   size_t capacity = capacityOf(size);
-  if (capacity >= kKeptBlock && alignment <= kHeader)
+  bool kept = capacity >= kKeptBlock;
+  if (kept && alignment <= kKeptAlignment)
     if (void *pointer = cache().take(capacity))
       return pointer;
-  size_t offset = std::max(kHeader, alignment);
-  size_t total = (offset + capacity + offset - 1) / offset * offset;
-  void *raw = std::aligned_alloc(offset, total);
+  // The block starts `offset` bytes into what the C library gives: its
+  // header before it, its alignment kept. Small blocks of the usual
+  // alignment come from malloc (aligned_alloc splits chunks, slower).
+  size_t offset = std::max({kept ? kKeptAlignment : kMallocAlignment,
+                            alignment, kMallocAlignment});
+  void *raw = offset == kMallocAlignment
+                  ? std::malloc(offset + capacity)
+                  : std::aligned_alloc(offset, (offset + capacity + offset - 1) /
+                                                   offset * offset);
   if (!raw)
     return nullptr;
   void *pointer = static_cast<char *>(raw) + offset;
