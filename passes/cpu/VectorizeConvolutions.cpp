@@ -133,6 +133,19 @@ std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
   return tile;
 }
 
+/// The indices `map` gives at `point`, folded.
+SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
+                             ArrayRef<OpFoldResult> point) {
+  SmallVector<Value> values;
+  for (AffineExpr e : map.getResults())
+    values.push_back(getValueOrCreateConstantIndexOp(
+        b, loc,
+        affine::makeComposedFoldedAffineApply(
+            b, loc, AffineMap::get(map.getNumDims(), 0, e, b.getContext()),
+            point)));
+  return values;
+}
+
 /// A tile's input that is a slice of a convolution's padded image:
 /// reading the image itself (in bounds, the padding value elsewhere)
 /// spares the padded copy, which is made whole, in one thread, before
@@ -288,7 +301,6 @@ linalg::GenericOp fusableEpilogue(linalg::GenericOp conv) {
 Value computeEpilogue(OpBuilder &b, Location loc, linalg::GenericOp epilogue,
                       Value convolution, Value acc, ArrayRef<Value> at,
                       int64_t count) {
-  MLIRContext *ctx = b.getContext();
   Block *body = epilogue.getBody();
   unsigned columns = epilogue.getNumLoops() - 1;
   auto vectorOf = [&](Type t) { return VectorType::get({count}, t); };
@@ -307,14 +319,8 @@ Value computeEpilogue(OpBuilder &b, Location loc, linalg::GenericOp epilogue,
       continue;
     }
     AffineMap map = epilogue.getMatchingIndexingMap(input);
-    SmallVector<OpFoldResult> operands(at.begin(), at.end());
-    SmallVector<Value> indices;
-    for (AffineExpr e : map.getResults())
-      indices.push_back(getValueOrCreateConstantIndexOp(
-          b, loc,
-          affine::makeComposedFoldedAffineApply(
-              b, loc, AffineMap::get(map.getNumDims(), 0, e, ctx),
-              operands)));
+    SmallVector<Value> indices =
+        indicesAt(b, loc, map, getAsOpFoldResult(ValueRange(at)));
     Value value;
     if (!map.getResults().empty() &&
         map.getResults().back().isFunctionOfDim(columns)) {
@@ -357,7 +363,6 @@ Value computeEpilogue(OpBuilder &b, Location loc, linalg::GenericOp epilogue,
 void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
                const ConvolutionTile &tile) {
   Location loc = op.getLoc();
-  MLIRContext *ctx = rewriter.getContext();
   linalg::GenericOp epilogue = fusableEpilogue(op);
   // At the epilogue, whose other operands may be defined after `op`.
   rewriter.setInsertionPoint(epilogue ? epilogue : op);
@@ -377,14 +382,7 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
   };
   SmallVector<OpFoldResult> dims(op.getNumLoops(), rewriter.getIndexAttr(0));
   auto indices = [&](AffineMap map) {
-    SmallVector<Value> values;
-    for (AffineExpr e : map.getResults())
-      values.push_back(getValueOrCreateConstantIndexOp(
-          rewriter, loc,
-          affine::makeComposedFoldedAffineApply(
-              rewriter, loc, AffineMap::get(map.getNumDims(), 0, e, ctx),
-              dims)));
-    return values;
+    return indicesAt(rewriter, loc, map, dims);
   };
   // Nested loops over `loopDims` carrying `init`; `body` fills the
   // innermost with the carried value and returns what to yield.

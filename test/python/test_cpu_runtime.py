@@ -212,8 +212,8 @@ def test_buffer_addresses_are_the_data_pointers_and_other_objects_are_refused():
         _tessel.buffer_address(x[::2])
 
 
-def test_large_blocks_are_kept_for_the_next_allocation_that_fits(rt):
-    size = (3 << 20) + 12345  # rounded up to 64 KiB (over 256 KiB)
+def test_freed_blocks_are_kept_for_the_next_allocation_of_their_capacity(rt):
+    size = (3 << 20) + 12345  # over 256 KiB: rounded up to 64 KiB
     first = rt.malloc(size)
     assert first and first % 64 == 0
     ctypes.memset(first, 1, size)  # all of it usable
@@ -221,8 +221,8 @@ def test_large_blocks_are_kept_for_the_next_allocation_that_fits(rt):
     rt.free(first)
     kept = _tessel.buffer_cache_bytes() - before
     assert size <= kept < size + (64 << 10)  # rounded up to 64 KiB
-    # A block that fits without wasting over a quarter of itself is reused;
-    # one far smaller is not given the large block.
+    # A size of another capacity gets another block; one of the same
+    # capacity, the kept one.
     other = rt.malloc(1 << 20)
     assert other != first
     again = rt.aligned_alloc(64, size - 1000)
