@@ -410,6 +410,7 @@ const TesselRuntimeSymbol *tesselAsyncRuntimeSymbols() {
              mlirAsyncRuntimGetNumWorkerThreads),
       // The compiled code's heap (BufferCache.cpp).
       SYMBOL(malloc, tesselMalloc),
+      SYMBOL(calloc, tesselCalloc),
       SYMBOL(aligned_alloc, tesselAlignedAlloc),
       SYMBOL(free, tesselFree),
       {nullptr, nullptr}};

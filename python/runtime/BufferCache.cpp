@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -119,6 +121,16 @@ void *tesselAlignedAlloc(size_t alignment, size_t size) {
 }
 
 void *tesselMalloc(size_t size) { return tesselAlignedAlloc(16, size); }
+
+void *tesselCalloc(size_t count, size_t size) {
+  if (size != 0 && count > SIZE_MAX / size)
+    return nullptr;
+  void *pointer = tesselMalloc(count * size);
+  // A kept block holds what its last user left.
+  if (pointer)
+    std::memset(pointer, 0, count * size);
+  return pointer;
+}
 
 void tesselFree(void *pointer) {
   if (!pointer)

@@ -1,7 +1,8 @@
 //===- BufferCache.h - the heap of CPU executables ------------------------===//
 //
-// malloc, aligned_alloc and free as JIT-compiled code calls them (memref
-// allocations, coroutine frames), bound to these functions in its place.
+// malloc, calloc, aligned_alloc and free as JIT-compiled code calls them
+// (memref allocations, coroutine frames; LLVM makes a malloc whose block is
+// then zeroed a calloc), bound to these functions in their place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 /// Like the C library's; a block from either is freed by tesselFree only.
 void *tesselMalloc(size_t size);
+void *tesselCalloc(size_t count, size_t size);
 void *tesselAlignedAlloc(size_t alignment, size_t size);
 void tesselFree(void *pointer);
 

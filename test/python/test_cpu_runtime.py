@@ -44,6 +44,7 @@ SIGNATURES = {
     "mlirAsyncRuntimGetNumWorkerThreads": (I64,),
     # The compiled code's heap (BufferCache.cpp).
     "malloc": (P, ctypes.c_size_t),
+    "calloc": (P, ctypes.c_size_t, ctypes.c_size_t),
     "aligned_alloc": (P, ctypes.c_size_t, ctypes.c_size_t),
     "free": (None, P),
 }
@@ -256,3 +257,17 @@ def test_a_model_reuses_its_large_intermediates_across_calls():
         np.testing.assert_allclose(exe(x), expected, rtol=1e-4, atol=1e-4)
     # Each call takes its blocks from the cache and gives them back.
     assert _tessel.buffer_cache_bytes() == kept
+
+
+def test_calloc_zeroes_a_kept_block(rt):
+    # LLVM turns a malloc whose block is then zeroed into calloc, which must
+    # come from the same heap as the free that follows.
+    size = 1 << 20
+    first = rt.malloc(size)
+    ctypes.memset(first, 0xAB, size)
+    rt.free(first)
+    again = rt.calloc(size // 4, 4)
+    assert again == first  # the kept block, zeroed
+    assert ctypes.string_at(again, size) == bytes(size)
+    rt.free(again)
+    assert not rt.calloc(1 << 62, 1 << 8)  # count x size overflows

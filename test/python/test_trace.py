@@ -379,6 +379,13 @@ for name, xs, ws, kw in CONV:
         _case(f"conv2d-{name}-{dtype}", lambda x, w, *b, o=options: ops.conv2d(x, w, *b, **o),
               lambda x, w, *b, o=options: _conv_ref(x, w, *b, **o), *inputs)
 _case("conv2d-i32", ops.conv2d, _conv_ref, _rand((1, 2, 4, 4), I32), _rand((3, 2, 2, 2), I32))
+# A depthwise tile's epilogue (bias, ReLU6, a residual read along the
+# columns), computed on its vectors by cpu-vectorize-convolutions; 37
+# columns are a vector of 32 and one of 5.
+_case("conv2d-depthwise-epilogue",
+      lambda x, w, b: ops.minimum(ops.relu(ops.conv2d(x, w, b, padding=1, groups=5)), 6.0) + x * 0.5,
+      lambda x, w, b: np.minimum(np.maximum(_conv_ref(x, w, b, padding=1, groups=5), 0), 6) + x * 0.5,
+      _rand((2, 5, 9, 37)), _rand((5, 1, 3, 3)), _rand((5,)))
 
 
 def _pool_ref(x, kind, kernel_size, stride=None, padding=0, count_include_pad=True, layout="NCHW"):

@@ -95,7 +95,11 @@ def _runtime_symbols(names: Sequence[str]) -> dict[str, int]:
 def _link(objects: Sequence[bytes], declared: Sequence[str], entry: str) -> tuple[Any, int]:
     """``objects`` linked into the process, and the address of ``entry``'s C
     interface; RuntimeError with why when they cannot be."""
-    jit = _tessel.ObjectJIT(list(objects), _runtime_symbols(declared))
+    # All of the runtime's, declared or not: LLVM turns a malloc whose block
+    # is then zeroed into a calloc that no module declares, and every block
+    # the code frees must come from the runtime's heap.
+    symbols = {**_async_runtime_symbols(), **_runtime_symbols(declared)}
+    jit = _tessel.ObjectJIT(list(objects), symbols)
     return jit, jit.lookup("_mlir_ciface_" + entry)
 
 
