@@ -10,6 +10,8 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 
+#include <numeric>
+
 using namespace mlir;
 
 void tessel::collectReturnedLinalgOps(
@@ -291,6 +293,16 @@ struct LargestSizes {
       return ofSize(cast.getMixedSizes()[d]);
     if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
       return ofSize(expand.getMixedOutputShape()[d]);
+    // A padded dim (a convolution's image): its source's and the padding,
+    // which the source's divisor divides only with the padding's.
+    if (auto pad = dyn_cast<tensor::PadOp>(def)) {
+      std::optional<int64_t> size = ofDim(pad.getSource(), d),
+                             low = ofSize(pad.getMixedLowPad()[d]),
+                             high = ofSize(pad.getMixedHighPad()[d]);
+      if (!size || !low || !high)
+        return std::nullopt;
+      return divisors ? std::gcd(*size, *low + *high) : *low + *size + *high;
+    }
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
       int64_t product = 1;
       // A copy: the range of a for over a temporary's element dangles.
