@@ -1183,8 +1183,10 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t hDim,
 
 /// groups == 1 uses linalg's named NCHW/FCHW and NHWC/HWCF convolutions;
 /// grouped ones a generic over [N, G, F/G, OH, OW] (or NHWC order) on
-/// inputs reshaped to expose the group dimension. f16/bf16 accumulate in
-/// f32; bias and rounding follow in one elementwise generic.
+/// inputs reshaped to expose the group dimension, depthwise ones (one
+/// channel per group) a generic over [N, C, OH, OW] on the image as it is.
+/// f16/bf16 accumulate in f32; bias and rounding follow in one elementwise
+/// generic.
 struct Conv2DToLinalg : OpConversionPattern<graph::Conv2DOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
