@@ -70,18 +70,15 @@ def _declared_functions(module: ir.Module) -> list[str]:
             if isinstance(op, llvm.LLVMFuncOp) and not op.regions[0].blocks]
 
 
-def _runtime_symbols(names: Sequence[str]) -> dict[str, int]:
-    """The address of each of ``names`` that the async runtime or a runtime
-    library defines; the others are left to the process (libc, libm). The
-    runtime libraries are loaded only for a name the process lacks (loading
-    them took 40 ms, half a cached compile)."""
+def _library_symbols(names: Sequence[str]) -> dict[str, int]:
+    """The address of each of ``names`` that a runtime library defines and
+    neither the async runtime (which ``_link`` binds whole) nor the process
+    (libc, libm) does. The runtime libraries are loaded only for a name the
+    process lacks (loading them took 40 ms, half a cached compile)."""
     symbols = {}
     process = ctypes.CDLL(None)
     for name in names:
-        if name in _async_runtime_symbols():
-            symbols[name] = _async_runtime_symbols()[name]
-            continue
-        if hasattr(process, name):
+        if name in _async_runtime_symbols() or hasattr(process, name):
             continue
         for lib in _runtime_libraries():
             try:
@@ -98,7 +95,7 @@ def _link(objects: Sequence[bytes], declared: Sequence[str], entry: str) -> tupl
     # All of the runtime's, declared or not: LLVM turns a malloc whose block
     # is then zeroed into a calloc that no module declares, and every block
     # the code frees must come from the runtime's heap.
-    symbols = {**_async_runtime_symbols(), **_runtime_symbols(declared)}
+    symbols = {**_async_runtime_symbols(), **_library_symbols(declared)}
     jit = _tessel.ObjectJIT(list(objects), symbols)
     return jit, jit.lookup("_mlir_ciface_" + entry)
 
