@@ -454,8 +454,9 @@ LogicalResult WarpSpecializeOp::verify() {
 }
 
 LogicalResult PersistentOp::verify() {
-  return verifyPositiveCount(*this, "group_m", getDynamicGroupM(),
-                             getStaticGroupM(), "needs a group of at least one tile row");
+  // 0 is a block per tile.
+  return verifyList(*this, "group_m", "group_m", getDynamicGroupM(),
+                    getStaticGroupM(), 1);
 }
 
 LogicalResult UnrollOp::verify() {

@@ -306,7 +306,8 @@ def Loop_PersistentOp : Loop_ValuesOp<"persistent"> {
     `group_m` tile rows together (the tiles one wave computes then read
     fewer rows of A and columns of B, which stay in L2). The producer runs
     on into a block's next tile while its consumers store the last one's
-    results: the stages' mbarriers count steps across tiles.
+    results: the stages' mbarriers count steps across tiles. `group_m` 0
+    keeps a block per tile (so that a knob can turn the walk off).
     ```mlir
     loop.persistent group_m [%group_m]
     ```

@@ -231,7 +231,7 @@ public:
   void emit() {
     setUp();
     findEdges();
-    emitBatches(0);
+    emitTiles();
   }
 
 protected:
@@ -254,6 +254,12 @@ protected:
 
   /// The thread's coordinates, before anything else is emitted.
   virtual void setUp() = 0;
+  /// The block tile's GEMMs: one per batch index, each after a block-wide
+  /// barrier (the previous index's last step may still be reading the
+  /// buffers this one's prologue fills).
+  virtual void emitTiles() {
+    eachBatch([&](Value) { emitGemm(); }, /*synchronize=*/true);
+  }
   /// The GEMM of one batch index.
   virtual void emitGemm() = 0;
   /// Where the 16-byte chunk at (`row`, `col`) of a K tile of A (or of B,
@@ -261,17 +267,22 @@ protected:
   virtual std::pair<Value, SmallVector<Value>>
   destination(bool rhs, Value stage, Value row, Value col) = 0;
 
-  /// Loops over the block tile's batch dims from `dim` on (unit ones are
-  /// index 0; those over size symbols as many as the call has), then the
-  /// GEMM of one batch index.
-  void emitBatches(unsigned dim) {
+  /// Runs `body` at each index of the block tile's batch dims from `dim`
+  /// on, in loops (unit dims are index 0; those over size symbols as many
+  /// as the call has), with the number of indices before it (`before`
+  /// those of the outer dims); with `synchronize`, a block-wide barrier
+  /// starts each iteration.
+  void eachBatch(function_ref<void(Value)> body, bool synchronize,
+                 unsigned dim = 0, Value before = {}) {
+    if (!before)
+      before = index(0);
     if (dim == m->batch)
-      return emitGemm();
+      return body(before);
     Value acc = m->contraction.getDpsInits()[0];
     int64_t extent = cast<MemRefType>(acc.getType()).getDimSize(dim);
     if (extent == 1) {
       batchIndices.push_back(index(0));
-      emitBatches(dim + 1);
+      eachBatch(body, synchronize, dim + 1, before);
       batchIndices.resize(dim);
       return;
     }
@@ -286,11 +297,14 @@ protected:
     auto loop = scf::ForOp::create(b, loc, index(0), upper, index(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
-    // The previous batch index's last step may still be reading the
-    // buffers this one's prologue fills.
-    gpu::BarrierOp::create(b, loc);
-    batchIndices.push_back(loop.getInductionVar());
-    emitBatches(dim + 1);
+    if (synchronize)
+      gpu::BarrierOp::create(b, loc);
+    Value iv = loop.getInductionVar();
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1),
+               d2 = b.getAffineDimExpr(2);
+    batchIndices.push_back(iv);
+    eachBatch(body, synchronize, dim + 1,
+              apply(d0 * d1 + d2, {before, upper, iv}));
     batchIndices.resize(dim);
   }
 
@@ -687,24 +701,40 @@ constexpr int64_t kMaxWaitTicks = 10000000;
 
 /// An operand of a wgmma contraction that TMA copies: the tensor map of the
 /// whole buffer its block-tile view is part of, the view's offsets in that
-/// buffer (per dim), and the type of a copy's box in shared memory.
+/// buffer and, for each of the buffer's dims, the view dim that reads it
+/// (the view may transpose a part of the buffer: A split along K), and the
+/// type of a copy's box in shared memory (in the buffer's dim order).
 struct TmaOperand {
   Value map;
   SmallVector<Value> offsets;
+  SmallVector<unsigned> viewDims;
   MemRefType box;
 };
 
 /// The TMA operand of `view` (input `i` of the contraction, its K dim
-/// `kDim`), the tensor map created beside the buffer's definition, when the
-/// view is a chain of unit-stride subviews of a whole row-major buffer that
-/// `blockLoop` does not define, and covers all of the buffer's K: a box
-/// past the view's rows or columns only feeds results the epilogue does
-/// not store, but K past the view's would be summed in (a split K).
+/// `kDim`, boxes of `boxShape` in its dim order), the tensor map created
+/// beside the buffer's definition, when the view is a chain of unit-stride
+/// subviews, maybe transposed, of a whole row-major buffer that
+/// `blockLoop` does not define, and covers all of the buffer's K or whole
+/// boxes of it: a box past the view's rows or columns only feeds results
+/// the epilogue does not store, but K past the view's would be summed in
+/// (a part of a split K that the boxes do not divide).
 std::optional<TmaOperand> tmaOperand(OpBuilder &b, Value view, unsigned kDim,
                                      ArrayRef<int64_t> boxShape,
                                      scf::ForallOp blockLoop) {
   Location loc = view.getLoc();
+  unsigned rank = cast<MemRefType>(view.getType()).getRank();
+  SmallVector<unsigned> viewDims = llvm::to_vector(llvm::seq(0u, rank));
+  if (auto transpose = view.getDefiningOp<memref::TransposeOp>()) {
+    for (unsigned d = 0; d < rank; ++d)
+      viewDims[transpose.getPermutation().getDimPosition(d)] = d;
+    view = transpose.getIn();
+  }
+  // From here on, dims are the buffer's.
   auto viewType = cast<MemRefType>(view.getType());
+  kDim = llvm::find(viewDims, kDim) - viewDims.begin();
+  SmallVector<int64_t> box = llvm::map_to_vector(
+      viewDims, [&](unsigned d) { return boxShape[d]; });
   SmallVector<memref::SubViewOp> chain;
   Value root = view;
   while (auto subview = root.getDefiningOp<memref::SubViewOp>()) {
@@ -720,17 +750,19 @@ std::optional<TmaOperand> tmaOperand(OpBuilder &b, Value view, unsigned kDim,
   Operation *owner = root.getDefiningOp()
                          ? root.getDefiningOp()
                          : root.getParentBlock()->getParentOp();
+  int64_t depth = viewType.getDimSize(kDim);
   if (!rootType.getLayout().isIdentity() || blockLoop->isAncestor(owner) ||
-      rootType.isDynamicDim(kDim) ||
-      viewType.getDimSize(kDim) != rootType.getDimSize(kDim))
+      rootType.isDynamicDim(kDim) || ShapedType::isDynamic(depth) ||
+      (depth != rootType.getDimSize(kDim) && depth % box[kDim] != 0))
     return std::nullopt;
   TmaOperand operand;
+  operand.viewDims = viewDims;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointAfterValue(root);
     operand.map = loop::TensorMapOp::create(
         b, loc, MemRefType::get({loop::kTensorMapBytes}, b.getI8Type()), root,
-        b.getDenseI64ArrayAttr(boxShape), b.getStringAttr("128B"));
+        b.getDenseI64ArrayAttr(box), b.getStringAttr("128B"));
   }
   AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
   for (int64_t d = 0; d < viewType.getRank(); ++d) {
@@ -741,7 +773,7 @@ std::optional<TmaOperand> tmaOperand(OpBuilder &b, Value view, unsigned kDim,
     operand.offsets.push_back(getValueOrCreateConstantIndexOp(b, loc, offset));
   }
   operand.box = MemRefType::get(
-      boxShape, rootType.getElementType(), MemRefLayoutAttrInterface(),
+      box, rootType.getElementType(), MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
   return operand;
 }
@@ -962,12 +994,15 @@ private:
     return apply(b.getAffineDimExpr(0) % c.stages, step);
   }
 
-  void emitGemm() override {
+  void emitTiles() override {
     // The block's own tile: nothing to match that could fail.
-    if (tma) {
+    if (tma)
       (void)emitTmaGemm(nullptr);
-      return;
-    }
+    else
+      TileEmitter::emitTiles();
+  }
+
+  void emitGemm() override {
     int64_t ahead = this->ahead();
     for (int64_t s = 0; s < ahead; ++s)
       prologueGroup = copyAhead(index(s), index(s));
@@ -1004,10 +1039,11 @@ private:
   /// of A, one of B per 64 columns) on the stage's mbarrier, which counts
   /// their bytes; every thread waits for the step's phase of it. The
   /// barrier at the top of a step orders every warpgroup's retirement of
-  /// the stage it refills before the copies into it.
+  /// the stage it refills before the copies into it. The mbarriers are set
+  /// up once: steps count on across the batch indices in the block.
   LogicalResult emitTmaGemm(const PersistentWalk *walk) {
     MLIRContext *ctx = b.getContext();
-    AffineExpr d0 = b.getAffineDimExpr(0);
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     barriers = nvgpu::MBarrierCreateOp::create(
         b, loc, nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages));
@@ -1023,39 +1059,49 @@ private:
                                     first);
     if (c.producers)
       return emitSpecialized(first, walk);
-    // Thread 0 produces, by predicated instructions rather than a branch:
-    // the warpgroup-collective wgmma instructions that follow need its warp
-    // converged.
-    for (int64_t s = 0; s < std::min(ahead(), steps()); ++s)
-      produce(index(s), index(s), first);
-    gpu::BarrierOp::create(b, loc);
-    // Steps that refill a stage, then the last `ahead` ones, which do not
-    // (two loops: a predicate LLVM folds to a constant after unrolling would
-    // leave the instructions' inline PTX an immediate guard, "@0").
-    int64_t refilling = std::max<int64_t>(steps() - ahead(), 0);
-    SmallVector<Value> accs = initialAccumulators();
-    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, refilling},
-                              {refilling, steps()}}) {
-      if (begin == end)
-        continue;
-      auto loop = scf::ForOp::create(b, loc, index(begin), index(end),
-                                     index(1), accs);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value kt = loop.getInductionVar();
-      if (begin == 0) {
-        gpu::BarrierOp::create(b, loc);
-        Value next = apply(d0 + ahead(), kt);
-        produce(next, apply(d0 % c.stages, next), first);
-      }
-      Value stage = apply(d0 % c.stages, kt);
-      nvgpu::MBarrierTryWaitParityOp::create(b, loc, barriers, parity(kt, 0),
-                                             index(kMaxWaitTicks), stage);
-      scf::YieldOp::create(b, loc,
-                           multiplyStep(loop.getRegionIterArgs(), stage));
-      accs = loop.getResults();
-    }
-    finish(accs);
+    eachBatch(
+        [&](Value batch) {
+          Value before = apply(d0 * steps(), batch);
+          auto stepAt = [&](Value local) {
+            return apply(d0 + d1, {before, local});
+          };
+          // Thread 0 produces, by predicated instructions rather than a
+          // branch: the warpgroup-collective wgmma instructions that follow
+          // need its warp converged.
+          for (int64_t s = 0; s < std::min(ahead(), steps()); ++s)
+            produce(index(s), stageOf(stepAt(index(s))), first);
+          gpu::BarrierOp::create(b, loc);
+          // Steps that refill a stage, then the last `ahead` ones, which do
+          // not (two loops: a predicate LLVM folds to a constant after
+          // unrolling would leave the instructions' inline PTX an immediate
+          // guard, "@0").
+          int64_t refilling = std::max<int64_t>(steps() - ahead(), 0);
+          SmallVector<Value> accs = initialAccumulators();
+          for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, refilling},
+                                    {refilling, steps()}}) {
+            if (begin == end)
+              continue;
+            auto loop = scf::ForOp::create(b, loc, index(begin), index(end),
+                                           index(1), accs);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(loop.getBody());
+            Value kt = loop.getInductionVar();
+            if (begin == 0) {
+              gpu::BarrierOp::create(b, loc);
+              Value next = apply(d0 + ahead(), kt);
+              produce(next, stageOf(stepAt(next)), first);
+            }
+            Value step = stepAt(kt);
+            nvgpu::MBarrierTryWaitParityOp::create(
+                b, loc, barriers, parity(step, 0), index(kMaxWaitTicks),
+                stageOf(step));
+            scf::YieldOp::create(
+                b, loc, multiplyStep(loop.getRegionIterArgs(), stageOf(step)));
+            accs = loop.getResults();
+          }
+          finish(accs);
+        },
+        /*synchronize=*/true);
     return success();
   }
 
@@ -1126,13 +1172,14 @@ private:
   /// landed), and may be refilled once phase n of empty[s] completes (every
   /// consumer thread arrived after retiring the stage's wgmma group; a
   /// fresh mbarrier's phase before its first counts as complete, so first
-  /// fills pass at once). Without `walk` the block computes its own tile;
-  /// with one, its walk's tiles: the producer runs on into the next tile
+  /// fills pass at once). Without `walk` the block computes its own tile
+  /// at each of its batch indices, steps counting on across them; with one, its walk's tiles: the producer runs on into the next tile
   /// while the consumers store the last (steps count over all of them),
   /// and the consumers compute each tile on a clone of the block loop's
   /// body at the tile's origin, their epilogue included.
   LogicalResult emitSpecialized(Value first, const PersistentWalk *walk) {
     MLIRContext *ctx = b.getContext();
+    AffineExpr d0 = b.getAffineDimExpr(0);
     auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     Value empty = nvgpu::MBarrierCreateOp::create(
         b, loc, nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages));
@@ -1152,8 +1199,13 @@ private:
       auto ifElected = scf::IfOp::create(b, loc, producerWarp, false);
       b.setInsertionPointToStart(ifElected.thenBlock());
       if (!walk) {
-        produceSteps(index(0), {(*tma)[0].offsets, (*tma)[1].offsets},
-                     elected, empty);
+        eachBatch(
+            [&](Value batch) {
+              produceSteps(apply(d0 * steps(), batch),
+                           {(*tma)[0].offsets, (*tma)[1].offsets}, elected,
+                           empty);
+            },
+            /*synchronize=*/false);
       } else if (failed(eachTile(*walk, [&](IRMapping &map, Value before) {
                    std::array<SmallVector<Value>, 2> offsets;
                    for (auto [operand, values] : llvm::zip(*tma, offsets))
@@ -1170,7 +1222,11 @@ private:
     b.setInsertionPointToStart(roles.elseBlock());
     moveRegisters(/*producer=*/false);
     if (!walk) {
-      storeAccumulators(consumeSteps(index(0), empty));
+      eachBatch(
+          [&](Value batch) {
+            storeAccumulators(consumeSteps(apply(d0 * steps(), batch), empty));
+          },
+          /*synchronize=*/false);
       return success();
     }
     return eachTile(*walk, [&](IRMapping &map, Value before) -> LogicalResult {
@@ -1278,15 +1334,19 @@ private:
     Value k = apply(d0 * c.bk, step);
     auto load = [&](unsigned operand, ArrayRef<unsigned> batchLoops,
                     ArrayRef<Value> inner, Value elements) {
-      // Coordinates innermost first: the view's offsets plus the tile's
-      // position in it (batch indices for the batch dims).
+      // Coordinates of the buffer's dims, innermost first: the view's
+      // offsets plus the tile's position in the view dim that reads it
+      // (`inner` for the row and column, innermost first; batch indices
+      // for the batch dims).
       const TmaOperand &o = (*tma)[operand];
       size_t rank = o.offsets.size();
       SmallVector<Value> coordinates;
-      for (size_t d = 0; d < rank; ++d) {
-        size_t dim = rank - 1 - d;
-        Value position = d < inner.size() ? inner[d]
-                                          : batchIndices[batchLoops[dim]];
+      for (size_t dim = rank; dim-- > 0;) {
+        size_t fromInner = rank - 1 - o.viewDims[dim];
+        Value position =
+            fromInner < inner.size()
+                ? inner[fromInner]
+                : batchIndices[batchLoops[o.viewDims[dim]]];
         coordinates.push_back(
             apply(d0 + d1, {offsets[operand][dim], position}));
       }
@@ -1399,7 +1459,6 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
     return failure();
   MmaMatch &m = *matched;
   auto aType = cast<MemRefType>(m.lhs.getType());
-  auto accType = cast<MemRefType>(contraction.getDpsInits()[0].getType());
   unsigned kDim = m.lhsBatch.size() + 1;
   // The tile's own extents, for the checks that need whole tiles; K over
   // size symbols at its largest (the strategy checked that it comes in
@@ -1471,11 +1530,9 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
         else if (a || bOperand)
           (a ? a->map : bOperand->map).getDefiningOp()->erase();
       }
-      // A producer warpgroup takes the TMA copies of one GEMM per block
-      // (batch indices in the block would need the stages' phases carried
-      // from one to the next); otherwise every warpgroup computes.
-      if (!tma || llvm::any_of(accType.getShape().take_front(m.batch),
-                               [](int64_t extent) { return extent != 1; }))
+      // A producer warpgroup takes the TMA copies; without them every
+      // warpgroup computes.
+      if (!tma)
         c.producers = 0;
       // Two or more consumer warpgroups take the registers the producer
       // gives up (one has all a thread may hold already): one block per SM.

@@ -124,6 +124,56 @@ func.func private @specialized(%a: memref<256x512xf16>, %b: memref<512x256xf16>,
 
 // -----
 
+// A block tile over two batch indices, warp-specialized: the mbarriers are
+// set up once, before either index; the producer and the consumers each
+// walk both indices, the steps (4 per index) counting on across them, so
+// that a stage's phase and parity follow its fills (step 4 * batch + t in
+// stage (4 * batch + t) mod 3); the producer's boxes are at the batch
+// index, the consumers' stores too. No block-wide barrier between indices:
+// the roles meet only at the mbarriers.
+// CHECK-LABEL: func.func private @batches
+// CHECK: scf.forall (%{{.*}}) in (256) {
+// CHECK: %[[FULL:.*]] = nvgpu.mbarrier.create
+// CHECK-COUNT-3: nvgpu.mbarrier.init %[[FULL]]
+// CHECK: %[[EMPTY:.*]] = nvgpu.mbarrier.create
+// CHECK-COUNT-3: nvgpu.mbarrier.init %[[EMPTY]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[BATCH:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT: scf.for %[[STEP:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT: affine.apply #{{.*}}(%[[STEP]], %[[BATCH]])
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[EMPTY]]
+// CHECK: nvgpu.tma.async.load %{{.*}}[%{{.*}}, %{{.*}}, %[[BATCH]]], %[[FULL]]
+// CHECK: } else {
+// CHECK-NEXT: scf.for %[[INDEX:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NOT: gpu.barrier
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[FULL]]
+// CHECK: nvgpu.mbarrier.arrive %[[EMPTY]]
+// CHECK: vector.store %{{.*}}, %{{.*}}[%[[INDEX]],
+// CHECK-NOT: nvgpu.mbarrier.init
+// PTX: mbarrier.arrive.shared.b64
+func.func private @batches(%a: memref<2x128x256xf16>, %b: memref<2x256x128xf16>, %out: memref<2x128x128xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (128, 128) step (64, 128) {
+    %sa = memref.subview %a[0, %i, 0] [2, 64, 256] [1, 1, 1] : memref<2x128x256xf16> to memref<2x64x256xf16, strided<[32768, 256, 1], offset: ?>>
+    %sb = memref.subview %b[0, 0, %j] [2, 256, 128] [1, 1, 1] : memref<2x256x128xf16> to memref<2x256x128xf16, strided<[32768, 128, 1], offset: ?>>
+    %so = memref.subview %out[0, %i, %j] [2, 64, 128] [1, 1, 1] : memref<2x128x128xf32> to memref<2x64x128xf32, strided<[16384, 128, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<2x64x128xf32, strided<[16384, 128, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+        ins(%sa, %sb : memref<2x64x256xf16, strided<[32768, 256, 1], offset: ?>>, memref<2x256x128xf16, strided<[32768, 128, 1], offset: ?>>) outs(%so : memref<2x64x128xf32, strided<[16384, 128, 1], offset: ?>>)
+        attrs = {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 64, block_n = 128, warp_m = 64, warp_n = 128, k = 64, stages = 3, pad = 0, shape_m = 64, shape_n = 128, producers = 1>} {
+    ^bb0(%x: f16, %y: f16, %acc: f32):
+      %xf = arith.extf %x : f16 to f32
+      %yf = arith.extf %y : f16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %sum = arith.addf %acc, %p : f32
+      linalg.yield %sum : f32
+    }
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
 // A persistent grid (group_m = 8) over the 2 x 2 whole tiles of 128 x 256:
 // one block per SM of sm_90a (132) replaces the block loop; each walks the
 // tiles block, block + 132, ... The producer gives registers to the two
@@ -165,21 +215,12 @@ func.func private @persistent(%a: memref<256x512xf16>, %b: memref<512x512xf16>, 
 
 // -----
 
-// A's view takes half of its buffer's K, where a box would read on into
-// the other half: threads copy both operands with cp.async into the
-// swizzled tiles instead, and fence the copies for the async proxy.
+// A's view takes half of its buffer's K in whole boxes (512 of 1024, K
+// steps of 64): the boxes stay inside the half, so TMA copies it.
 // CHECK-LABEL: func.func private @half_k
-// CHECK-NOT: loop.tensor_map
-// CHECK: memref.alloc() : memref<49152xf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1}
-// CHECK: scf.for {{.*}} iter_args
-// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
-// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK-NEXT: gpu.barrier
-// CHECK: nvvm.wgmma.mma_async
-// PTX: cp.async.cg.shared.global
-// PTX: fence.proxy.async.shared::cta
-// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// CHECK: loop.tensor_map %arg0 box [128, 64] swizzle "128B" : memref<256x1024xf16> -> memref<128xi8>
+// CHECK: nvgpu.tma.async.load
+// CHECK-NOT: nvgpu.device_async_copy
 func.func private @half_k(%a: memref<256x1024xf16>, %b: memref<512x256xf16>, %out: memref<256x256xf32>) attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
   scf.forall (%i, %j) = (0, 0) to (256, 256) step (128, 128) {
@@ -189,6 +230,38 @@ func.func private @half_k(%a: memref<256x1024xf16>, %b: memref<512x256xf16>, %ou
     linalg.fill ins(%zero : f32) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>)
     linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 128, warp_m = 64, warp_n = 128, k = 64, stages = 3, pad = 0, shape_m = 64, shape_n = 128>}
         ins(%sa, %sb : memref<128x512xf16, strided<[1024, 1], offset: ?>>, memref<512x128xf16, strided<[256, 1], offset: ?>>) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>)
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A's view takes 520 of its buffer's 1040 K columns, which K steps of 64
+// do not divide: the last box would read on into the other half. Threads
+// copy both operands with cp.async into the swizzled tiles instead (the
+// last K step's chunks past 520 zero-filled), and fence the copies for the
+// async proxy.
+// CHECK-LABEL: func.func private @ragged_half_k
+// CHECK-NOT: loop.tensor_map
+// CHECK: memref.alloc() : memref<49152xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1}
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.wgmma.mma_async
+// PTX: cp.async.cg.shared.global
+// PTX: fence.proxy.async.shared::cta
+// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+func.func private @ragged_half_k(%a: memref<256x1040xf16>, %b: memref<520x256xf16>, %out: memref<256x256xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (256, 256) step (128, 128) {
+    %sa = memref.subview %a[%i, 0] [128, 520] [1, 1] : memref<256x1040xf16> to memref<128x520xf16, strided<[1040, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [520, 128] [1, 1] : memref<520x256xf16> to memref<520x128xf16, strided<[256, 1], offset: ?>>
+    %so = memref.subview %out[%i, %j] [128, 128] [1, 1] : memref<256x256xf32> to memref<128x128xf32, strided<[256, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>)
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 128, warp_m = 64, warp_n = 128, k = 64, stages = 3, pad = 0, shape_m = 64, shape_n = 128>}
+        ins(%sa, %sb : memref<128x520xf16, strided<[1040, 1], offset: ?>>, memref<520x128xf16, strided<[256, 1], offset: ?>>) outs(%so : memref<128x128xf32, strided<[256, 1], offset: ?>>)
   } {mapping = [#gpu.block<y>, #gpu.block<x>]}
   return
 }

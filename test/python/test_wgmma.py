@@ -9,6 +9,8 @@ test_emulator_triton.py; larger shapes only compile.
 
 import dataclasses
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,9 @@ from tessel import ops, schedules, targets
 from tessel.backends.cpu import compile_cpu
 from tessel.dtypes import BFLOAT16
 from tessel.testing import fuzz
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import transformer_block  # noqa: E402
 
 RNG = np.random.default_rng(0)
 PTX_TYPES = {"float16": "f16", "bfloat16": "bf16"}
@@ -137,6 +142,41 @@ def test_batched_attention_matmuls_run_on_wgmma():
                                rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BFLOAT16], ids=["f16", "bf16"])
+def test_batch_indices_in_a_block_share_one_warp_specialized_pipeline(dtype):
+    # [batch, heads] of 2 x 3: heads on grid z, each block walks both batch
+    # indices of its head. The mbarriers are set up once and the phases of
+    # the 3-stage ring count on across the indices (2 K steps each, so a
+    # stage's fills alternate between them); the producer copies every
+    # index's boxes at its batch coordinates.
+    a, b = _randn(2, 3, 64, 128, dtype=dtype), (_randn(2, 3, 128, 64) * 0.1).astype(dtype)
+    artifact = tessel.compile(tessel.trace(lambda a, b: a @ b, a, b, name="heads"), target="cuda:sm_90a")
+    [kernel] = artifact.kernels
+    assert kernel.grid == (1, 1, 3) and kernel.block == (256, 1, 1)
+    assert "cp.async.bulk.tensor" in kernel.ptx and "mbarrier.arrive.shared.b64" in kernel.ptx
+    np.testing.assert_allclose(artifact.emulate()(a, b).astype(np.float32),
+                               a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2, atol=2e-2)
+
+
+def test_a_bf16_transformer_block_runs_every_contraction_on_warp_specialized_wgmma():
+    # Batch 2, so the attention matmuls walk a batch dim in the block.
+    rng = np.random.default_rng(3)
+    params = {k: v.astype(BFLOAT16) for k, v in transformer_block.init_params(128, 256, rng).items()}
+    x = rng.standard_normal((2, 64, 128)).astype(BFLOAT16)
+    module = tessel.trace(lambda t: transformer_block.block(t, params, 2), x, name="block")
+    contractions = str(schedules.default_schedules(module, "sm_90a")).count('tessel.kernel = "contraction"')
+    artifact = tessel.compile(module, target="cuda:sm_90a")
+    specialized = [k for k in artifact.kernels if _wgmma_shapes(k.ptx)]
+    assert contractions >= 6 and len(specialized) == contractions
+    for kernel in specialized:
+        assert "cp.async.bulk.tensor" in kernel.ptx and "mbarrier.arrive.shared.b64" in kernel.ptx, kernel.name
+        assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0, kernel.name
+    assert not any("mma.sync" in k.ptx for k in artifact.kernels)
+    f32 = {k: v.astype(np.float32) for k, v in params.items()}
+    np.testing.assert_allclose(artifact.emulate()(x).astype(np.float32),
+                               transformer_block.reference(x.astype(np.float32), f32, 2), rtol=3e-2, atol=3e-2)
+
+
 def test_convolutions_run_on_wgmma_over_materialized_patches():
     x = _randn(2, 16, 16, 16, dtype=np.float16)
     w = (_randn(64, 16, 3, 3) * 0.1).astype(np.float16)
@@ -148,15 +188,21 @@ def test_convolutions_run_on_wgmma_over_materialized_patches():
     np.testing.assert_allclose(artifact.emulate()(x, w).astype(np.float32), want, rtol=2e-2, atol=2e-2)
 
 
-def test_operands_tma_cannot_copy_are_copied_by_cp_async():
-    # K split in 8 parts (one block of 64 x 64 results): each part reads its
-    # eighth of K, where a box would run on into the next part's, so
-    # threads copy the tiles, masked, and fence them for the async proxy.
-    a, w = _randn(64, 8192, dtype=np.float16), (_randn(8192, 64) * 0.1).astype(np.float16)
+@pytest.mark.parametrize("k,parts", [(8192, 8), (3120, 2)])
+def test_split_k_parts_are_copied_by_tma(k, parts):
+    # One block of 64 x 64 results, K split in parts on grid z: A's part is
+    # a transposed view of the buffer seen as [m, parts, k / parts], whose
+    # tensor map the boxes index in the buffer's dim order; past a part's
+    # K (1560 = 24 K steps and 24 columns) a box zero-fills instead of
+    # reading the next part's.
+    a, w = _randn(64, k, dtype=np.float16), (_randn(k, 64) * 0.1).astype(np.float16)
     artifact = tessel.compile(tessel.trace(lambda a, w: a @ w, a, w, name="split"), target="cuda:sm_90a")
-    [parts] = [k for k in artifact.kernels if _wgmma_shapes(k.ptx)]
-    assert parts.grid == (1, 1, 8) and "cp.async.cg.shared.global" in parts.ptx
-    assert "fence.proxy.async.shared::cta" in parts.ptx and not artifact.tensor_maps
+    [partial] = [kernel for kernel in artifact.kernels if _wgmma_shapes(kernel.ptx)]
+    assert partial.grid == (1, 1, parts) and "cp.async.bulk.tensor" in partial.ptx
+    assert "cp.async.cg" not in partial.ptx and "mbarrier.arrive.shared.b64" in partial.ptx
+    # Dims innermost first: A's [64, parts, k / parts], B's [parts, k / parts, 64].
+    assert sorted(tuple(m.dims) for m in artifact.tensor_maps) == sorted([(k // parts, parts, 64),
+                                                                          (64, k // parts, parts)])
     np.testing.assert_allclose(artifact.emulate()(a, w).astype(np.float32), a.astype(np.float32) @ w.astype(np.float32),
                                rtol=2e-2, atol=2e-2)
 
@@ -209,6 +255,23 @@ def test_a_persistent_grid_walks_every_tile_while_the_producer_runs_ahead(m, n, 
         assert line in kernel.ptx, line
     assert kernel.ptxas["spill_stores"] == 0
     a, w, b = _randn(m, 192, dtype=np.float16), (_randn(192, n) * 0.1).astype(np.float16), _randn(n, dtype=np.float16)
+    np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), _reference(a, w, b),
+                               rtol=2e-2, atol=2e-2)
+
+
+def test_group_m_0_turns_the_persistent_walk_off():
+    # The knob's point 0: a block per tile of 128 x 256 (4 x 2), each still
+    # warp-specialized with the registers moved to its consumers.
+    target = _few_sms(4)
+    module = _module(512, 512, 192, np.dtype(np.float16))
+    scheduled = schedules.default_schedules(module, target)
+    group_m = {knob.name: knob for knob in schedules.knobs(scheduled)}["group_m"]
+    assert 0 in group_m.domain and group_m.value == 8
+    artifact = tessel.compile(schedules.with_knobs(scheduled, {group_m.key: 0}), target=f"cuda:{target}")
+    [kernel] = artifact.kernels
+    assert kernel.grid == (2, 4, 1) and kernel.block == (384, 1, 1)
+    assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in kernel.ptx and kernel.ptxas["spill_stores"] == 0
+    a, w, b = _randn(512, 192, dtype=np.float16), (_randn(192, 512) * 0.1).astype(np.float16), _randn(512, dtype=np.float16)
     np.testing.assert_allclose(artifact.emulate()(a, w, b).astype(np.float32), _reference(a, w, b),
                                rtol=2e-2, atol=2e-2)
 

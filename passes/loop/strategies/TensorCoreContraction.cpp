@@ -392,10 +392,11 @@ struct TensorCoreContraction final : Strategy {
       vproducers = mmaKnob(MmaConfig::Producers, best->producers, {0, 1});
     // A persistent grid where a producer warpgroup copies and the tiles
     // outnumber the SMs (below, one wave of blocks: nothing to walk), in
-    // groups of 8 tile rows (Triton's and CUTLASS's default raster).
+    // groups of 8 tile rows (Triton's and CUTLASS's default raster); 0, a
+    // block per tile, is a point of the knob too.
     if (best->producers && !batch &&
         best->blocks() > r.info.multiprocessors)
-      vgroup = mmaKnob(MmaConfig::GroupM, 8, {1, 2, 4, 8, 16});
+      vgroup = mmaKnob(MmaConfig::GroupM, 8, {0, 1, 2, 4, 8, 16});
     // K in parts on grid z when even the smallest tiles leave SMs idle and
     // K is long (each part keeps at least 32 steps of 32). Batched
     // contractions have grid z already.

@@ -336,8 +336,8 @@ loop.schedule @k target "sm_90a" {
 
 func.func @k() { return }
 loop.schedule @k target "sm_90a" {
-  // expected-error @+1 {{needs a group of at least one tile row}}
-  loop.persistent group_m [0]
+  // expected-error @+1 {{group_m -1 is negative}}
+  loop.persistent group_m [-1]
 }
 
 // -----
