@@ -266,6 +266,9 @@ protected:
   /// `rhs`) lands in buffer `stage`: the buffer and its indices.
   virtual std::pair<Value, SmallVector<Value>>
   destination(bool rhs, Value stage, Value row, Value col) = 0;
+  /// Elements per cp.async of A's K tiles (or B's, `rhs`): 16 bytes, or
+  /// single elements where the tile transposes them.
+  virtual int64_t copyWidth(bool rhs) const { return c.copyElements(); }
 
   /// Runs `body` at each index of the block tile's batch dims from `dim`
   /// on, in loops (unit dims are index 0; those over size symbols as many
@@ -350,37 +353,45 @@ protected:
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     SmallVector<Value> tokens;
     // Limits a source index to `bound` - `width` (a valid chunk start) and
-    // zero-fills the chunk when the index is not below `bound`.
+    // zero-fills the chunk (of `chunkWidth` elements) when the index is not
+    // below `bound`.
     auto mask = [&](Value &srcIndex, Value bound, int64_t width,
-                    Value &count) {
+                    int64_t chunkWidth, Value &count) {
       Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                            srcIndex, bound);
       srcIndex = arith::MinUIOp::create(
           b, loc, srcIndex, apply(d0 - width, bound));
-      Value fill = arith::SelectOp::create(b, loc, inside,
-                                           index(c.copyElements()), index(0));
+      Value fill = arith::SelectOp::create(b, loc, inside, index(chunkWidth),
+                                           index(0));
       count = count ? arith::MinUIOp::create(b, loc, count, fill) : fill;
     };
     auto copy = [&](Value src, ArrayRef<unsigned> loops, int64_t rows,
                     int64_t cols, bool kRows) {
-      int64_t perRow = cols / c.copyElements();
+      int64_t width = copyWidth(kRows);
+      int64_t perRow = cols / width;
       for (int64_t r = 0; r < rows * perRow / c.threads(); ++r) {
         Value chunk = apply(d0 + r * c.threads(), tid);
         Value row = apply(d0.floorDiv(perRow), chunk);
-        Value col = apply((d0 % perRow) * c.copyElements(), chunk);
+        Value col = apply((d0 % perRow) * width, chunk);
         // A tiles advance along K in columns, B tiles in rows.
         Value srcRow = kRows ? apply(d0 * c.bk + d1, {step, row}) : row;
         Value srcCol = kRows ? col : apply(d0 * c.bk + d1, {step, col});
-        Value count = elements;
+        // (A narrower copy zero-fills whole or not at all.)
+        Value count = elements && width != c.copyElements()
+                          ? arith::MinUIOp::create(b, loc, elements,
+                                                   index(width))
+                          : elements;
         if (kRows ? partialK : partialRows)
-          mask(srcRow, kRows ? validK : validRows, 1, count);
+          mask(srcRow, kRows ? validK : validRows, 1, width, count);
         if (kRows ? partialCols : partialK)
-          mask(srcCol, kRows ? validCols : validK, c.copyElements(), count);
+          mask(srcCol, kRows ? validCols : validK, width, width, count);
         auto [dst, dstIndices] = destination(kRows, stage, row, col);
+        // Only 16-byte copies may bypass L1 (cp.async.cg).
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
             dstIndices, src, at({srcRow, srcCol}, loops),
-            b.getIndexAttr(c.copyElements()), count, b.getUnitAttr()));
+            b.getIndexAttr(width), count,
+            width == c.copyElements() ? b.getUnitAttr() : UnitAttr()));
       }
     };
     copy(m->lhs, m->lhsBatch, c.bm, c.bk, /*kRows=*/false);
@@ -857,9 +868,20 @@ private:
     };
     // K-major A: 8 rows of 128 bytes per core-matrix group (the leading
     // offset is unused with a swizzle). N-major B: the next 64 columns one
-    // group (bk rows) on, the next 8 K rows 1024 bytes on.
+    // group (bk rows) on, the next 8 K rows 1024 bytes on; a K-major B as
+    // A.
     descriptorA = bits(16, 8 * kSwizzleBytes);
-    descriptorB = bits(c.bk * kSwizzleBytes, 8 * kSwizzleBytes);
+    descriptorB = kMajorB() ? descriptorA
+                            : bits(c.bk * kSwizzleBytes, 8 * kSwizzleBytes);
+  }
+
+  /// Whether B's tile is K-major, as wgmma reads tf32 operands (only
+  /// .f16/.bf16 ones may be transposed): a row of 128 bytes of K per
+  /// column n, filled element by element from a row-major B.
+  bool kMajorB() const { return c.elementBytes == 4; }
+
+  int64_t copyWidth(bool rhs) const override {
+    return rhs && kMajorB() ? 1 : c.copyElements();
   }
 
   /// The block loop's induction variables at the origin of tile `tile` of
@@ -928,6 +950,14 @@ private:
   destination(bool rhs, Value stage, Value row, Value col) override {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1),
                d2 = b.getAffineDimExpr(2);
+    if (rhs && kMajorB()) {
+      // B's element (k = row, n = col) in row n of the tile, in its chunk.
+      AffineExpr d3 = b.getAffineDimExpr(3);
+      return {tiles, {apply(c.stages * stageA() + d0 * stageB() +
+                                d1 * rowElements() + d2 +
+                                d3 % c.copyElements(),
+                            {stage, col, swizzled(col, row), row})}};
+    }
     Value chunk = swizzled(row, col);
     if (!rhs)
       return {tiles, {apply(d0 * stageA() + d1 * rowElements() + d2,
@@ -1397,7 +1427,7 @@ private:
   }
 
   /// acc + A x B for instruction (mi, ni) of the warpgroup's tile and the
-  /// 16-deep slice `kk` of the K step in buffer `stage`.
+  /// slice `kk` (32 bytes of K) of the K step in buffer `stage`.
   Value multiply(Value acc, Value stage, int64_t mi, int64_t ni, int64_t kk) {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     Value a = descriptor(
@@ -1407,19 +1437,29 @@ private:
               {stage, groupRow}));
     Value bMat = descriptor(
         descriptorB,
-        apply(c.stages * stageA() + d0 * stageB() +
-                  (d1 + ni * c.shapeN).floorDiv(rowElements()) * groupB() +
-                  kk * c.instructionK() * rowElements(),
-              {stage, groupCol}));
+        kMajorB()
+            ? apply(c.stages * stageA() + d0 * stageB() +
+                        (d1 + ni * c.shapeN) * rowElements() +
+                        kk * c.instructionK(),
+                    {stage, groupCol})
+            : apply(c.stages * stageA() + d0 * stageB() +
+                        (d1 + ni * c.shapeN).floorDiv(rowElements()) *
+                            groupB() +
+                        kk * c.instructionK() * rowElements(),
+                    {stage, groupCol}));
     Type element = getElementTypeOrSelf(m->lhs.getType());
-    auto type = element.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    auto type = element.isF32()    ? NVVM::WGMMATypes::tf32
+                : element.isBF16() ? NVVM::WGMMATypes::bf16
+                                   : NVVM::WGMMATypes::f16;
     MLIRContext *ctx = b.getContext();
+    // B "row" is N-major (transposed), "col" K-major.
     return NVVM::WgmmaMmaAsyncOp::create(
         b, loc, acc.getType(), acc, a, bMat,
         NVVM::MMAShapeAttr::get(ctx, kWgmmaM, c.shapeN, c.instructionK()),
         type, type, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
         NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-        NVVM::MMALayout::row, NVVM::MMALayout::row,
+        NVVM::MMALayout::row,
+        kMajorB() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         NVVM::MMAIntOverflowAttr());
   }
 
@@ -1509,8 +1549,9 @@ LogicalResult lower(linalg::LinalgOp contraction, loop::MmaConfigAttr config) {
       std::optional<std::array<TmaOperand, 2>> tma;
       const loop::TargetDescription &target =
           config.getTarget().getDescription();
+      // (A tf32 B is transposed into its tile element by element.)
       if (target.has(loop::Instruction::Tma) &&
-          target.has(loop::Instruction::MbarrierTx)) {
+          target.has(loop::Instruction::MbarrierTx) && c.elementBytes == 2) {
         auto blockLoop = contraction->getParentOfType<scf::ForallOp>();
         // Boxes: A's bm rows of one K step, B's K step of 64 columns; one
         // index of each batch dim.

@@ -39,17 +39,15 @@ static std::string checkWgmma(const MmaConfig &c,
               loop::instructionNames()[static_cast<unsigned>(needed)] +
               " instructions, which loop.mma of shape m64 (wgmma) needs")
           .str();
-  if (c.elementBytes != 2)
-    return "loop.mma of shape m64 (wgmma) takes f16 or bf16 operands; f32 "
-           "ones (as tf32) need a K-major B, which a row-major B is not: use "
-           "shape [16, 8, 8]";
-  // B's tile is stored in groups of 64 columns (128-byte swizzled rows);
-  // an instruction spans whole groups.
+  // A 16-bit B's tile is stored in groups of 64 columns (128-byte swizzled
+  // rows), which an instruction spans whole; a tf32 one K-major (wgmma
+  // transposes only 16-bit operands), a 128-byte row per column.
   int64_t group = kSwizzleBytes / c.elementBytes;
-  if (c.shapeN <= 0 || c.shapeN > 256 || c.shapeN % group)
+  int64_t nStep = c.elementBytes == 4 ? 8 : group;
+  if (c.shapeN <= 0 || c.shapeN > 256 || c.shapeN % nStep)
     return ("loop.mma shape n = " + Twine(c.shapeN) +
             " is not one tessel's wgmma takes with a row-major B: a "
-            "multiple of " + Twine(group) + " up to 256")
+            "multiple of " + Twine(nStep) + " up to 256")
         .str();
   if (c.wm % kWgmmaM)
     return msg(MmaConfig::WarpM, c.wm,
@@ -73,6 +71,10 @@ static std::string checkWgmma(const MmaConfig &c,
     return msg(MmaConfig::Producers, c.producers,
                "needs TMA copies, which target '" + Twine(target.name) +
                    "' does not have");
+  if (c.producers && c.elementBytes == 4)
+    return msg(MmaConfig::Producers, c.producers,
+               "needs TMA copies, which cannot transpose a tf32 B into the "
+               "K-major tile wgmma reads");
   return "";
 }
 

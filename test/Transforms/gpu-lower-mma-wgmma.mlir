@@ -268,6 +268,34 @@ func.func private @ragged_half_k(%a: memref<256x1040xf16>, %b: memref<520x256xf1
 
 // -----
 
+// f32 operands as tf32 (shape [64, 128, 8], K steps of 32): wgmma reads
+// them K-major only, so A is copied in 16-byte chunks as a 16-bit A is, and
+// B, row-major in memory, element by element (4-byte cp.async, which cannot
+// bypass L1) into a K-major tile of 128-byte swizzled rows, one per column;
+// no TMA. The instructions read B K-major ("col").
+// CHECK-LABEL: func.func private @tf32
+// CHECK-NOT: loop.tensor_map
+// CHECK: memref.alloc() : memref<12288xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.*}}, 4 {bypassL1} : memref<64x64xf32
+// CHECK: nvgpu.device_async_copy {{.*}}, 1 : memref<64x128xf32
+// CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 8>, D[<f32>, <one>], A[<tf32>, <one>, <row>], B[<tf32>, <one>, <col>]
+// PTX: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 4
+// PTX: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32
+func.func private @tf32(%a: memref<128x64xf32>, %b: memref<64x128xf32>, %out: memref<128x128xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i, %j) = (0, 0) to (128, 128) step (64, 128) {
+    %sa = memref.subview %a[%i, 0] [64, 64] [1, 1] : memref<128x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [64, 128] [1, 1] : memref<64x128xf32> to memref<64x128xf32, strided<[128, 1], offset: ?>>
+    %so = memref.subview %out[%i, %j] [64, 128] [1, 1] : memref<128x128xf32> to memref<64x128xf32, strided<[128, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%so : memref<64x128xf32, strided<[128, 1], offset: ?>>)
+    linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 64, block_n = 128, warp_m = 64, warp_n = 128, k = 32, stages = 2, pad = 0, shape_m = 64, shape_n = 128>}
+        ins(%sa, %sb : memref<64x64xf32, strided<[64, 1], offset: ?>>, memref<64x128xf32, strided<[128, 1], offset: ?>>) outs(%so : memref<64x128xf32, strided<[128, 1], offset: ?>>)
+  } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+  return
+}
+
+// -----
+
 // wgmma's rules are checked where the config is lowered: the K step is one
 // swizzled 128-byte row, and the target must have the instruction.
 func.func private @short_k(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {

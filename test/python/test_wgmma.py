@@ -47,7 +47,7 @@ def _module(m, n, k, dtype):
 
 
 def _wgmma_shapes(ptx: str) -> set[str]:
-    return set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)\.f32\.(\w+)\.\w+", ptx))
+    return set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k(?:16|8))\.f32\.(\w+)\.\w+", ptx))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BFLOAT16], ids=["f16", "bf16"])
@@ -208,12 +208,45 @@ def test_split_k_parts_are_copied_by_tma(k, parts):
 
 
 def test_contractions_wgmma_cannot_take_keep_mma_sync():
-    # f32 operands (as tf32) need a K-major B; N = 40 fits no 64-column
-    # group of B's swizzled tile.
-    for dtype, n, allow_tf32 in ((np.float32, 128, True), (np.float16, 40, False)):
-        module = _module(128, n, 64, np.dtype(dtype))
-        [kernel] = tessel.compile(module, target="cuda:sm_90a", allow_tf32=allow_tf32).kernels
-        assert "mma.sync.aligned" in kernel.ptx and "wgmma" not in kernel.ptx
+    # N = 40 fits no 64-column group of a 16-bit B's swizzled tile.
+    [kernel] = tessel.compile(_module(128, 40, 64, np.dtype(np.float16)), target="cuda:sm_90a").kernels
+    assert "mma.sync.aligned" in kernel.ptx and "wgmma" not in kernel.ptx
+
+
+# f32 operands as tf32 (allow_tf32): wgmma reads them K-major only (it
+# transposes 16-bit operands alone), so B, row-major in memory, is copied
+# into its K-major swizzled tile element by element (4-byte cp.async.ca)
+# by the consumer warpgroups; no TMA, no producer. The second shape leaves
+# edge tiles in M, N and K; the last only compiles.
+@pytest.mark.parametrize("m,n,k", [(192, 256, 160), (200, 296, 104), (4096, 4096, 4096)])
+def test_tf32_matmul_with_epilogue_runs_on_wgmma(m, n, k):
+    artifact = tessel.compile(_module(m, n, k, np.dtype(np.float32)), target="cuda:sm_90a", allow_tf32=True)
+    [kernel] = artifact.kernels
+    assert {t for _, t in _wgmma_shapes(kernel.ptx)} == {"tf32"} and "mma.sync" not in kernel.ptx
+    assert re.search(r"cp\.async\.ca\.shared\.global \[[^]]+\], \[[^]]+\], 4\b", kernel.ptx)
+    assert not artifact.tensor_maps and "mbarrier" not in kernel.ptx
+    assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
+    if m * n * k > 1 << 24:
+        return
+    a, w, b = _randn(m, k), _randn(k, n) * 0.1, _randn(n)
+    np.testing.assert_allclose(artifact.emulate()(a, w, b), _reference(a, w, b), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("block_m,block_n,warp_n,stages", [(64, 64, 64, 2), (128, 128, 64, 3), (64, 256, 256, 4)])
+def test_sampled_tf32_wgmma_schedules_match_numpy(block_m, block_n, warp_n, stages):
+    m, n, k = 192, 256, 96
+    scheduled = schedules.default_schedules(_module(m, n, k, np.dtype(np.float32)), "sm_90a", allow_tf32=True)
+    knobs = {knob.name: knob for knob in schedules.knobs(scheduled)}
+    assert "producers" not in knobs
+    point = schedules.with_knobs(scheduled, {knobs["block_m"].key: block_m, knobs["block_n"].key: block_n,
+                                             knobs["warp_n"].key: warp_n, knobs["stages"].key: stages})
+    point = tessel.parse(str(point).replace(f"shape [64, {knobs['warp_n'].value}, 8]", f"shape [64, {warp_n}, 8]"))
+    artifact = tessel.compile(point, target="cuda:sm_90a", allow_tf32=True)
+    [kernel] = artifact.kernels
+    assert _wgmma_shapes(kernel.ptx) == {(f"m64n{warp_n}k8", "tf32")}
+    assert kernel.block == (block_m // 64 * block_n // warp_n * 128, 1, 1)
+    a, w, b = _randn(m, k), _randn(k, n) * 0.1, _randn(n)
+    np.testing.assert_allclose(artifact.emulate()(a, w, b), _reference(a, w, b), rtol=1e-2, atol=1e-2)
 
 
 def test_wgmma_schedules_match_numpy_on_cpu():

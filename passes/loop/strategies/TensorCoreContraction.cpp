@@ -99,17 +99,18 @@ LogicalResult validateMma(ScheduleCheck check, loop::MmaOp mma) {
              << input << " of the contraction is computed in the kernel; "
              << "add loop.materialize inputs [" << input << "]";
   int64_t elementBytes = mmaElementBytes(contraction);
-  SmallVector<int64_t> shape = {16, 8, elementBytes == 4 ? 8 : 16};
+  int64_t instructionK = elementBytes == 4 ? 8 : 16;
+  SmallVector<int64_t> shape = {16, 8, instructionK};
   ArrayRef<int64_t> given = mma.getShape();
-  bool wgmma = given.size() == 3 && given[0] == kWgmmaM && given[2] == 16 &&
-               elementBytes == 2;
+  bool wgmma =
+      given.size() == 3 && given[0] == kWgmmaM && given[2] == instructionK;
   if (!wgmma && given != ArrayRef<int64_t>(shape))
     return mma.emitError("shape [")
            << given << "] is not supported; "
            << (elementBytes == 4 ? "f32 operands (as tf32)"
                                  : "f16 or bf16 operands")
-           << " with f32 accumulation use [" << shape << "]"
-           << (elementBytes == 2 ? " (mma.sync) or [64, n, 16] (wgmma)" : "");
+           << " with f32 accumulation use [" << shape << "] (mma.sync) or [64, n, "
+           << instructionK << "] (wgmma)";
   unsigned batch = *mmaBatchLoops(contraction);
   std::optional<SmallVector<int64_t>> largest = mmaExtents(contraction, batch);
   if (!largest)
@@ -317,16 +318,19 @@ struct TensorCoreContraction final : Strategy {
       return true;
     };
     // sm_90a: wgmma over warpgroups of 64 rows by the block's columns (one
-    // instruction of n = block_n per 64 rows and 16 of K), K steps of one
-    // swizzled 128-byte row, a producer warpgroup issuing the TMA copies.
+    // instruction of n = block_n per 64 rows and 32 bytes of K), K steps of
+    // one swizzled 128-byte row, a producer warpgroup issuing the TMA copies
+    // (not of tf32 operands: B is transposed into its tile by the
+    // consumers' copies).
     int64_t producers = r.info.has(loop::Instruction::Tma) &&
-                        r.info.has(loop::Instruction::MbarrierTx);
+                        r.info.has(loop::Instruction::MbarrierTx) &&
+                        elementBytes == 2;
     // More stages than K steps (plus the one consumed) only take shared
     // memory from other blocks.
     int64_t wgmmaSteps =
         llvm::divideCeil(extents[batch + 2], kSwizzleBytes / elementBytes);
     SmallVector<MmaConfig> wgmmaTiles; // legal, from the largest tile down
-    if (r.info.has(loop::Instruction::Wgmma) && elementBytes == 2)
+    if (r.info.has(loop::Instruction::Wgmma))
       for (int64_t bm : {128, 64})
         for (int64_t bn : {256, 192, 128, 64})
           for (int64_t stages : {4, 3, 2}) {
@@ -388,7 +392,8 @@ struct TensorCoreContraction final : Strategy {
     int64_t copy = best->copyElements();
     Value pad = mmaKnob(MmaConfig::Pad, best->pad, {0, copy, 2 * copy});
     Value vproducers, vgroup;
-    if (best->wgmma())
+    // (tf32 operands are copied by the consumers, transposing B.)
+    if (best->wgmma() && best->elementBytes == 2)
       vproducers = mmaKnob(MmaConfig::Producers, best->producers, {0, 1});
     // A persistent grid where a producer warpgroup copies and the tiles
     // outnumber the SMs (below, one wave of blocks: nothing to walk), in
