@@ -444,25 +444,187 @@ protected:
   /// col), or the plain stores. Each generic's results are stored to its
   /// output and passed on in registers to the generics that read it.
   void store(ArrayRef<Value> values, Value row, Value col) {
+    (void)chain(values, row, col, /*storeLast=*/true);
+  }
+
+  /// As store, but the last output's values are returned, stored only with
+  /// `storeLast` (the accumulator's own, without a chain).
+  SmallVector<Value> chain(ArrayRef<Value> values, Value row, Value col,
+                           bool storeLast) {
     SmallVector<SmallVector<Value>> points;
     for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i)
       points.push_back(at({row, apply(b.getAffineDimExpr(0) + i, col)}));
     Value acc = m->contraction.getDpsInits()[0];
-    if (m->epilogue.empty())
-      return write(values, acc, points);
+    SmallVector<Value> results(values);
+    if (m->epilogue.empty()) {
+      if (storeLast)
+        write(values, acc, points);
+      return results;
+    }
     SmallVector<llvm::DenseMap<Value, Value>> known;
     for (Value v : values)
       known.push_back({{acc, v}});
     for (linalg::GenericOp e : m->epilogue) {
       Value out = e.getDpsInits()[0];
-      SmallVector<Value> results;
+      results.clear();
       for (auto [point, registers] : llvm::zip(points, known)) {
         results.push_back(compute(e, point, registers));
         registers[out] = results.back();
       }
       // A tile only the chain reads stays in registers.
-      if (!out.getDefiningOp<memref::AllocOp>())
+      if (!out.getDefiningOp<memref::AllocOp>() &&
+          (storeLast || e != m->epilogue.back()))
         write(results, out, points);
+    }
+    return results;
+  }
+
+  /// The buffer the last values of the chain go to (the accumulator's own
+  /// without one) when its rows take 16-byte stores of them: row-major, of
+  /// 16- or 32-bit elements; null otherwise.
+  Value chunkedOutput() {
+    Value out = m->epilogue.empty() ? m->contraction.getDpsInits()[0]
+                                    : m->epilogue.back().getDpsInits()[0];
+    if (out.getDefiningOp<memref::AllocOp>() || !isRowMajor(out))
+      return {};
+    unsigned bits = getElementTypeOrSelf(out.getType()).getIntOrFloatBitWidth();
+    return bits == 16 || bits == 32 ? out : Value();
+  }
+
+  /// Stores a row of the thread's accumulator fragments through the
+  /// epilogue chain: `pairs[t]` are its two values of column group t, at
+  /// columns `first` + 8t + 2q and + 1 of row `row` (q = lane % 4, as
+  /// mma.sync's and wgmma's fragments lay them out). The lanes of each quad
+  /// exchange the chain's last values (warp shuffles) so that each stores
+  /// 16 bytes of consecutive columns at once (four groups of 16-bit values,
+  /// two of f32): a warp's store instruction then writes 8 rows of whole
+  /// 32-byte sectors, where a lane's own pair (4 bytes of 16-bit values)
+  /// wrote half sectors. Points past a partial tile's edge are neither
+  /// computed nor stored (a 16-byte chunk is wholly inside or outside:
+  /// valid columns come in whole 16-byte rows).
+  void storeRow(ArrayRef<std::array<Value, 2>> pairs, Value row, Value first) {
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    Value q = apply(d0 % 4, tid);
+    auto columnOf = [&](int64_t group, Value lane) {
+      return apply(d0 + d1 * 2 + 8 * group, {first, lane});
+    };
+    Value out = chunkedOutput();
+    unsigned bits =
+        out ? getElementTypeOrSelf(out.getType()).getIntOrFloatBitWidth() : 0;
+    int64_t perChunk = bits == 16 ? 4 : 2; // column groups per 16 bytes
+    if (!out || pairs.size() % perChunk) {
+      for (auto [t, pair] : llvm::enumerate(pairs))
+        storeFragment(pair, row, columnOf(t, q));
+      return;
+    }
+    Type element = getElementTypeOrSelf(out.getType());
+    bool partial = partialRows || partialCols;
+    auto inside = [&](Value column) {
+      return arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                validRows),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
+                                validCols));
+    };
+    // Each group's last values, as 32-bit words: a packed 16-bit pair, or
+    // two f32.
+    SmallVector<SmallVector<Value>> words;
+    for (auto [t, pair] : llvm::enumerate(pairs)) {
+      Value column = columnOf(t, q);
+      SmallVector<Value> last;
+      if (!partial) {
+        last = chain(pair, row, column, /*storeLast=*/false);
+      } else {
+        auto ifOp = scf::IfOp::create(b, loc, TypeRange{element, element},
+                                      inside(column), true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        scf::YieldOp::create(b, loc,
+                             chain(pair, row, column, /*storeLast=*/false));
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        Value zero = arith::ConstantOp::create(b, loc, element,
+                                               b.getZeroAttr(element));
+        scf::YieldOp::create(b, loc, ValueRange{zero, zero});
+        last = ifOp.getResults();
+      }
+      if (bits == 32) {
+        words.push_back(last);
+        continue;
+      }
+      Value packed = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, element), last);
+      Value word = vector::BitCastOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), packed);
+      words.push_back({vector::ExtractOp::create(b, loc, word,
+                                                 ArrayRef<int64_t>{0})});
+    }
+    auto bit = [&](int64_t mask) {
+      return arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne,
+          apply(d0.floorDiv(mask) % 2, q), index(0));
+    };
+    Value odd = bit(1), high = bit(2);
+    auto select = [&](Value condition, ArrayRef<Value> x, ArrayRef<Value> y) {
+      SmallVector<Value> chosen;
+      for (auto [u, v] : llvm::zip(x, y))
+        chosen.push_back(arith::SelectOp::create(b, loc, condition, u, v));
+      return chosen;
+    };
+    auto exchange = [&](ArrayRef<Value> sent, int64_t laneMask) {
+      SmallVector<Value> received;
+      for (Value v : sent)
+        received.push_back(gpu::ShuffleOp::create(
+                               b, loc, v, laneMask, loop::kWarpSize,
+                               gpu::ShuffleMode::XOR)
+                               .getShuffleResult());
+      return received;
+    };
+    auto concat = [](ArrayRef<Value> x, ArrayRef<Value> y) {
+      SmallVector<Value> all(x);
+      llvm::append_range(all, y);
+      return all;
+    };
+    // Lanes q and q ^ 1 swap the groups of a pair: q keeps group
+    // 2k + (q & 1), whose words from lanes q & 2 and (q & 2) + 1 it then
+    // holds in order.
+    auto swapPairs = [&](ArrayRef<Value> even, ArrayRef<Value> oddGroup) {
+      SmallVector<Value> own = select(odd, oddGroup, even);
+      SmallVector<Value> received =
+          exchange(select(odd, even, oddGroup), 1);
+      return concat(select(odd, received, own), select(odd, own, received));
+    };
+    for (size_t t0 = 0; t0 < pairs.size(); t0 += perChunk) {
+      SmallVector<Value> chunk;
+      Value column;
+      if (bits == 32) {
+        // 4 f32 of group t0 + (q & 1), columns 4 (q >> 1) on.
+        chunk = swapPairs(words[t0], words[t0 + 1]);
+        column = apply(d0 + 8 * t0 + (d1 % 2) * 8 + d1.floorDiv(2) * 4,
+                       {first, q});
+      } else {
+        // Then lanes q and q ^ 2 swap the groups they hold: q keeps group
+        // t0 + q, its words from lanes 0-1 and 2-3.
+        SmallVector<Value> low = swapPairs(words[t0], words[t0 + 1]);
+        SmallVector<Value> up = swapPairs(words[t0 + 2], words[t0 + 3]);
+        SmallVector<Value> own = select(high, up, low);
+        SmallVector<Value> received = exchange(select(high, low, up), 2);
+        chunk = concat(select(high, received, own),
+                       select(high, own, received));
+        column = apply(d0 + 8 * t0 + d1 * 8, {first, q});
+      }
+      Value vector = vector::FromElementsOp::create(
+          b, loc, VectorType::get({4}, chunk.front().getType()), chunk);
+      if (bits == 16)
+        vector = vector::BitCastOp::create(
+            b, loc, VectorType::get({8}, element), vector);
+      OpBuilder::InsertionGuard guard(b);
+      if (partial) {
+        auto ifOp = scf::IfOp::create(b, loc, inside(column), false);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+      }
+      vector::StoreOp::create(b, loc, vector, out, at({row, column}),
+                              /*nontemporal=*/false, llvm::Align(16));
     }
   }
 
@@ -682,16 +844,18 @@ private:
   void epilogue(ValueRange accs) {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     for (int64_t mi = 0; mi < tilesM(); ++mi)
-      for (int64_t ni = 0; ni < tilesN(); ++ni)
-        for (int64_t r = 0; r < 2; ++r) {
-          Value row = apply(d0 + d1 + (mi * 16 + 8 * r), {warpRow, laneRow});
-          Value column = apply(d0 + d1 + ni * 8, {warpCol, laneCol});
-          SmallVector<Value> pair;
+      for (int64_t r = 0; r < 2; ++r) {
+        // A row of the warp tile: one column group per n8 tile.
+        SmallVector<std::array<Value, 2>> pairs;
+        for (int64_t ni = 0; ni < tilesN(); ++ni) {
+          std::array<Value, 2> &pair = pairs.emplace_back();
           for (int64_t col = 0; col < 2; ++col)
-            pair.push_back(vector::ExtractOp::create(
-                b, loc, accs[mi * tilesN() + ni], ArrayRef<int64_t>{r, col}));
-          storeFragment(pair, row, column);
+            pair[col] = vector::ExtractOp::create(
+                b, loc, accs[mi * tilesN() + ni], ArrayRef<int64_t>{r, col});
         }
+        storeRow(pairs, apply(d0 + d1 + (mi * 16 + 8 * r), {warpRow, laneRow}),
+                 warpCol);
+      }
   }
 
   Value smA, smB;
@@ -1467,18 +1631,21 @@ private:
   void epilogue(ValueRange accs) {
     AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
     for (int64_t mi = 0; mi < tilesM(); ++mi)
-      for (int64_t ni = 0; ni < tilesN(); ++ni)
-        for (int64_t i = 0; i < c.shapeN / 2; i += 2) {
-          Value row = apply(d0 + d1 + (mi * kWgmmaM + 8 * (i / 2 % 2)),
-                            {groupRow, laneRow});
-          Value column = apply(d0 + d1 + (ni * c.shapeN + 8 * (i / 4)),
-                               {groupCol, laneCol});
-          SmallVector<Value> pair;
-          for (int64_t j = 0; j < 2; ++j)
-            pair.push_back(LLVM::ExtractValueOp::create(
-                b, loc, accs[mi * tilesN() + ni], i + j));
-          storeFragment(pair, row, column);
-        }
+      for (int64_t r = 0; r < 2; ++r) {
+        // A row of the warpgroup's tile: column group t of instruction ni
+        // holds elements 4t + 2r and + 1.
+        SmallVector<std::array<Value, 2>> pairs;
+        for (int64_t ni = 0; ni < tilesN(); ++ni)
+          for (int64_t t = 0; t < c.shapeN / 8; ++t) {
+            std::array<Value, 2> &pair = pairs.emplace_back();
+            for (int64_t j = 0; j < 2; ++j)
+              pair[j] = LLVM::ExtractValueOp::create(
+                  b, loc, accs[mi * tilesN() + ni], 4 * t + 2 * r + j);
+          }
+        storeRow(pairs,
+                 apply(d0 + d1 + (mi * kWgmmaM + 8 * r), {groupRow, laneRow}),
+                 groupCol);
+      }
   }
 
   Value tiles;

@@ -10,7 +10,8 @@
 // step's phase and its warpgroup issues four wgmma.m64n128k16 (K-major A,
 // N-major B from the swizzled tiles), one group left running while the
 // next step's copies start; the steps that refill nothing run in a loop of
-// their own; the bias epilogue runs on the accumulator registers.
+// their own; the bias epilogue runs on the accumulator registers, whose
+// results the lanes of each quad exchange to store 16 bytes each.
 // CHECK-LABEL: func.func private @k
 // CHECK-DAG: loop.tensor_map %arg0 box [128, 64] swizzle "128B" : memref<256x512xf16> -> memref<128xi8>
 // CHECK-DAG: loop.tensor_map %arg1 box [64, 64] swizzle "128B" : memref<512x256xf16> -> memref<128xi8>
@@ -37,7 +38,8 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: llvm.extractvalue
 // CHECK: arith.addf
-// CHECK: vector.store {{.*}} : memref<128x128xf32, strided<[256, 1], offset: ?>>, vector<2xf32>
+// CHECK: gpu.shuffle xor
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<128x128xf32, strided<[256, 1], offset: ?>>, vector<4xf32>
 // CHECK: } {mapping = [#gpu.thread<x>]}
 // CHECK-NOT: linalg.matmul
 // PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
@@ -50,7 +52,8 @@
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // PTX: wgmma.commit_group.sync.aligned
 // PTX: wgmma.wait_group.sync.aligned \091;
-// PTX: st.global.v2.b32
+// PTX: shfl.sync.bfly.b32
+// PTX: st.global.v4.b32
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 func.func private @k(%a: memref<256x512xf16>, %b: memref<512x256xf16>, %bias: memref<256xf32>, %out: memref<256x256xf32>) attributes {tessel.kernel = "contraction"} {

@@ -5,8 +5,9 @@
 // loop-apply-schedule and bufferization make of loop.mma [32, 32, 32]
 // with two stages): four warps copy A and B tiles with cp.async into two
 // padded workgroup buffers each, accumulate 2x4 m16n8 tiles each with
-// ldmatrix + mma.sync, and run the epilogue on the registers, storing
-// each lane's two adjacent columns as one vector.
+// ldmatrix + mma.sync, and run the epilogue on the registers; the lanes
+// of each quad exchange their results (shuffles) so that each stores 16
+// bytes of consecutive columns as one vector.
 // CHECK-LABEL: func.func private @k
 // CHECK-DAG: memref.alloc() : memref<2x64x40xf16, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.alloc() : memref<2x32x72xf16, #gpu.address_space<workgroup>>
@@ -23,7 +24,8 @@
 // CHECK: scf.yield
 // CHECK: arith.addf
 // CHECK: arith.addf
-// CHECK: vector.store {{.*}} {alignment = 8 : i64} : memref<64x64xf32, strided<[128, 1], offset: ?>>, vector<2xf32>
+// CHECK: gpu.shuffle xor
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<64x64xf32, strided<[128, 1], offset: ?>>, vector<4xf32>
 // CHECK: } {mapping = [#gpu.thread<x>]}
 // CHECK-NOT: linalg.matmul
 // CHECK-NOT: linalg.generic
@@ -33,7 +35,8 @@
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// PTX: st.global.v2.b32
+// PTX: shfl.sync.bfly.b32
+// PTX: st.global.v4.b32
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 func.func private @k(%a: memref<128x256xf16>, %b: memref<256x128xf16>, %bias: memref<128xf32>, %out: memref<128x128xf32>) attributes {tessel.kernel = "contraction"} {
@@ -180,6 +183,7 @@ func.func private @broadcast(%w: memref<32x64xf16>, %cols: memref<2x64x32xf16>, 
 
 // An epilogue chain: bias + residual is a result, and its f32 cast (for a
 // following layer_norm) another; the cast reads the first in registers.
+// The last result goes out in 16-byte stores after the quads' exchange.
 // CHECK-LABEL: func.func private @chain
 // CHECK: nvgpu.mma.sync
 // CHECK: %[[SUM0:.*]] = arith.addf
@@ -188,8 +192,8 @@ func.func private @broadcast(%w: memref<32x64xf16>, %cols: memref<2x64x32xf16>, 
 // CHECK-NEXT: vector.store %[[SUMS]], %{{.*}} {alignment = 4 : i64} : memref<64x64xf16>, vector<2xf16>
 // CHECK-NEXT: %[[WIDE0:.*]] = arith.extf %[[SUM0]]
 // CHECK-NEXT: %[[WIDE1:.*]] = arith.extf %[[SUM1]]
-// CHECK-NEXT: %[[WIDE:.*]] = vector.from_elements %[[WIDE0]], %[[WIDE1]] : vector<2xf32>
-// CHECK-NEXT: vector.store %[[WIDE]], %{{.*}} {alignment = 8 : i64} : memref<64x64xf32>, vector<2xf32>
+// CHECK: gpu.shuffle xor
+// CHECK: vector.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : memref<64x64xf32>, vector<4xf32>
 // CHECK-NOT: linalg.generic
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func private @chain(%a: memref<64x128xf16>, %b: memref<128x64xf16>, %res: memref<64x64xf16>, %out: memref<64x64xf16>, %wide: memref<64x64xf32>) attributes {tessel.kernel = "contraction"} {
@@ -292,7 +296,7 @@ func.func private @no_target(%a: memref<64x64xf16>, %b: memref<64x64xf16>, %out:
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<2x64x36xf32, #gpu.address_space<workgroup>> -> vector<4x1xf32>
 // CHECK: memref.load {{.*}} : memref<2x32x68xf32, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
-// CHECK: vector.store {{.*}} : memref<64x64xf32, strided<[128, 1], offset: ?>>, vector<2xf32>
+// CHECK: vector.store {{.*}} : memref<64x64xf32, strided<[128, 1], offset: ?>>, vector<4xf32>
 // PTX: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 func.func private @tf32(%a: memref<128x256xf32>, %b: memref<256x128xf32>, %out: memref<128x128xf32>) attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32

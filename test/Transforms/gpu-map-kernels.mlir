@@ -273,3 +273,23 @@ func.func private @loaded(%x: memref<4xf32>, %out: memref<4xf32>) attributes {te
   memref.store %w, %out[%c0] : memref<4xf32>
   return
 }
+
+// -----
+
+// A tensor map (TMA) stays on the host, beside its buffer: the CUDA backend
+// records it in the manifest and the runtime encodes it; the kernel gets
+// its address as an argument, as it gets a buffer's.
+// CHECK-LABEL: func.func private @tensor_map
+// CHECK: %[[MAP:.*]] = loop.tensor_map %arg0 box [128, 64] swizzle "128B"
+// CHECK-NEXT: gpu.launch
+// CHECK: memref.extract_aligned_pointer_as_index %[[MAP]]
+// PTX: .visible .entry tensor_map_kernel({{.*}}.param .u64 .ptr .align 1 tensor_map_kernel_param_0,{{.*}}.param .u64 .ptr .align 1 tensor_map_kernel_param_1{{.*}})
+func.func private @tensor_map(%a: memref<256x512xf16>, %out: memref<2xi64>) attributes {tessel.kernel = "contraction"} {
+  %map = loop.tensor_map %a box [128, 64] swizzle "128B" : memref<256x512xf16> -> memref<128xi8>
+  scf.forall (%i) in (2) {
+    %p = memref.extract_aligned_pointer_as_index %map : memref<128xi8> -> index
+    %v = arith.index_cast %p : index to i64
+    memref.store %v, %out[%i] : memref<2xi64>
+  } {mapping = [#gpu.block<x>]}
+  return
+}

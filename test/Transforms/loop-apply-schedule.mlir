@@ -136,6 +136,33 @@ loop.schedule @mma target "sm_80" {
 
 // -----
 
+// sm_90a: loop.warp_specialize and loop.persistent land in the marking
+// too (a producer warpgroup, groups of 4 tile rows), the mma shape m64
+// (wgmma), pad 0.
+// CHECK-LABEL: func.func private @wgmma
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (512, 1024) step (128, 256)
+// CHECK: linalg.matmul {tessel.mma = #loop.mma_config<target = "sm_90a", block_m = 128, block_n = 256, warp_m = 64, warp_n = 256, k = 64, stages = 4, pad = 0, shape_m = 64, shape_n = 256, producers = 1, group_m = 4>}
+// CHECK-SAME: -> tensor<128x256xf32>
+// CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+func.func private @wgmma(%a: tensor<512x512xf16>, %b: tensor<512x1024xf16>) -> tensor<512x1024xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x1024xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<512x1024xf32>) -> tensor<512x1024xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<512x512xf16>, tensor<512x1024xf16>) outs(%f : tensor<512x1024xf32>) -> tensor<512x1024xf32>
+  return %m : tensor<512x1024xf32>
+}
+loop.schedule @wgmma target "sm_90a" {
+  %g = loop.knob "group_m" = 4 choices [0, 1, 2, 4, 8, 16]
+  loop.tile [128, 256, 0] mapping [#gpu.block<y>, #gpu.block<x>]
+  loop.promote inputs [0, 1] pad [0]
+  loop.pipeline stages [4]
+  loop.warp_specialize producers [1]
+  loop.persistent group_m [%g]
+  loop.mma [64, 256, 64] shape [64, 256, 16]
+}
+
+// -----
+
 // loop.split_k on tensor cores: the partial products' block tiles take one
 // part each on grid z and carry the tessel.mma marking (A read as
 // (m, part, k)); the sum of the parts and the epilogue get the pointwise

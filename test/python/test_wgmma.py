@@ -68,6 +68,10 @@ def test_16_bit_matmul_with_epilogue_runs_on_wgmma_without_spills(m, n, k, dtype
                         ".extern .shared .align 1024"):
         assert instruction in ptx, instruction
     assert "cp.async.cg" not in ptx
+    # The results leave in 16 bytes per lane (8 columns, gathered from the
+    # lane's quad by shuffles), never in a lane's own 4-byte pair.
+    assert "shfl.sync.bfly.b32" in ptx and "st.global.v4.b32" in ptx
+    assert not re.search(r"st\.global(\.v2)?\.b(16|32)\b", ptx)
     assert [(m.buffer, m.swizzle, m.box[0]) for m in artifact.tensor_maps] == [(1, "128B", 64), (0, "128B", 64)]
     assert kernel.ptxas["spill_stores"] == 0 and kernel.ptxas["spill_loads"] == 0
     if m * n * k >= 4096**3:
