@@ -15,6 +15,7 @@
 
 #include "passes/Passes.h"
 #include "passes/cpu/InputRuns.h"
+#include "passes/cpu/VectorEpilogues.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -133,19 +134,6 @@ std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
   return tile;
 }
 
-/// The indices `map` gives at `point`, folded.
-SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
-                             ArrayRef<OpFoldResult> point) {
-  SmallVector<Value> values;
-  for (AffineExpr e : map.getResults())
-    values.push_back(getValueOrCreateConstantIndexOp(
-        b, loc,
-        affine::makeComposedFoldedAffineApply(
-            b, loc, AffineMap::get(map.getNumDims(), 0, e, b.getContext()),
-            point)));
-  return values;
-}
-
 /// A tile's input that is a slice of a convolution's padded image:
 /// reading the image itself (in bounds, the padding value elsewhere)
 /// spares the padded copy, which is made whole, in one thread, before
@@ -249,113 +237,6 @@ Value readPaddedRun(OpBuilder &b, Location loc, const PaddedInput &padded,
   return valid ? arith::SelectOp::create(b, loc, valid, run, fill) : run;
 }
 
-/// The elementwise linalg.generic that alone consumes a convolution tile's
-/// result (its bias and activation), if it can be computed on the tile's
-/// vectors as they leave the registers: its loops the result's dims
-/// (identity maps for that operand and its own), its body scalar arith and
-/// math ops that do not read its output, its other inputs read at most in
-/// their last dim along the columns (a vector) and elsewhere not (a
-/// broadcast scalar). Computed apart, the tile's accumulators make a round
-/// trip through a buffer that a fill zeroes first.
-linalg::GenericOp fusableEpilogue(linalg::GenericOp conv) {
-  Value result = conv->getResult(0);
-  if (!result.hasOneUse())
-    return {};
-  OpOperand &use = *result.getUses().begin();
-  auto epilogue = dyn_cast<linalg::GenericOp>(use.getOwner());
-  if (!epilogue || epilogue.getNumDpsInits() != 1 ||
-      !epilogue.hasPureTensorSemantics() || epilogue.isDpsInit(&use) ||
-      epilogue.getNumParallelLoops() != epilogue.getNumLoops() ||
-      epilogue->getResult(0).getType() != result.getType() ||
-      !epilogue.getMatchingIndexingMap(&use).isIdentity() ||
-      !epilogue.getIndexingMapMatchingResult(epilogue->getResult(0))
-           .isIdentity())
-    return {};
-  Block *body = epilogue.getBody();
-  if (!body->getArguments().back().use_empty())
-    return {};
-  for (Operation &op : body->without_terminator())
-    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
-        op.getNumRegions() != 0 || op.getNumResults() != 1 ||
-        !llvm::all_of(op.getOperandTypes(),
-                      [](Type t) { return t.isIntOrFloat(); }) ||
-        !op.getResult(0).getType().isIntOrFloat())
-      return {};
-  unsigned columns = epilogue.getNumLoops() - 1;
-  for (OpOperand *input : epilogue.getDpsInputOperands()) {
-    AffineMap map = epilogue.getMatchingIndexingMap(input);
-    ArrayRef<AffineExpr> results = map.getResults();
-    if (llvm::any_of(results.drop_back(), [&](AffineExpr e) {
-          return e.isFunctionOfDim(columns);
-        }))
-      return {};
-    if (!results.empty() && results.back().isFunctionOfDim(columns) &&
-        results.back() != getAffineDimExpr(columns, conv.getContext()))
-      return {};
-  }
-  return epilogue;
-}
-
-/// `epilogue` (fusableEpilogue) at output indices `at`, its convolution's
-/// `count` columns from there being `acc`: each body op on vectors.
-Value computeEpilogue(OpBuilder &b, Location loc, linalg::GenericOp epilogue,
-                      Value convolution, Value acc, ArrayRef<Value> at,
-                      int64_t count) {
-  Block *body = epilogue.getBody();
-  unsigned columns = epilogue.getNumLoops() - 1;
-  auto vectorOf = [&](Type t) { return VectorType::get({count}, t); };
-  IRMapping vectors;
-  auto mapped = [&](Value scalar) -> Value {
-    if (Value v = vectors.lookupOrNull(scalar))
-      return v;
-    // Defined outside the body: the same for every lane.
-    return vector::BroadcastOp::create(b, loc, vectorOf(scalar.getType()),
-                                       scalar);
-  };
-  for (OpOperand *input : epilogue.getDpsInputOperands()) {
-    BlockArgument arg = body->getArgument(input->getOperandNumber());
-    if (input->get() == convolution) {
-      vectors.map(arg, acc);
-      continue;
-    }
-    AffineMap map = epilogue.getMatchingIndexingMap(input);
-    SmallVector<Value> indices =
-        indicesAt(b, loc, map, getAsOpFoldResult(ValueRange(at)));
-    Value value;
-    if (!map.getResults().empty() &&
-        map.getResults().back().isFunctionOfDim(columns)) {
-      Value padding = arith::ConstantOp::create(
-          b, loc, arg.getType(), b.getZeroAttr(arg.getType()));
-      value = vector::TransferReadOp::create(b, loc, vectorOf(arg.getType()),
-                                             input->get(), indices, padding,
-                                             ArrayRef<bool>{true});
-    } else {
-      value = vector::BroadcastOp::create(
-          b, loc, vectorOf(arg.getType()),
-          tensor::ExtractOp::create(b, loc, input->get(), indices));
-    }
-    vectors.map(arg, value);
-  }
-  for (Operation &op : body->without_terminator()) {
-    Type type = vectorOf(op.getResult(0).getType());
-    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-      vectors.map(op.getResult(0),
-                  arith::ConstantOp::create(
-                      b, loc, type,
-                      SplatElementsAttr::get(cast<ShapedType>(type),
-                                             constant.getValue())));
-      continue;
-    }
-    SmallVector<Value> operands =
-        llvm::map_to_vector(op.getOperands(), mapped);
-    Operation *vectorOp =
-        b.create(loc, op.getName().getIdentifier(), operands, TypeRange{type},
-                 op.getAttrs());
-    vectors.map(op.getResult(0), vectorOp->getResult(0));
-  }
-  return mapped(body->getTerminator()->getOperand(0));
-}
-
 /// `op` (convolutionTile) as loops over its outer and inner loops around
 /// vectors of its columns, the taps unrolled; with its epilogue
 /// (fusableEpilogue), which it then replaces, applied to each vector.
@@ -363,7 +244,7 @@ Value computeEpilogue(OpBuilder &b, Location loc, linalg::GenericOp epilogue,
 void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
                const ConvolutionTile &tile) {
   Location loc = op.getLoc();
-  linalg::GenericOp epilogue = fusableEpilogue(op);
+  linalg::GenericOp epilogue = tessel::fusableEpilogue(op->getResult(0));
   // At the epilogue, whose other operands may be defined after `op`.
   rewriter.setInsertionPoint(epilogue ? epilogue : op);
   auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
@@ -382,7 +263,7 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
   };
   SmallVector<OpFoldResult> dims(op.getNumLoops(), rewriter.getIndexAttr(0));
   auto indices = [&](AffineMap map) {
-    return indicesAt(rewriter, loc, map, dims);
+    return tessel::indicesAt(rewriter, loc, map, dims);
   };
   // Nested loops over `loopDims` carrying `init`; `body` fills the
   // innermost with the carried value and returns what to yield.
@@ -452,7 +333,7 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
         return sum;
       });
       if (epilogue)
-        acc = computeEpilogue(rewriter, loc, epilogue, op->getResult(0), acc,
+        acc = tessel::computeEpilogue(rewriter, loc, epilogue, op->getResult(0), acc,
                               at, count);
       out = vector::TransferWriteOp::create(rewriter, loc, acc, out, at,
                                             ArrayRef<bool>{true})

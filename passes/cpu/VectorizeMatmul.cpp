@@ -10,6 +10,7 @@
 
 #include "passes/cpu/VectorizeMatmul.h"
 #include "passes/cpu/PackPatches.h"
+#include "passes/cpu/VectorEpilogues.h"
 #include "passes/TileAndFuseRoot.h"
 #include "passes/linalg/Contractions.h"
 
@@ -191,6 +192,203 @@ FailureOr<linalg::MatmulOp> asMatmul(RewriterBase &rewriter,
   return matmul;
 }
 
+/// A matmul tile's elementwise epilogue computed on its register blocks as
+/// they leave the registers (registerEpilogue): their accumulators start
+/// from the value of the tile's fill, and they are written, through the
+/// epilogue, to the epilogue's output, which the tile computes into in
+/// place of the fill's buffer. Apart, a tile of a 1x1 convolution of short
+/// K (MobileNetV2's expansions: K = 16-32) was zeroed by a memset, its
+/// accumulators loaded and stored at every register block, then read and
+/// written again by the epilogue: the memsets alone took 4% of the model.
+struct RegisterEpilogue {
+  linalg::GenericOp generic;
+  unsigned operand;              // the epilogue's, reading the tile's result
+  tensor::ExpandShapeOp expand;  // the result's expansion to it, if any
+  Value fillValue, output;       // the accumulators' start; the new init
+
+  /// What the epilogue reads of the tile's result (vectorizing replaces the
+  /// tile).
+  Value read() const { return generic->getOperand(operand); }
+};
+
+/// The epilogue of the static matmul tile `op`, whose K is one block of
+/// whole register blocks: the tile accumulates from a fill (maybe
+/// collapsed, as asMatmul makes it) and its result, maybe expanded by unit
+/// dims, is read by the fusableEpilogue alone, whose output (an f32 tile of
+/// the result's shape) is defined where `op` may take it as its init.
+/// Sets `op` up to compute into that output.
+std::optional<RegisterEpilogue> registerEpilogue(RewriterBase &rewriter,
+                                                 linalg::MatmulOp op) {
+  Value init = op.getDpsInits()[0];
+  auto collapsed = init.getDefiningOp<tensor::CollapseShapeOp>();
+  auto fill = (collapsed ? collapsed.getSrc() : init)
+                  .getDefiningOp<linalg::FillOp>();
+  Value result = op->getResult(0);
+  if (!fill || !result.hasOneUse())
+    return std::nullopt;
+  RegisterEpilogue e;
+  Value read = result;
+  e.expand = dyn_cast<tensor::ExpandShapeOp>(*result.getUsers().begin());
+  if (e.expand) {
+    // Each group of the expansion has at most one dim that is not a unit:
+    // the epilogue's indices at a tile point are then the point's.
+    ArrayRef<int64_t> shape = e.expand.getResultType().getShape();
+    for (const ReassociationIndices &group :
+         e.expand.getReassociationIndices())
+      if (llvm::count_if(group, [&](int64_t d) { return shape[d] != 1; }) > 1)
+        return std::nullopt;
+    read = e.expand.getResult();
+  }
+  e.generic = fusableEpilogue(read);
+  if (!e.generic)
+    return std::nullopt;
+  e.operand = read.getUses().begin()->getOperandNumber();
+  // Its other operands (slices of the kernel's arguments and result, which
+  // tiling takes after the tile) are read in the tile's loops: taken
+  // before it.
+  SmallVector<Operation *> moved;
+  std::function<bool(Value)> before = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op) ||
+        llvm::is_contained(moved, def))
+      return true;
+    if (def == op || def->getNumRegions() || !isPure(def) ||
+        !llvm::all_of(def->getOperands(), before))
+      return false;
+    moved.push_back(def);
+    return true;
+  };
+  for (OpOperand &operand : e.generic->getOpOperands())
+    if (operand.get() != read && !before(operand.get()))
+      return std::nullopt;
+  for (Operation *def : moved)
+    rewriter.moveOpBefore(def, op);
+  Value output = e.generic.getDpsInits()[0];
+  rewriter.setInsertionPoint(op);
+  e.output = e.expand ? tensor::CollapseShapeOp::create(
+                            rewriter, op.getLoc(), init.getType(), output,
+                            e.expand.getReassociationIndices())
+                            .getResult()
+                      : output;
+  e.fillValue = fill.getInputs()[0];
+  rewriter.modifyOpInPlace(op, [&] { op.getDpsInitsMutable()[0].set(e.output); });
+  if (collapsed && collapsed->use_empty())
+    rewriter.eraseOp(collapsed);
+  if (fill->use_empty())
+    rewriter.eraseOp(fill);
+  return e;
+}
+
+/// The offsets in `tile` of the slice `value` is, through extract_slices
+/// and the loops that carry it (their iter_args and results).
+FailureOr<SmallVector<OpFoldResult>> offsetsIn(RewriterBase &rewriter,
+                                               Location loc, Value value,
+                                               Value tile) {
+  AffineExpr d0, d1;
+  bindDims(rewriter.getContext(), d0, d1);
+  SmallVector<OpFoldResult> offsets(2, rewriter.getIndexAttr(0));
+  while (value != tile) {
+    if (auto slice = value.getDefiningOp<tensor::ExtractSliceOp>()) {
+      if (slice.getSourceType().getRank() != 2)
+        return failure();
+      for (auto [offset, more] :
+           llvm::zip(offsets, slice.getMixedOffsets()))
+        offset = affine::makeComposedFoldedAffineApply(rewriter, loc, d0 + d1,
+                                                       {offset, more});
+      value = slice.getSource();
+      continue;
+    }
+    if (auto result = dyn_cast<OpResult>(value)) {
+      auto loop = dyn_cast<scf::ForOp>(result.getOwner());
+      if (!loop)
+        return failure();
+      value = loop.getInitArgs()[result.getResultNumber()];
+      continue;
+    }
+    auto arg = cast<BlockArgument>(value);
+    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    OpOperand *init = loop ? loop.getTiedLoopInit(arg) : nullptr;
+    if (!init)
+      return failure();
+    value = init->get();
+  }
+  return offsets;
+}
+
+/// Applies `e` to the register blocks of `depthLoop` (the loop over K that
+/// carries a block's accumulators): they start from the fill's value, and
+/// each row of a block goes through the epilogue before the block is
+/// written.
+LogicalResult applyRegisterEpilogue(RewriterBase &rewriter,
+                                    LoopLikeOpInterface depthLoop,
+                                    RegisterEpilogue e) {
+  auto loop = dyn_cast_or_null<scf::ForOp>(depthLoop.getOperation());
+  if (!loop)
+    return failure();
+  for (auto [init, result] : llvm::zip(loop.getInitArgs(), loop.getResults())) {
+    auto read = init.getDefiningOp<vector::TransferReadOp>();
+    if (!read || !result.hasOneUse())
+      continue;
+    auto write = dyn_cast<vector::TransferWriteOp>(*result.getUsers().begin());
+    if (!write)
+      continue;
+    Location loc = write.getLoc();
+    VectorType type = read.getVectorType();
+    rewriter.setInsertionPoint(read);
+    rewriter.replaceOp(read, vector::BroadcastOp::create(rewriter, loc, type,
+                                                         e.fillValue));
+    rewriter.setInsertionPoint(write);
+    FailureOr<SmallVector<OpFoldResult>> offsets =
+        offsetsIn(rewriter, loc, write.getBase(), e.output);
+    if (failed(offsets))
+      return failure();
+    AffineExpr d0, d1;
+    bindDims(rewriter.getContext(), d0, d1);
+    Value column = getValueOrCreateConstantIndexOp(
+        rewriter, loc,
+        affine::makeComposedFoldedAffineApply(
+            rewriter, loc, d0 + d1,
+            {(*offsets)[1], getAsOpFoldResult(write.getIndices()[1])}));
+    // Each row written on its own (inserted back into the block, the rows
+    // would be taken apart and put together again element by element).
+    Value written = write.getBase();
+    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+      Value row = getValueOrCreateConstantIndexOp(
+          rewriter, loc,
+          affine::makeComposedFoldedAffineApply(
+              rewriter, loc, d0 + d1 + r,
+              {(*offsets)[0], getAsOpFoldResult(write.getIndices()[0])}));
+      // The epilogue's indices: the point's, unit dims 0.
+      SmallVector<Value> at = {row, column};
+      if (e.expand) {
+        ArrayRef<int64_t> shape = e.expand.getResultType().getShape();
+        at.assign(shape.size(),
+                  arith::ConstantIndexOp::create(rewriter, loc, 0));
+        for (auto [g, group] :
+             llvm::enumerate(e.expand.getReassociationIndices()))
+          for (int64_t d : group)
+            if (shape[d] != 1)
+              at[d] = g == 0 ? row : column;
+      }
+      Value vector = vector::ExtractOp::create(rewriter, loc, result, r);
+      vector = computeEpilogue(rewriter, loc, e.generic, e.read(), vector, at,
+                               type.getDimSize(1));
+      Value first = getValueOrCreateConstantIndexOp(
+          rewriter, loc,
+          affine::makeComposedFoldedAffineApply(
+              rewriter, loc, d0 + r, {getAsOpFoldResult(write.getIndices()[0])}));
+      written = vector::TransferWriteOp::create(
+                    rewriter, loc, vector, written,
+                    ValueRange{first, write.getIndices()[1]},
+                    ArrayRef<bool>{true})
+                    .getResult();
+    }
+    rewriter.replaceOp(write, written);
+    return success();
+  }
+  return failure();
+}
+
 /// Vectorizes the matmul tile `op` (K static) in K blocks of `blockK` (which
 /// divides K once padded), row blocks of at most `rows` and register blocks
 /// of `registerTile`, first padding it to static multiples of them. With
@@ -199,7 +397,8 @@ FailureOr<linalg::MatmulOp> asMatmul(RewriterBase &rewriter,
 LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
                               int64_t rows, int64_t blockK,
                               ArrayRef<int64_t> registerTile,
-                              Value liveColumns = {}) {
+                              Value liveColumns = {},
+                              const RegisterEpilogue *epilogue = nullptr) {
   FailureOr<linalg::MatmulOp> padded =
       padTo(rewriter, op, {registerTile[0], registerTile[1], blockK});
   if (failed(padded))
@@ -263,6 +462,11 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
   for (int peel = 0; peel < 2; ++peel) {
     moveLoopInvariantCode(depthLoop);
     depthLoop = hoistLoopInvariantSubsets(rewriter, depthLoop);
+  }
+  if (epilogue && failed(applyRegisterEpilogue(rewriter, depthLoop, *epilogue))) {
+    return epilogue->generic->emitError("loop.vectorize could not compute "
+                                       "this epilogue on the register blocks "
+                                       "of its matmul tile");
   }
   return success();
 }
@@ -566,8 +770,21 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
     }
   int64_t blockK =
       llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
-  if (!ShapedType::isDynamicShape(op.getStaticLoopRanges()))
-    return vectorizeBlocks(rewriter, op, rows, blockK, registerTile);
+  SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+  if (!ShapedType::isDynamicShape(bounds)) {
+    // One K block of whole register blocks, the tile unpadded: the
+    // epilogue may run on the register blocks.
+    std::optional<RegisterEpilogue> epilogue;
+    if (blockK == k && bounds[0] % registerTile[0] == 0 &&
+        bounds[1] % registerTile[1] == 0)
+      epilogue = registerEpilogue(rewriter, op);
+    if (failed(vectorizeBlocks(rewriter, op, rows, blockK, registerTile,
+                               Value(), epilogue ? &*epilogue : nullptr)))
+      return failure();
+    if (epilogue)
+      rewriter.replaceOp(epilogue->generic, epilogue->read());
+    return success();
+  }
   FailureOr<Versions> versions = versionFullTiles(rewriter, op);
   if (failed(versions) ||
       failed(vectorizeBlocks(rewriter, versions->full, rows, blockK,

@@ -57,6 +57,54 @@ loop.schedule @whole target "cpu" {
 
 // -----
 
+// K in one block of whole register blocks, the tile unpadded, the result
+// read only by an elementwise epilogue: the register blocks' accumulators
+// start from the fill's value (no fill, no read of the tile), and each row
+// of a block goes through the epilogue (bias of its row broadcast, the
+// residual's row read as a vector) and is written to the epilogue's output
+// slice, which the tile computes into; the epilogue generic is gone.
+// CHECK-LABEL: func.func private @register_epilogue
+// CHECK-DAG: %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : vector<4x16xf32>
+// CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) = (0, 0) to (16, 32) step (8, 16) shared_outs(%[[OUT:.*]] = %{{.*}})
+// CHECK-NOT: linalg.fill
+// CHECK-DAG: %[[BIAS:.*]] = tensor.extract_slice %arg2[%[[I]]] [8] [1]
+// CHECK-DAG: %[[SKIP:.*]] = tensor.extract_slice %arg3[%[[I]], %[[J]]] [8, 16] [1, 1]
+// CHECK-DAG: %[[TILE:.*]] = tensor.extract_slice %[[OUT]][%[[I]], %[[J]]] [8, 16] [1, 1]
+// CHECK: scf.for %[[R:.*]] = %c0 to %c8 step %c4 iter_args(%{{.*}} = %[[TILE]])
+// CHECK: %[[ACC:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[ZEROS]]) -> (vector<4x16xf32>)
+// CHECK: vector.contract
+// CHECK: %[[ROW0:.*]] = vector.extract %[[ACC]][0] : vector<16xf32> from vector<4x16xf32>
+// CHECK: tensor.extract %[[BIAS]][%[[R]]]
+// CHECK: vector.transfer_read %[[SKIP]][%[[R]], %c0]
+// CHECK: arith.maximumf
+// CHECK: vector.transfer_write %{{.*}}[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, tensor<4x16xf32>
+// CHECK-COUNT-3: vector.transfer_write {{.*}} : vector<16xf32>, tensor<4x16xf32>
+// CHECK-NOT: linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func private @register_epilogue(%a: tensor<16x8xf32>, %b: tensor<8x32xf32>, %bias: tensor<16xf32>, %skip: tensor<16x32xf32>) -> tensor<16x32xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<16x8xf32>, tensor<8x32xf32>) outs(%f : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %out = tensor.empty() : tensor<16x32xf32>
+  %r = linalg.generic {indexing_maps = [#id, #row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %bias, %skip : tensor<16x32xf32>, tensor<16xf32>, tensor<16x32xf32>) outs(%out : tensor<16x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %s: f32, %o: f32):
+    %t = arith.addf %x, %y : f32
+    %u = arith.maximumf %t, %zero : f32
+    %v = arith.addf %u, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<16x32xf32>
+  return %r : tensor<16x32xf32>
+}
+loop.schedule @register_epilogue target "cpu" {
+  loop.tile [8, 16] parallel
+  loop.vectorize [4, 16, 4] depth [8] rows [8]
+}
+
+// -----
+
 // K in one block, rows in blocks of 4: each of the two row blocks reads the
 // whole B, which is first copied into rows one cache line longer (12 + 16).
 // CHECK-LABEL: func.func private @row_blocks

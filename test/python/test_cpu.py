@@ -171,6 +171,59 @@ def test_matmul_tiles_that_leave_partial_edges(knobs, dtype):
     np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol, atol=tol * np.abs(expected).max())
 
 
+def _relu6(x):
+    return ops.minimum(ops.maximum(x, 0.0), 6.0)
+
+
+_W1 = np.random.default_rng(5).standard_normal((96, 16, 1, 1)).astype(np.float32) * 0.2
+_B96 = np.random.default_rng(6).standard_normal(96).astype(np.float32)
+_WK = np.random.default_rng(7).integers(-3, 4, size=(24, 64)).astype(np.int32)
+
+# Kernels whose matmul tile has K in one block and an elementwise epilogue:
+# (name, function, argument shapes and dtypes, numpy reference, fused). A
+# fused epilogue runs on the register blocks (VectorizeMatmul.cpp's
+# RegisterEpilogue): the tile computes into the epilogue's output, with no
+# fill; K = 1536 takes several blocks, so its tile accumulates in a
+# buffer and the epilogue runs apart (as in a tile its register blocks pad,
+# such as 14x14 pixels).
+REGISTER_EPILOGUES = [
+    ("pointwise-conv-relu6", lambda x: _relu6(ops.conv2d(x, _W1, _B96)), [((1, 16, 16, 16), np.float32)],
+     lambda x: np.clip(np.einsum("oc,nchw->nohw", _W1[:, :, 0, 0], x) + _B96[:, None, None], 0, 6), True),
+    ("pointwise-conv-residual", lambda x, s: ops.conv2d(x, _W1, _B96) + s,
+     [((1, 16, 8, 8), np.float32), ((1, 96, 8, 8), np.float32)],
+     lambda x, s: np.einsum("oc,nchw->nohw", _W1[:, :, 0, 0], x) + _B96[:, None, None] + s, True),
+    ("matmul-bias-gelu", lambda a, w, b: ops.gelu(a @ w + b, approximate="tanh"),
+     [((64, 48), np.float32), ((48, 96), np.float32), ((96,), np.float32)],
+     lambda a, w, b: 0.5 * (a @ w + b) * (1 + np.tanh(0.7978845608 * ((a @ w + b) + 0.044715 * (a @ w + b) ** 3))),
+     True),
+    # A 0-D operand (the fuzzer's): one scalar broadcast to every vector.
+    ("int-matmul-select-scalar", lambda a, t: ops.where(a @ _WK > t, a @ _WK, t),
+     [((8, 24), np.int32), ((), np.int32)],
+     lambda a, t: np.where(a @ _WK > t, a @ _WK, t), True),
+    ("long-k-bias", lambda a, w, b: a @ w + b, [((32, 1536), np.float32), ((1536, 64), np.float32), ((64,), np.float32)],
+     lambda a, w, b: a @ w + b, False),
+]
+
+
+@pytest.mark.parametrize("name,fn,args,reference,fused", REGISTER_EPILOGUES, ids=[c[0] for c in REGISTER_EPILOGUES])
+def test_matmul_epilogues_run_on_the_register_blocks(name, fn, args, reference, fused):
+    from tessel import schedules
+    from tessel.ir import run_passes
+
+    rng = np.random.default_rng(8)
+    values = [_random(shape, dtype, rng) for shape, dtype in args]
+    module = tessel.trace(fn, *values)
+    applied = str(run_passes(schedules.default_schedules(module, "cpu"),
+                             "builtin.module(loop-validate,loop-apply-schedule,canonicalize)"))
+    kernel = applied[applied.index('tessel.kernel = "contraction"'):]
+    kernel = kernel[:kernel.index("\n  }\n")]
+    assert ("linalg.fill" not in kernel and "linalg.generic" not in kernel) == fused
+    expected = reference(*[v.astype(np.float64) if v.dtype == np.float32 else v for v in values])
+    got = tessel.compile(module, cache=False)(*values)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+
 @pytest.mark.parametrize("id_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_embedding_rows_read_their_id_once(dtype, id_dtype):
