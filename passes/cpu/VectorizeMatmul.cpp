@@ -214,8 +214,8 @@ struct RegisterEpilogue {
 /// The epilogue of the static matmul tile `op`, whose K is one block of
 /// whole register blocks: the tile accumulates from a fill (maybe
 /// collapsed, as asMatmul makes it) and its result, maybe expanded by unit
-/// dims, is read by the fusableEpilogue alone, whose output (an f32 tile of
-/// the result's shape) is defined where `op` may take it as its init.
+/// dims, is read by the fusableEpilogue alone, whose output (a tile of the
+/// result's type) is defined where `op` may take it as its init.
 /// Sets `op` up to compute into that output.
 std::optional<RegisterEpilogue> registerEpilogue(RewriterBase &rewriter,
                                                  linalg::MatmulOp op) {
@@ -334,14 +334,17 @@ LogicalResult applyRegisterEpilogue(RewriterBase &rewriter,
       continue;
     Location loc = write.getLoc();
     VectorType type = read.getVectorType();
-    rewriter.setInsertionPoint(read);
-    rewriter.replaceOp(read, vector::BroadcastOp::create(rewriter, loc, type,
-                                                         e.fillValue));
     rewriter.setInsertionPoint(write);
     FailureOr<SmallVector<OpFoldResult>> offsets =
         offsetsIn(rewriter, loc, write.getBase(), e.output);
     if (failed(offsets))
       return failure();
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(read);
+      rewriter.replaceOp(read, vector::BroadcastOp::create(rewriter, loc, type,
+                                                           e.fillValue));
+    }
     AffineExpr d0, d1;
     bindDims(rewriter.getContext(), d0, d1);
     Value column = getValueOrCreateConstantIndexOp(
@@ -463,11 +466,10 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
     moveLoopInvariantCode(depthLoop);
     depthLoop = hoistLoopInvariantSubsets(rewriter, depthLoop);
   }
-  if (epilogue && failed(applyRegisterEpilogue(rewriter, depthLoop, *epilogue))) {
+  if (epilogue && failed(applyRegisterEpilogue(rewriter, depthLoop, *epilogue)))
     return epilogue->generic->emitError("loop.vectorize could not compute "
                                        "this epilogue on the register blocks "
                                        "of its matmul tile");
-  }
   return success();
 }
 
