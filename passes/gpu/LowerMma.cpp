@@ -229,9 +229,9 @@ bool isMultipleOf(OpFoldResult value, int64_t factor, int depth = 0) {
   Value v = cast<Value>(value);
   if (auto iv = dyn_cast<BlockArgument>(v)) {
     auto loop = dyn_cast<scf::ForallOp>(iv.getOwner()->getParentOp());
-    if (!loop)
-      return false;
     unsigned d = iv.getArgNumber();
+    if (!loop || d >= loop.getRank())
+      return false;
     return isMultipleOf(loop.getMixedLowerBound()[d], factor, depth + 1) &&
            isMultipleOf(loop.getMixedStep()[d], factor, depth + 1);
   }
