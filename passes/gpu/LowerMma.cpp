@@ -467,16 +467,21 @@ protected:
   void storeFragment(ArrayRef<Value> pair, Value row, Value column) {
     if (!partialRows && !partialCols)
       return store(pair, row, column);
-    Value inside = arith::AndIOp::create(
+    auto ifOp = scf::IfOp::create(b, loc, inside(row, column), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    store(pair, row, column);
+  }
+
+  /// Whether (`row`, `column`) lies in the block tile's valid rows and
+  /// columns.
+  Value inside(Value row, Value column) {
+    return arith::AndIOp::create(
         b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
                               validRows),
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
                               validCols));
-    auto ifOp = scf::IfOp::create(b, loc, inside, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    store(pair, row, column);
   }
 
   /// The epilogue chain at `values.size()` adjacent columns from (row,
@@ -579,14 +584,6 @@ protected:
     }
     Type element = getElementTypeOrSelf(out.getType());
     bool partial = partialRows || partialCols;
-    auto inside = [&](Value column) {
-      return arith::AndIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
-                                validRows),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
-                                validCols));
-    };
     // Each group's last values, as 32-bit words: a packed 16-bit pair, or
     // two f32.
     SmallVector<SmallVector<Value>> words;
@@ -597,7 +594,7 @@ protected:
         last = chain(pair, row, column, /*storeLast=*/false);
       } else {
         auto ifOp = scf::IfOp::create(b, loc, TypeRange{element, element},
-                                      inside(column), true);
+                                      inside(row, column), true);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
         scf::YieldOp::create(b, loc,
@@ -680,7 +677,7 @@ protected:
             b, loc, VectorType::get({8}, element), vector);
       OpBuilder::InsertionGuard guard(b);
       if (partial) {
-        auto ifOp = scf::IfOp::create(b, loc, inside(column), false);
+        auto ifOp = scf::IfOp::create(b, loc, inside(row, column), false);
         b.setInsertionPointToStart(ifOp.thenBlock());
       }
       vector::StoreOp::create(b, loc, vector, out, at({row, column}),
@@ -1313,9 +1310,8 @@ private:
                                     first);
     if (c.producers)
       return emitSpecialized(first, walk);
-    eachBatch(
-        [&](Value batch) {
-          Value before = apply(d0 * steps(), batch);
+    eachBatchSteps(
+        [&](Value before) {
           auto stepAt = [&](Value local) {
             return apply(d0 + d1, {before, local});
           };
@@ -1357,6 +1353,16 @@ private:
         },
         /*synchronize=*/true);
     return success();
+  }
+
+  /// eachBatch, `body` taking the block's K steps before each index (its
+  /// GEMMs' steps count on across them).
+  void eachBatchSteps(function_ref<void(Value)> body, bool synchronize) {
+    eachBatch(
+        [&](Value batch) {
+          body(apply(b.getAffineDimExpr(0) * steps(), batch));
+        },
+        synchronize);
   }
 
   /// The parity of the phase of `step`'s stage that a wait on it waits for
@@ -1433,7 +1439,6 @@ private:
   /// body at the tile's origin, their epilogue included.
   LogicalResult emitSpecialized(Value first, const PersistentWalk *walk) {
     MLIRContext *ctx = b.getContext();
-    AffineExpr d0 = b.getAffineDimExpr(0);
     auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     Value empty = nvgpu::MBarrierCreateOp::create(
         b, loc, nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages));
@@ -1453,11 +1458,10 @@ private:
       auto ifElected = scf::IfOp::create(b, loc, producerWarp, false);
       b.setInsertionPointToStart(ifElected.thenBlock());
       if (!walk) {
-        eachBatch(
-            [&](Value batch) {
-              produceSteps(apply(d0 * steps(), batch),
-                           {(*tma)[0].offsets, (*tma)[1].offsets}, elected,
-                           empty);
+        eachBatchSteps(
+            [&](Value before) {
+              produceSteps(before, {(*tma)[0].offsets, (*tma)[1].offsets},
+                           elected, empty);
             },
             /*synchronize=*/false);
       } else if (failed(eachTile(*walk, [&](IRMapping &map, Value before) {
@@ -1476,10 +1480,8 @@ private:
     b.setInsertionPointToStart(roles.elseBlock());
     moveRegisters(/*producer=*/false);
     if (!walk) {
-      eachBatch(
-          [&](Value batch) {
-            storeAccumulators(consumeSteps(apply(d0 * steps(), batch), empty));
-          },
+      eachBatchSteps(
+          [&](Value before) { storeAccumulators(consumeSteps(before, empty)); },
           /*synchronize=*/false);
       return success();
     }
