@@ -223,6 +223,21 @@ def CpuSerializeInnerForalls : Pass<"cpu-serialize-inner-foralls"> {
   let dependentDialects = ["mlir::scf::SCFDialect"];
 }
 
+def CpuTrimFills : Pass<"cpu-trim-fills", "mlir::func::FuncOp"> {
+  let summary = "Fill only the part of a buffer that no later copy overwrites";
+  let description = [{
+    Runs on buffers. A fill of a static buffer from memref.alloc (linalg.fill,
+    or a linalg.map without inputs yielding a value from outside its body)
+    that a memref.copy in the same block then overwrites, before anything
+    else reads the buffer, either goes (the copy's target is the buffer) or
+    fills only the border around the copy's target (a subview of static
+    offsets and sizes and unit strides: a bufferized tensor.pad, whose fill
+    of the whole buffer wrote its interior twice, on one thread).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def CpuExpandStridedCopies : Pass<"cpu-expand-strided-copies"> {
   let summary = "Turn memref.copy between non-contiguous buffers into linalg.copy";
   let description = [{
@@ -231,9 +246,9 @@ def CpuExpandStridedCopies : Pass<"cpu-expand-strided-copies"> {
     pass rewrites those copies as linalg.copy, whose loops (after
     convert-linalg-to-loops) LLVM vectorizes. A copy of 1 MiB or more at
     the top of a `tessel.kernel` function (a concatenation's parts placed
-    into the result, which no schedule tiles) is cut into chunks of about
-    64 KiB of its outer dimension under an scf.parallel, for
-    async-parallel-for to run as tasks. Runs on buffers, after
+    into the result, or a padded input's interior, which no schedule tiles)
+    is cut into chunks of about 64 KiB of its outermost dim of more than one
+    index under an scf.parallel, for async-parallel-for to run as tasks. Runs on buffers, after
     scf-forall-to-parallel.
   }];
   let options = [

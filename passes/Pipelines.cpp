@@ -131,7 +131,8 @@ std::string cpuLowerStage() {
   // Non-temporal stores skip the write-allocate read (x86: movntps).
   int64_t streaming =
       cpu.has(loop::Instruction::NonTemporalStores) ? cpu.vectorBits : 0;
-  return "func.func(loop-vector-access),cpu-serialize-inner-foralls,"
+  return "func.func(cpu-trim-fills,loop-vector-access),"
+         "cpu-serialize-inner-foralls,"
          "func.func(scf-forall-to-parallel),cpu-expand-strided-copies,"
          "func.func(cpu-interchange-reductions,loop-unroll),"
          "func.func(cpu-streaming-stores{vector-bits=" +

@@ -5,9 +5,10 @@
 // strided view) into a call of the runtime's generic copy, which calls
 // memcpy once per element. As a linalg.copy it becomes a loop nest whose
 // innermost loop LLVM vectorizes. A large one that a kernel runs on its own
-// (a concatenation's parts, placed into the result) is cut into chunks of
-// its outer dimension under an scf.parallel, which runs them as tasks of
-// the async runtime like a schedule's tiles.
+// (a concatenation's parts, placed into the result; a padded input's
+// interior) is cut into chunks of its outermost dim of more than one index
+// under an scf.parallel, which runs them as tasks of the async runtime like
+// a schedule's tiles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,34 +40,33 @@ bool isContiguous(MemRefType type) {
 constexpr int64_t kChunkBytes = 1 << 16;
 
 /// Replaces `copy` (static shape, at the top of a kernel) by a parallel
-/// loop over chunks of its outer dimension, each a linalg.copy of a subview.
+/// loop over chunks of its dim `outer` (the first of more than one index,
+/// so that a batch of one still splits), each a linalg.copy of a subview.
 void copyInParallel(RewriterBase &rewriter, memref::CopyOp copy,
-                    MemRefType type) {
+                    MemRefType type, int64_t outer) {
   Location loc = copy.getLoc();
-  int64_t bytesPerOuter =
-      type.getNumElements() / type.getDimSize(0) *
-      llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+  int64_t extent = type.getDimSize(outer);
+  int64_t bytesPerOuter = type.getNumElements() / extent *
+                          llvm::divideCeil(type.getElementTypeBitWidth(), 8);
   int64_t chunk = std::max<int64_t>(1, kChunkBytes / bytesPerOuter);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-  Value outer =
-      arith::ConstantIndexOp::create(rewriter, loc, type.getDimSize(0));
+  Value end = arith::ConstantIndexOp::create(rewriter, loc, extent);
   Value step = arith::ConstantIndexOp::create(rewriter, loc, chunk);
   auto loop = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
-                                      ValueRange{outer}, ValueRange{step});
+                                      ValueRange{end}, ValueRange{step});
   rewriter.setInsertionPointToStart(loop.getBody());
   Value start = loop.getInductionVars()[0];
   AffineExpr i = rewriter.getAffineDimExpr(0);
   OpFoldResult rows = affine::makeComposedFoldedAffineMin(
       rewriter, loc,
-      AffineMap::get(1, 0, {rewriter.getAffineConstantExpr(chunk),
-                            type.getDimSize(0) - i},
+      AffineMap::get(1, 0, {rewriter.getAffineConstantExpr(chunk), extent - i},
                      rewriter.getContext()),
       {start});
   SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
-  offsets[0] = start;
+  offsets[outer] = start;
   SmallVector<OpFoldResult> sizes =
       getAsIndexOpFoldResult(rewriter.getContext(), type.getShape());
-  sizes[0] = rows;
+  sizes[outer] = rows;
   SmallVector<OpFoldResult> strides(type.getRank(), rewriter.getIndexAttr(1));
   auto part = [&](Value buffer) {
     return memref::SubViewOp::create(rewriter, loc, buffer, offsets, sizes,
@@ -96,12 +96,13 @@ struct CpuExpandStridedCopiesPass
       rewriter.setInsertionPoint(copy);
       auto type = cast<MemRefType>(copy.getTarget().getType());
       auto func = dyn_cast<func::FuncOp>(copy->getParentOp());
+      const int64_t *outer =
+          llvm::find_if(type.getShape(), [](int64_t d) { return d > 1; });
       if (parallelBytes > 0 && func && func->hasAttr("tessel.kernel") &&
-          type.hasStaticShape() && type.getRank() > 0 &&
-          type.getDimSize(0) > 1 &&
+          type.hasStaticShape() && outer != type.getShape().end() &&
           type.getNumElements() * type.getElementTypeBitWidth() / 8 >=
               parallelBytes) {
-        copyInParallel(rewriter, copy, type);
+        copyInParallel(rewriter, copy, type, outer - type.getShape().begin());
         continue;
       }
       rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),

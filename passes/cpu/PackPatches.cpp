@@ -246,24 +246,55 @@ Value tessel::packPatches(RewriterBase &rewriter, Location loc, Value block,
   Value batch = sum(found->batch), firstRow = sum(found->row),
         firstPixel = sum(found->pixel);
 
-  // Padding: zeros, then the patches over them, in the rows up to the
-  // padding's first.
+  // Padding: the patches in the rows up to the padding's first and the
+  // first `columns` columns, zeros in the rest (the columns past them, then
+  // the rows), each zeroed alone: zeroing the whole block first wrote a
+  // 3x3 convolution's blocks twice (13 of ResNet-18's 37 MB of memset).
   Value rowCount = index(depth);
   if (found->padded) {
     Type element = blockType.getElementType();
     Value zero = arith::ConstantOp::create(rewriter, loc, element,
                                            rewriter.getZeroAttr(element));
-    dest = linalg::FillOp::create(rewriter, loc, zero, dest).getResult(0);
+    auto zeroPart = [&](OpFoldResult row, OpFoldResult column,
+                        OpFoldResult rowCount, OpFoldResult columnCount) {
+      SmallVector<OpFoldResult> offsets = {row, column},
+                                sizes = {rowCount, columnCount},
+                                strides(2, rewriter.getIndexAttr(1));
+      Value part = tensor::ExtractSliceOp::create(rewriter, loc, dest,
+                                                  offsets, sizes, strides);
+      Value zeros = linalg::FillOp::create(rewriter, loc, zero, part)
+                        .getResult(0);
+      dest = tensor::InsertSliceOp::create(rewriter, loc, zeros, dest,
+                                           offsets, sizes, strides);
+    };
+    int64_t blockColumns = blockType.getDimSize(1);
+    if (columns < blockColumns)
+      zeroPart(rewriter.getIndexAttr(0), rewriter.getIndexAttr(columns),
+               rewriter.getIndexAttr(depth),
+               rewriter.getIndexAttr(blockColumns - columns));
     AffineExpr rest = getAffineConstantExpr(found->paddedRows, ctx);
     for (unsigned i = 0; i < found->rowInPadding.size(); ++i)
       rest = rest - getAffineSymbolExpr(i, ctx);
-    rowCount = getValueOrCreateConstantIndexOp(
+    OpFoldResult valid = affine::makeComposedFoldedAffineMin(
         rewriter, loc,
-        affine::makeComposedFoldedAffineMin(
-            rewriter, loc,
-            AffineMap::get(0, found->rowInPadding.size(),
-                           {getAffineConstantExpr(depth, ctx), rest}, ctx),
-            found->rowInPadding));
+        AffineMap::get(0, found->rowInPadding.size(),
+                       {getAffineConstantExpr(depth, ctx), rest}, ctx),
+        found->rowInPadding);
+    // A block wholly in the padding has none (and must not zero before
+    // its first row).
+    valid = affine::makeComposedFoldedAffineMax(
+        rewriter, loc,
+        AffineMap::get(0, 1, {getAffineConstantExpr(0, ctx),
+                              getAffineSymbolExpr(0, ctx)}, ctx),
+        {valid});
+    rowCount = getValueOrCreateConstantIndexOp(rewriter, loc, valid);
+    if (getConstantIntValue(valid) != depth && columns > 0) {
+      OpFoldResult padding = affine::makeComposedFoldedAffineApply(
+          rewriter, loc, getAffineConstantExpr(depth, ctx) -
+                             getAffineSymbolExpr(0, ctx), {valid});
+      zeroPart(valid, rewriter.getIndexAttr(0), padding,
+               rewriter.getIndexAttr(columns));
+    }
   }
   // Of runs of whole rows, the output row of the block's first pixel.
   Value firstOutputRow =

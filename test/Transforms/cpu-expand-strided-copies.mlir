@@ -50,3 +50,17 @@ func.func @host_copy(%a: memref<300x1024xf32>, %out: memref<300x2048xf32>) {
   memref.copy %a, %dst : memref<300x1024xf32> to memref<300x1024xf32, strided<[2048, 1]>>
   return
 }
+
+// A padded input's interior at batch 1 splits along its first dim of more
+// than one index (the channels): 64 channels of 16 KiB, 4 per chunk.
+// CHECK-LABEL: func.func @padded_interior
+// CHECK: scf.parallel (%[[C:.*]]) = (%c0) to (%c64) step (%c4) {
+// CHECK: %[[N:.*]] = affine.min #{{.*}}(%[[C]])
+// CHECK: %[[S:.*]] = memref.subview %arg0[0, %[[C]], 0, 0] [1, %[[N]], 64, 64] [1, 1, 1, 1]
+// CHECK: %[[T:.*]] = memref.subview %{{.*}}[0, %[[C]], 0, 0] [1, %[[N]], 64, 64] [1, 1, 1, 1]
+// CHECK: linalg.copy ins(%[[S]] : {{.*}}) outs(%[[T]] : {{.*}})
+func.func @padded_interior(%a: memref<1x64x64x64xf32>, %out: memref<1x64x66x66xf32>) attributes {tessel.kernel = "contraction"} {
+  %dst = memref.subview %out[0, 0, 1, 1] [1, 64, 64, 64] [1, 1, 1, 1] : memref<1x64x66x66xf32> to memref<1x64x64x64xf32, strided<[278784, 4356, 66, 1], offset: 67>>
+  memref.copy %a, %dst : memref<1x64x64x64xf32> to memref<1x64x64x64xf32, strided<[278784, 4356, 66, 1], offset: 67>>
+  return
+}

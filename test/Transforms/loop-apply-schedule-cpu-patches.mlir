@@ -51,12 +51,16 @@ func.func private @stride2(%x: tensor<1x4x17x17xf32>, %w: tensor<8x4x3x3xf32>) -
 
 // -----
 
-// 49 pixels, padded to 56 columns (whole register blocks of 8): the block
-// is zeros first, then its 7 runs of 7.
+// 49 pixels, padded to 56 columns (whole register blocks of 8): the 7
+// columns past the pixels are zeros, the rest its 7 runs of 7 (K is not
+// padded: no rows are zeroed).
 // CHECK-LABEL: func.func private @ragged
 // CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[0, 0] [36, 56] [1, 1] : tensor<36x72xf32> to tensor<36x56xf32>
-// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[B]] : tensor<36x56xf32>)
-// CHECK: scf.for %{{.*}} = %c0 to %c36 step %c1 iter_args(%{{.*}} = %[[Z]])
+// CHECK: %[[P:.*]] = tensor.extract_slice %[[B]][0, 49] [36, 7] [1, 1]
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[P]] : tensor<36x7xf32>)
+// CHECK: %[[I:.*]] = tensor.insert_slice %[[Z]] into %[[B]][0, 49] [36, 7] [1, 1]
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} = %c0 to %c36 step %c1 iter_args(%{{.*}} = %[[I]])
 // CHECK: scf.for %{{.*}} = %c0 to %c7 step %c1
 // CHECK: vector.transfer_read {{.*}} : tensor<1x4x9x9xf32>, vector<7xf32>
 // CHECK-NOT: tensor.extract %

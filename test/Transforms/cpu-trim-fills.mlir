@@ -1,0 +1,65 @@
+// RUN: tessel-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(cpu-trim-fills))' | FileCheck %s
+
+// A bufferized tensor.pad: the buffer filled, then the source copied into
+// its interior. Only the border is filled: per padded dim, the slabs before
+// and after the interior, across the interior of the dims before it.
+// CHECK-LABEL: func.func @pad
+// CHECK: %[[B:.*]] = memref.alloc() : memref<2x6x7xf32>
+// CHECK: %[[TOP:.*]] = memref.subview %[[B]][0, 0, 0] [2, 1, 7] [1, 1, 1]
+// CHECK: linalg.fill ins(%[[V:.*]] : f32) outs(%[[TOP]]
+// CHECK: %[[BOTTOM:.*]] = memref.subview %[[B]][0, 5, 0] [2, 1, 7] [1, 1, 1]
+// CHECK: linalg.fill ins(%[[V]] : f32) outs(%[[BOTTOM]]
+// CHECK: %[[LEFT:.*]] = memref.subview %[[B]][0, 1, 0] [2, 4, 2] [1, 1, 1]
+// CHECK: linalg.fill ins(%[[V]] : f32) outs(%[[LEFT]]
+// CHECK: %[[RIGHT:.*]] = memref.subview %[[B]][0, 1, 6] [2, 4, 1] [1, 1, 1]
+// CHECK: linalg.fill ins(%[[V]] : f32) outs(%[[RIGHT]]
+// CHECK-NOT: linalg.map
+// CHECK: memref.copy %arg0
+func.func @pad(%src: memref<2x4x4xf32>, %v: f32) -> memref<2x6x7xf32> {
+  %b = memref.alloc() : memref<2x6x7xf32>
+  linalg.map outs(%b : memref<2x6x7xf32>)
+    (%init: f32) {
+      linalg.yield %v : f32
+    }
+  %in = memref.subview %b[0, 1, 2] [2, 4, 4] [1, 1, 1] : memref<2x6x7xf32> to memref<2x4x4xf32, strided<[42, 7, 1], offset: 9>>
+  memref.copy %src, %in : memref<2x4x4xf32> to memref<2x4x4xf32, strided<[42, 7, 1], offset: 9>>
+  return %b : memref<2x6x7xf32>
+}
+
+// -----
+
+// A fill that a copy then overwrites whole goes; the buffer is read (by
+// the return) only after the copy.
+// CHECK-LABEL: func.func @overwritten
+// CHECK-NOT: linalg.fill
+// CHECK: memref.copy
+func.func @overwritten(%src: memref<4x8xf32, strided<[16, 1]>>) -> memref<4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %b = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%b : memref<4x8xf32>)
+  memref.copy %src, %b : memref<4x8xf32, strided<[16, 1]>> to memref<4x8xf32>
+  return %b : memref<4x8xf32>
+}
+
+// -----
+
+// Fills stay where the buffer is read before the copy (through a view), the
+// copy writes only part of it from a dynamic box, or the buffer is not the
+// kernel's own allocation.
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-3: linalg.fill ins(%{{.*}} : f32) outs(%{{[a-z0-9_]+}} : memref<4x8xf32>)
+func.func @kept(%src: memref<4x8xf32>, %part: memref<2x?xf32>, %arg: memref<4x8xf32>, %n: index, %out: memref<2x8xf32>) -> (memref<4x8xf32>, memref<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %a = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<4x8xf32>)
+  %rows = memref.subview %a[0, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  memref.copy %rows, %out : memref<2x8xf32, strided<[8, 1]>> to memref<2x8xf32>
+  memref.copy %src, %a : memref<4x8xf32> to memref<4x8xf32>
+  %b = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%b : memref<4x8xf32>)
+  %box = memref.subview %b[1, 0] [2, %n] [1, 1] : memref<4x8xf32> to memref<2x?xf32, strided<[8, 1], offset: 8>>
+  memref.copy %part, %box : memref<2x?xf32> to memref<2x?xf32, strided<[8, 1], offset: 8>>
+  linalg.fill ins(%zero : f32) outs(%arg : memref<4x8xf32>)
+  memref.copy %src, %arg : memref<4x8xf32> to memref<4x8xf32>
+  return %a, %b : memref<4x8xf32>, memref<4x8xf32>
+}
