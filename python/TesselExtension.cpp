@@ -201,6 +201,10 @@ NB_MODULE(_tessel, m) {
       "buffer_cache_limit", [] { return tesselCacheLimit(); },
       "The most bytes the buffer cache of compiled CPU code keeps.");
   m.def(
+      "buffer_cache_release", [] { tesselReleaseCachedBlocks(); },
+      "Returns the blocks the buffer cache keeps to the C library (blocks in "
+      "use are kept again when freed).");
+  m.def(
       "async_runtime_symbols",
       [] {
         nb::dict symbols;

@@ -6,8 +6,8 @@
 // zeroed by the kernel (MobileNetV2 at batch 8: 9,400 faults and 20 ms of
 // system time in a 61 ms call). Blocks of 4 KiB or more freed here are kept
 // instead, up to a bound, by capacity, and handed to the next allocation
-// of that capacity, as PyTorch's and IREE's allocators do; smaller ones go
-// to the C library.
+// they hold, as PyTorch's and IREE's allocators do; smaller ones go to the
+// C library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 namespace {
@@ -62,17 +62,24 @@ size_t capacityOf(size_t size) {
 /// Freed blocks by capacity.
 struct Cache {
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void *>> blocks;
+  std::map<size_t, std::vector<void *>> blocks;
   size_t bytes = 0;
 
+  /// The last freed of the smallest kept blocks that hold `capacity` bytes,
+  /// if it is at most 8 times that: blocks of other sizes serve each other,
+  /// so that a model's intermediates touch fewer distinct bytes, which stay
+  /// in cache (MobileNetV2 at batch 1: 22 MiB kept, 12 MiB now; 0.66x ->
+  /// 0.70x onnxruntime's speed).
   void *take(size_t capacity) {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = blocks.find(capacity);
-    if (it == blocks.end() || it->second.empty())
+    auto it = blocks.lower_bound(capacity);
+    if (it == blocks.end() || it->first > 8 * capacity)
       return nullptr;
     void *pointer = it->second.back();
     it->second.pop_back();
-    bytes -= capacity;
+    bytes -= it->first;
+    if (it->second.empty())
+      blocks.erase(it);
     return pointer;
   }
 
@@ -146,3 +153,13 @@ size_t tesselCachedBytes() {
 }
 
 size_t tesselCacheLimit() { return kCacheLimit; }
+
+void tesselReleaseCachedBlocks() {
+  Cache &kept = cache();
+  std::lock_guard<std::mutex> lock(kept.mutex);
+  for (auto &[capacity, blocks] : kept.blocks)
+    for (void *pointer : blocks)
+      std::free(headerOf(pointer)->raw);
+  kept.blocks.clear();
+  kept.bytes = 0;
+}

@@ -20,5 +20,7 @@ void tesselFree(void *pointer);
 /// Bytes of freed large blocks kept for reuse, and the most kept.
 size_t tesselCachedBytes();
 size_t tesselCacheLimit();
+/// Frees the kept blocks to the C library.
+void tesselReleaseCachedBlocks();
 
 #endif // TESSEL_PYTHON_RUNTIME_BUFFERCACHE_H

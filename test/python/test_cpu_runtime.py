@@ -213,24 +213,33 @@ def test_buffer_addresses_are_the_data_pointers_and_other_objects_are_refused():
         _tessel.buffer_address(x[::2])
 
 
-def test_freed_blocks_are_kept_for_the_next_allocation_of_their_capacity(rt):
+def test_freed_blocks_serve_the_next_allocation_they_hold(rt):
+    _tessel.buffer_cache_release()  # none of the other tests' blocks
+    assert _tessel.buffer_cache_bytes() == 0
     size = (3 << 20) + 12345  # over 256 KiB: rounded up to 64 KiB
     first = rt.malloc(size)
     assert first and first % 64 == 0
     ctypes.memset(first, 1, size)  # all of it usable
-    before = _tessel.buffer_cache_bytes()
+    second = rt.malloc(2 << 20)
     rt.free(first)
-    kept = _tessel.buffer_cache_bytes() - before
+    kept = _tessel.buffer_cache_bytes()
     assert size <= kept < size + (64 << 10)  # rounded up to 64 KiB
-    # A size of another capacity gets another block; one of the same
-    # capacity, the kept one.
-    other = rt.malloc(1 << 20)
-    assert other != first
-    again = rt.aligned_alloc(64, size - 1000)
-    assert again == first
-    rt.free(other)
-    rt.free(again)
-    assert _tessel.buffer_cache_bytes() <= _tessel.buffer_cache_limit()
+    rt.free(second)
+    # A block larger than any kept one, or under an eighth of the smallest
+    # that holds it, is another block.
+    bigger = rt.malloc(size + (1 << 20))
+    small = rt.malloc(200 << 10)
+    assert bigger not in (first, second) and small not in (first, second)
+    # Others get the smallest kept block that holds them: the 2 MiB one for
+    # 1.5 MiB, then the 3 MiB one for 1 MiB, and a kept block's capacity
+    # stays its own.
+    assert rt.aligned_alloc(64, 3 << 19) == second
+    assert rt.malloc(1 << 20) == first
+    for pointer in (first, second, bigger, small):
+        rt.free(pointer)
+    assert _tessel.buffer_cache_bytes() >= kept + (2 << 20)
+    _tessel.buffer_cache_release()
+    assert _tessel.buffer_cache_bytes() == 0
 
 
 def test_allocations_keep_their_alignment_and_small_blocks_go_back(rt):
