@@ -223,8 +223,8 @@ def CpuSerializeInnerForalls : Pass<"cpu-serialize-inner-foralls"> {
   let dependentDialects = ["mlir::scf::SCFDialect"];
 }
 
-def CpuTrimFills : Pass<"cpu-trim-fills", "mlir::func::FuncOp"> {
-  let summary = "Fill only the part of a buffer that no later copy overwrites";
+def CpuDropRedundantWrites : Pass<"cpu-drop-redundant-writes", "mlir::func::FuncOp"> {
+  let summary = "Drop writes that a later copy overwrites or that copy a buffer onto itself";
   let description = [{
     Runs on buffers. A fill of a static buffer from memref.alloc (linalg.fill,
     or a linalg.map without inputs yielding a value from outside its body)
@@ -232,7 +232,9 @@ def CpuTrimFills : Pass<"cpu-trim-fills", "mlir::func::FuncOp"> {
     else reads the buffer, either goes (the copy's target is the buffer) or
     fills only the border around the copy's target (a subview of static
     offsets and sizes and unit strides: a bufferized tensor.pad, whose fill
-    of the whole buffer wrote its interior twice, on one thread).
+    of the whole buffer wrote its interior twice, on one thread). A
+    memref.copy from a buffer to itself (directly, or through a
+    collapse_shape and the expand_shape back) goes.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::memref::MemRefDialect"];

@@ -131,7 +131,7 @@ std::string cpuLowerStage() {
   // Non-temporal stores skip the write-allocate read (x86: movntps).
   int64_t streaming =
       cpu.has(loop::Instruction::NonTemporalStores) ? cpu.vectorBits : 0;
-  return "func.func(cpu-trim-fills,loop-vector-access),"
+  return "func.func(cpu-drop-redundant-writes,loop-vector-access),"
          "cpu-serialize-inner-foralls,"
          "func.func(scf-forall-to-parallel),cpu-expand-strided-copies,"
          "func.func(cpu-interchange-reductions,loop-unroll),"

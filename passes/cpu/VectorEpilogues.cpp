@@ -66,7 +66,8 @@ linalg::GenericOp tessel::fusableEpilogue(Value result) {
 
 Value tessel::computeEpilogue(OpBuilder &b, Location loc,
                               linalg::GenericOp epilogue, Value result,
-                              Value acc, ArrayRef<Value> at, int64_t count) {
+                              Value acc, ArrayRef<Value> at, int64_t count,
+                              bool inBounds) {
   Block *body = epilogue.getBody();
   unsigned columns = epilogue.getNumLoops() - 1;
   auto vectorOf = [&](Type t) { return VectorType::get({count}, t); };
@@ -94,7 +95,7 @@ Value tessel::computeEpilogue(OpBuilder &b, Location loc,
           b, loc, arg.getType(), b.getZeroAttr(arg.getType()));
       value = vector::TransferReadOp::create(b, loc, vectorOf(arg.getType()),
                                              input->get(), indices, padding,
-                                             ArrayRef<bool>{true});
+                                             ArrayRef<bool>{inBounds});
     } else {
       value = vector::BroadcastOp::create(
           b, loc, vectorOf(arg.getType()),

@@ -31,11 +31,13 @@ mlir::linalg::GenericOp fusableEpilogue(mlir::Value result);
 
 /// `epilogue` (fusableEpilogue of `result`) at its indices `at`, where the
 /// `count` columns of `result` from there are `acc`: each body op on
-/// vectors.
+/// vectors. Unless `inBounds`, the columns may run past the operands' last
+/// (a padded tile's): those lanes read zeros.
 mlir::Value computeEpilogue(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::linalg::GenericOp epilogue,
                             mlir::Value result, mlir::Value acc,
-                            llvm::ArrayRef<mlir::Value> at, int64_t count);
+                            llvm::ArrayRef<mlir::Value> at, int64_t count,
+                            bool inBounds = true);
 
 } // namespace tessel
 

@@ -318,10 +318,13 @@ FailureOr<SmallVector<OpFoldResult>> offsetsIn(RewriterBase &rewriter,
 /// Applies `e` to the register blocks of `depthLoop` (the loop over K that
 /// carries a block's accumulators): they start from the fill's value, and
 /// each row of a block goes through the epilogue before the block is
-/// written.
+/// written into `tile`, the C tile: `e.output`, or where the tile's columns
+/// are padded (`padded`), the padded C, whose columns past the epilogue's
+/// operands read zeros of them.
 LogicalResult applyRegisterEpilogue(RewriterBase &rewriter,
                                     LoopLikeOpInterface depthLoop,
-                                    RegisterEpilogue e) {
+                                    RegisterEpilogue e, Value tile,
+                                    bool padded) {
   auto loop = dyn_cast_or_null<scf::ForOp>(depthLoop.getOperation());
   if (!loop)
     return failure();
@@ -336,7 +339,7 @@ LogicalResult applyRegisterEpilogue(RewriterBase &rewriter,
     VectorType type = read.getVectorType();
     rewriter.setInsertionPoint(write);
     FailureOr<SmallVector<OpFoldResult>> offsets =
-        offsetsIn(rewriter, loc, write.getBase(), e.output);
+        offsetsIn(rewriter, loc, write.getBase(), tile);
     if (failed(offsets))
       return failure();
     {
@@ -375,7 +378,7 @@ LogicalResult applyRegisterEpilogue(RewriterBase &rewriter,
       }
       Value vector = vector::ExtractOp::create(rewriter, loc, result, r);
       vector = computeEpilogue(rewriter, loc, e.generic, e.read(), vector, at,
-                               type.getDimSize(1));
+                               type.getDimSize(1), /*inBounds=*/!padded);
       Value first = getValueOrCreateConstantIndexOp(
           rewriter, loc,
           affine::makeComposedFoldedAffineApply(
@@ -406,6 +409,11 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
       padTo(rewriter, op, {registerTile[0], registerTile[1], blockK});
   if (failed(padded))
     return failure();
+  // With an epilogue, the C that padding adds is where the register blocks
+  // leave their rows, then copied out of it whole.
+  auto paddedC = *padded == op ? tensor::PadOp()
+                               : padded->getDpsInits()[0]
+                                     .getDefiningOp<tensor::PadOp>();
   op = *padded;
   SmallVector<int64_t> bounds = op.getStaticLoopRanges();
   // Row blocks of whole register blocks that divide the tile's rows (a
@@ -466,10 +474,22 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
     moveLoopInvariantCode(depthLoop);
     depthLoop = hoistLoopInvariantSubsets(rewriter, depthLoop);
   }
-  if (epilogue && failed(applyRegisterEpilogue(rewriter, depthLoop, *epilogue)))
+  if (!epilogue)
+    return success();
+  if (failed(applyRegisterEpilogue(
+          rewriter, depthLoop, *epilogue,
+          paddedC ? paddedC.getResult() : epilogue->output, bool(paddedC))))
     return epilogue->generic->emitError("loop.vectorize could not compute "
                                        "this epilogue on the register blocks "
                                        "of its matmul tile");
+  // No accumulator reads the padded C any more: it needs no zeros, nor a
+  // copy of the epilogue's output (not yet computed) in it.
+  if (paddedC) {
+    RankedTensorType type = paddedC.getResultType();
+    rewriter.setInsertionPoint(paddedC);
+    rewriter.replaceOpWithNewOp<tensor::EmptyOp>(paddedC, type.getShape(),
+                                                 type.getElementType());
+  }
   return success();
 }
 
@@ -774,11 +794,10 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
       llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
   SmallVector<int64_t> bounds = op.getStaticLoopRanges();
   if (!ShapedType::isDynamicShape(bounds)) {
-    // One K block of whole register blocks, the tile unpadded: the
-    // epilogue may run on the register blocks.
+    // One K block of whole register blocks, the tile's rows unpadded: the
+    // epilogue may run on the register blocks (its columns may be padded).
     std::optional<RegisterEpilogue> epilogue;
-    if (blockK == k && bounds[0] % registerTile[0] == 0 &&
-        bounds[1] % registerTile[1] == 0)
+    if (blockK == k && bounds[0] % registerTile[0] == 0)
       epilogue = registerEpilogue(rewriter, op);
     if (failed(vectorizeBlocks(rewriter, op, rows, blockK, registerTile,
                                Value(), epilogue ? &*epilogue : nullptr)))

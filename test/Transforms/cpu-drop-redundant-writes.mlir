@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(cpu-trim-fills))' | FileCheck %s
+// RUN: tessel-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(cpu-drop-redundant-writes))' | FileCheck %s
 
 // A bufferized tensor.pad: the buffer filled, then the source copied into
 // its interior. Only the border is filled: per padded dim, the slabs before
@@ -62,4 +62,27 @@ func.func @kept(%src: memref<4x8xf32>, %part: memref<2x?xf32>, %arg: memref<4x8x
   linalg.fill ins(%zero : f32) outs(%arg : memref<4x8xf32>)
   memref.copy %src, %arg : memref<4x8xf32> to memref<4x8xf32>
   return %a, %b : memref<4x8xf32>, memref<4x8xf32>
+}
+
+// -----
+
+// A copy onto itself, through a collapse and its expansion back (a 1x1
+// convolution's tile computed into its slice of the result), goes; one
+// from another buffer so viewed stays.
+// CHECK-LABEL: func.func @onto_itself
+// CHECK-NOT: memref.copy
+// CHECK-LABEL: func.func @other_buffer
+// CHECK: memref.copy
+func.func @onto_itself(%out: memref<1x8x4x4xf32>) {
+  %slice = memref.subview %out[0, 2, 0, 0] [1, 4, 4, 4] [1, 1, 1, 1] : memref<1x8x4x4xf32> to memref<1x4x4x4xf32, strided<[128, 16, 4, 1], offset: 32>>
+  %c = memref.collapse_shape %slice [[0, 1], [2, 3]] : memref<1x4x4x4xf32, strided<[128, 16, 4, 1], offset: 32>> into memref<4x16xf32, strided<[16, 1], offset: 32>>
+  %e = memref.expand_shape %c [[0, 1], [2, 3]] output_shape [1, 4, 4, 4] : memref<4x16xf32, strided<[16, 1], offset: 32>> into memref<1x4x4x4xf32, strided<[64, 16, 4, 1], offset: 32>>
+  memref.copy %e, %slice : memref<1x4x4x4xf32, strided<[64, 16, 4, 1], offset: 32>> to memref<1x4x4x4xf32, strided<[128, 16, 4, 1], offset: 32>>
+  return
+}
+func.func @other_buffer(%x: memref<2x2x4xf32>, %y: memref<2x2x4xf32>) {
+  %c = memref.collapse_shape %y [[0, 1], [2]] : memref<2x2x4xf32> into memref<4x4xf32>
+  %e = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 2, 4] : memref<4x4xf32> into memref<2x2x4xf32>
+  memref.copy %e, %x : memref<2x2x4xf32> to memref<2x2x4xf32>
+  return
 }

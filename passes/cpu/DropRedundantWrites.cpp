@@ -1,4 +1,4 @@
-//===- TrimFills.cpp - fill only what no copy overwrites (CPU) ------------===//
+//===- DropRedundantWrites.cpp - writes that change nothing (CPU) ---------===//
 //
 // Bufferized, a tensor.pad fills its whole buffer with the padding value
 // and then copies its source into the interior; a padded matmul tile's C
@@ -6,7 +6,10 @@
 // tile. Both write most of the buffer twice: ResNet-18 at batch 1 ran 37 MB
 // of memset per call, and the pads' ran on one thread while the other
 // waited. Here such a fill writes only the border the copy leaves (the
-// pad's), or nothing where the copy covers the buffer.
+// pad's), or nothing where the copy covers the buffer. A tile that computes
+// into its slice of the result through a collapse of it (a 1x1
+// convolution's, as a matmul) was also copied from the expansion of that
+// collapse onto the slice, itself: such copies go.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +21,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace tessel {
-#define GEN_PASS_DEF_CPUTRIMFILLS
+#define GEN_PASS_DEF_CPUDROPREDUNDANTWRITES
 #include "passes/Passes.h.inc"
 } // namespace tessel
 
@@ -111,9 +114,29 @@ void fillBorder(RewriterBase &rewriter, Location loc, Value value,
   }
 }
 
-struct CpuTrimFillsPass
-    : tessel::impl::CpuTrimFillsBase<CpuTrimFillsPass> {
+/// Whether `source` is `target` itself, or its collapse expanded back to
+/// its shape (the same elements; a unit dim's stride may differ).
+bool sameBuffer(Value source, Value target) {
+  if (source == target)
+    return true;
+  auto expand = source.getDefiningOp<memref::ExpandShapeOp>();
+  auto collapse =
+      expand ? expand.getSrc().getDefiningOp<memref::CollapseShapeOp>()
+             : memref::CollapseShapeOp();
+  return collapse && collapse.getSrc() == target &&
+         expand.getType().hasStaticShape() &&
+         expand.getType().getShape() == collapse.getSrcType().getShape() &&
+         expand.getReassociationIndices() ==
+             collapse.getReassociationIndices();
+}
+
+struct CpuDropRedundantWritesPass
+    : tessel::impl::CpuDropRedundantWritesBase<CpuDropRedundantWritesPass> {
   void runOnOperation() override {
+    getOperation()->walk([](memref::CopyOp copy) {
+      if (sameBuffer(copy.getSource(), copy.getTarget()))
+        copy->erase();
+    });
     SmallVector<Operation *> fills;
     getOperation()->walk([&](Operation *op) {
       if (filledValue(op))
