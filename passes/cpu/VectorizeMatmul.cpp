@@ -797,7 +797,7 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
     // One K block of whole register blocks, the tile's rows unpadded: the
     // epilogue may run on the register blocks (its columns may be padded).
     std::optional<RegisterEpilogue> epilogue;
-    if (blockK == k && bounds[0] % registerTile[0] == 0)
+    if (blockK >= k && bounds[0] % registerTile[0] == 0)
       epilogue = registerEpilogue(rewriter, op);
     if (failed(vectorizeBlocks(rewriter, op, rows, blockK, registerTile,
                                Value(), epilogue ? &*epilogue : nullptr)))
