@@ -211,11 +211,11 @@ struct RegisterEpilogue {
   Value read() const { return generic->getOperand(operand); }
 };
 
-/// The epilogue of the static matmul tile `op`, whose K is one block of
-/// whole register blocks: the tile accumulates from a fill (maybe
-/// collapsed, as asMatmul makes it) and its result, maybe expanded by unit
-/// dims, is read by the fusableEpilogue alone, whose output (a tile of the
-/// result's type) is defined where `op` may take it as its init.
+/// The epilogue of the static matmul tile `op`, whose K is one block: the
+/// tile accumulates from a fill (maybe collapsed, as asMatmul makes it) and
+/// its result, maybe expanded by unit dims, is read by the fusableEpilogue
+/// alone, whose output (a tile of the result's type) is defined where `op`
+/// may take it as its init.
 /// Sets `op` up to compute into that output.
 std::optional<RegisterEpilogue> registerEpilogue(RewriterBase &rewriter,
                                                  linalg::MatmulOp op) {
@@ -794,8 +794,9 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
       llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
   SmallVector<int64_t> bounds = op.getStaticLoopRanges();
   if (!ShapedType::isDynamicShape(bounds)) {
-    // One K block of whole register blocks, the tile's rows unpadded: the
-    // epilogue may run on the register blocks (its columns may be padded).
+    // K in one block (padded to whole register blocks), the tile's rows
+    // unpadded: the epilogue may run on the register blocks (its columns
+    // may be padded).
     std::optional<RegisterEpilogue> epilogue;
     if (blockK >= k && bounds[0] % registerTile[0] == 0)
       epilogue = registerEpilogue(rewriter, op);
