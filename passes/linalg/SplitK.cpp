@@ -17,7 +17,7 @@ FailureOr<SplitK> tessel::splitK(RewriterBase &rewriter,
       ShapedType::isDynamicShape(contraction.getStaticLoopRanges()))
     return contraction.emitError("loop.split_k takes a (batched) matmul on "
                                  "tensors of static shape");
-  unsigned m = *batch, n = m + 1, k = m + 2;
+  unsigned m = *batch, k = m + 2;
   int64_t depth = contraction.getStaticLoopRanges()[k];
   if (parts < 1 || depth % parts != 0)
     return contraction.emitError("loop.split_k: ")
