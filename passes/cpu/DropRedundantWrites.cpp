@@ -77,6 +77,12 @@ memref::CopyOp overwritingCopy(Operation *fill, Value buffer) {
     if (!copy || copy.getTarget() != (view ? view->getResult(0) : buffer) ||
         copy->getBlock() != fill->getBlock() || !fill->isBeforeInBlock(copy))
       continue;
+    // A copy out of the filled buffer itself reads the fill.
+    Value source = copy.getSource();
+    while (auto sourceView = source.getDefiningOp<ViewLikeOpInterface>())
+      source = sourceView.getViewSource();
+    if (source == buffer)
+      continue;
     SmallVector<Operation *> except = {fill, copy};
     if (view)
       except.push_back(view);

@@ -44,10 +44,10 @@ func.func @overwritten(%src: memref<4x8xf32, strided<[16, 1]>>) -> memref<4x8xf3
 // -----
 
 // Fills stay where the buffer is read before the copy (through a view), the
-// copy writes only part of it from a dynamic box, or the buffer is not the
-// kernel's own allocation.
+// copy writes only part of it from a dynamic box, the buffer is not the
+// kernel's own allocation, or the copy reads the filled buffer itself.
 // CHECK-LABEL: func.func @kept
-// CHECK-COUNT-3: linalg.fill ins(%{{.*}} : f32) outs(%{{[a-z0-9_]+}} : memref<4x8xf32>)
+// CHECK-COUNT-4: linalg.fill ins(%{{.*}} : f32) outs(%{{[a-z0-9_]+}} : memref<4x8xf32>)
 func.func @kept(%src: memref<4x8xf32>, %part: memref<2x?xf32>, %arg: memref<4x8xf32>, %n: index, %out: memref<2x8xf32>) -> (memref<4x8xf32>, memref<4x8xf32>) {
   %zero = arith.constant 0.0 : f32
   %a = memref.alloc() : memref<4x8xf32>
@@ -61,6 +61,11 @@ func.func @kept(%src: memref<4x8xf32>, %part: memref<2x?xf32>, %arg: memref<4x8x
   memref.copy %part, %box : memref<2x?xf32> to memref<2x?xf32, strided<[8, 1], offset: 8>>
   linalg.fill ins(%zero : f32) outs(%arg : memref<4x8xf32>)
   memref.copy %src, %arg : memref<4x8xf32> to memref<4x8xf32>
+  %c = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x8xf32>)
+  %top = memref.subview %c[0, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  %bottom = memref.subview %c[2, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  memref.copy %top, %bottom : memref<2x8xf32, strided<[8, 1]>> to memref<2x8xf32, strided<[8, 1], offset: 16>>
   return %a, %b : memref<4x8xf32>, memref<4x8xf32>
 }
 
