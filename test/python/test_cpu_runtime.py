@@ -259,13 +259,17 @@ def test_a_model_reuses_its_large_intermediates_across_calls():
     x = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32) / 16
     exe = tessel.compile(tessel.trace(lambda x: ops.relu(ops.relu(x @ x) @ x), x), cache=False)
     expected = np.maximum(np.maximum(x @ x, 0) @ x, 0)
+    _tessel.buffer_cache_release()
     np.testing.assert_allclose(exe(x), expected, rtol=1e-4, atol=1e-4)
     kept = _tessel.buffer_cache_bytes()
     assert kept >= 512 * 512 * 4  # the 1 MiB x @ x, freed
-    for _ in range(3):
+    for _ in range(10):
         np.testing.assert_allclose(exe(x), expected, rtol=1e-4, atol=1e-4)
-    # Each call takes its blocks from the cache and gives them back.
-    assert _tessel.buffer_cache_bytes() == kept
+    # Each call takes its blocks from the cache and gives them back. Tiles'
+    # blocks, taken on two threads in either order, may take a block that
+    # a later allocation then lacks (a block serves any size it holds), so
+    # a few more may be made; calls do not each add theirs.
+    assert kept <= _tessel.buffer_cache_bytes() <= 2 * kept
 
 
 def test_calloc_zeroes_a_kept_block(rt):
