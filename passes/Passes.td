@@ -232,9 +232,9 @@ def CpuDropRedundantWrites : Pass<"cpu-drop-redundant-writes", "mlir::func::Func
     else reads the buffer, either goes (the copy's target is the buffer) or
     fills only the border around the copy's target (a subview of static
     offsets and sizes and unit strides: a bufferized tensor.pad, whose fill
-    of the whole buffer wrote its interior twice, on one thread). A
-    memref.copy from a buffer to itself (directly, or through a
-    collapse_shape and the expand_shape back) goes.
+    of the whole buffer wrote its interior twice, on one thread); not where
+    the copy reads the buffer itself. A memref.copy from a buffer to itself
+    (directly, or through a collapse_shape and the expand_shape back) goes.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::memref::MemRefDialect"];
@@ -250,8 +250,8 @@ def CpuExpandStridedCopies : Pass<"cpu-expand-strided-copies"> {
     the top of a `tessel.kernel` function (a concatenation's parts placed
     into the result, or a padded input's interior, which no schedule tiles)
     is cut into chunks of about 64 KiB of its outermost dim of more than one
-    index under an scf.parallel, for async-parallel-for to run as tasks. Runs on buffers, after
-    scf-forall-to-parallel.
+    index under an scf.parallel, for async-parallel-for to run as tasks.
+    Runs on buffers, after scf-forall-to-parallel.
   }];
   let options = [
     Option<"parallelBytes", "parallel-bytes", "int64_t", "1048576",
