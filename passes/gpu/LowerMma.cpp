@@ -30,6 +30,7 @@
 #include "passes/TileAndFuseRoot.h"
 #include "passes/gpu/Buffers.h"
 #include "passes/gpu/PointwiseBody.h"
+#include "passes/loop/Alignment.h"
 #include "passes/loop/MmaConfig.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -216,45 +217,6 @@ FailureOr<MmaMatch> matchWithViews(linalg::LinalgOp contraction) {
   m.lhsBatch = batchLoopsRead(contraction, m.batch, 0);
   m.rhsBatch = batchLoopsRead(contraction, m.batch, 1);
   return m;
-}
-
-/// Whether `value` is a multiple of `factor` at every run: a constant one,
-/// a forall's index whose lower bound and step are, or an affine.apply
-/// that is one wherever its operands that are (recursively) are.
-bool isMultipleOf(OpFoldResult value, int64_t factor, int depth = 0) {
-  if (std::optional<int64_t> known = getConstantIntValue(value))
-    return *known % factor == 0;
-  if (depth > 8)
-    return false;
-  Value v = cast<Value>(value);
-  if (auto iv = dyn_cast<BlockArgument>(v)) {
-    auto loop = dyn_cast<scf::ForallOp>(iv.getOwner()->getParentOp());
-    unsigned d = iv.getArgNumber();
-    if (!loop || d >= loop.getRank())
-      return false;
-    return isMultipleOf(loop.getMixedLowerBound()[d], factor, depth + 1) &&
-           isMultipleOf(loop.getMixedStep()[d], factor, depth + 1);
-  }
-  auto apply = v.getDefiningOp<affine::AffineApplyOp>();
-  if (!apply)
-    return false;
-  // Operands that are multiples as factor * a fresh dim: the result is one
-  // where every term then is.
-  AffineMap map = apply.getAffineMap();
-  SmallVector<AffineExpr> replacements;
-  for (auto [i, operand] : llvm::enumerate(apply.getMapOperands())) {
-    AffineExpr dim = i < map.getNumDims()
-                         ? getAffineDimExpr(i, v.getContext())
-                         : getAffineSymbolExpr(i - map.getNumDims(),
-                                               v.getContext());
-    replacements.push_back(isMultipleOf(operand, factor, depth + 1)
-                               ? dim * factor
-                               : dim);
-  }
-  AffineExpr result = map.getResult(0).replaceDimsAndSymbols(
-      ArrayRef(replacements).take_front(map.getNumDims()),
-      ArrayRef(replacements).drop_front(map.getNumDims()));
-  return result.isMultipleOf(factor);
 }
 
 /// What the tensor-core emitters share: the loops over the block tile's
@@ -524,36 +486,19 @@ protected:
   }
 
   /// The buffer the last values of the chain go to (the accumulator's own
-  /// without one) when its rows take 16-byte stores of them: row-major, of
-  /// 16- or 32-bit elements, its rows 16-byte aligned (a view of a whole
-  /// buffer, the kernel's argument, whose row strides and column offsets
-  /// are whole 16 bytes: static, or a block loop's index stepping by
-  /// them); null otherwise.
+  /// without one) when its rows take 16-byte stores of them: of 16- or
+  /// 32-bit elements, not a tile's own allocation, its runs of 16 bytes
+  /// aligned (isChunkAligned: a view of a host buffer whose row strides and
+  /// column offsets are whole 16 bytes); null otherwise.
   Value chunkedOutput() {
     Value out = m->epilogue.empty() ? m->contraction.getDpsInits()[0]
                                     : m->epilogue.back().getDpsInits()[0];
-    if (out.getDefiningOp<memref::AllocOp>() || !isRowMajor(out))
+    if (out.getDefiningOp<memref::AllocOp>())
       return {};
     unsigned bits = getElementTypeOrSelf(out.getType()).getIntOrFloatBitWidth();
-    if (bits != 16 && bits != 32)
-      return {};
-    int64_t chunk = 128 / bits;
-    Value root = out;
-    while (auto subview = root.getDefiningOp<memref::SubViewOp>()) {
-      if (!isMultipleOf(subview.getMixedOffsets().back(), chunk))
-        return {};
-      root = subview.getSource();
-    }
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    auto type = cast<MemRefType>(root.getType());
-    if (!isa<BlockArgument>(root) ||
-        failed(type.getStridesAndOffset(strides, offset)) || offset != 0 ||
-        llvm::any_of(ArrayRef(strides).drop_back(), [&](int64_t stride) {
-          return ShapedType::isDynamic(stride) || stride % chunk != 0;
-        }))
-      return {};
-    return out;
+    return (bits == 16 || bits == 32) && isChunkAligned(out, 128 / bits)
+               ? out
+               : Value();
   }
 
   /// Stores a row of the thread's accumulator fragments through the
