@@ -319,12 +319,12 @@ FailureOr<SmallVector<OpFoldResult>> offsetsIn(RewriterBase &rewriter,
 /// carries a block's accumulators): they start from the fill's value, and
 /// each row of a block goes through the epilogue before the block is
 /// written into `tile`, the C tile: `e.output`, or where the tile's columns
-/// are padded (`padded`), the padded C, whose columns past the epilogue's
-/// operands read zeros of them.
+/// are padded, the padded C, whose columns past the epilogue's operands
+/// read zeros of them.
 LogicalResult applyRegisterEpilogue(RewriterBase &rewriter,
                                     LoopLikeOpInterface depthLoop,
-                                    RegisterEpilogue e, Value tile,
-                                    bool padded) {
+                                    RegisterEpilogue e, Value tile) {
+  bool padded = tile != e.output;
   auto loop = dyn_cast_or_null<scf::ForOp>(depthLoop.getOperation());
   if (!loop)
     return failure();
@@ -478,7 +478,7 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
     return success();
   if (failed(applyRegisterEpilogue(
           rewriter, depthLoop, *epilogue,
-          paddedC ? paddedC.getResult() : epilogue->output, bool(paddedC))))
+          paddedC ? paddedC.getResult() : epilogue->output)))
     return epilogue->generic->emitError("loop.vectorize could not compute "
                                        "this epilogue on the register blocks "
                                        "of its matmul tile");
