@@ -3,6 +3,7 @@
 #include "passes/cpu/InputRuns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -10,13 +11,23 @@ using namespace mlir;
 Value tessel::readInputRun(OpBuilder &b, Location loc, Value source,
                            ValueRange indices, int64_t count, int64_t stride) {
   Type element = getElementTypeOrSelf(source.getType());
-  // In bounds, so never read; transfer_read takes one all the same.
+  // Never read: the run is in bounds, and a read past them is masked.
   Value padding =
       arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
-  int64_t span = (count - 1) * stride + 1;
+  // At a stride, the span of count lanes is odd (31 elements for 16 lanes),
+  // a vector LLVM loads in pieces of 16, 8, 4, 2 and 1: read count * stride
+  // instead, masked where the row may end before it (the index is known).
+  int64_t length = (count - 1) * stride + 1;
+  bool inBounds = true;
+  int64_t width = cast<ShapedType>(source.getType()).getShape().back();
+  std::optional<int64_t> at = getConstantIntValue(indices.back());
+  if (stride != 1 && at && !ShapedType::isDynamic(width)) {
+    inBounds = *at + count * stride <= width;
+    length = count * stride;
+  }
   Value run = vector::TransferReadOp::create(
-      b, loc, VectorType::get({span}, element), source, indices, padding,
-      ArrayRef<bool>{true});
+      b, loc, VectorType::get({length}, element), source, indices, padding,
+      ArrayRef<bool>{inBounds});
   if (stride == 1)
     return run;
   SmallVector<int64_t> every;

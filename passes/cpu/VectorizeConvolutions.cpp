@@ -185,7 +185,8 @@ std::optional<PaddedInput> paddedInput(Value input, AffineExpr last,
 /// reads from `at` (indices in the padded slice) on, every `stride`-th:
 /// in the image's bounds its elements, elsewhere the padding. A row out
 /// of bounds is read clamped and replaced by the padding (a select, no
-/// branch); the columns out of bounds are known here, and shuffled in.
+/// branch); the columns out of bounds are known here: those before the
+/// row shuffled in, those after it masked.
 Value readPaddedRun(OpBuilder &b, Location loc, const PaddedInput &padded,
                     ArrayRef<Value> at, int64_t count, int64_t stride) {
   unsigned rank = padded.size.size();
@@ -223,15 +224,20 @@ Value readPaddedRun(OpBuilder &b, Location loc, const PaddedInput &padded,
     indices.push_back(arith::MinSIOp::create(
         b, loc, arith::MaxSIOp::create(b, loc, i, zero), top));
   }
-  indices.push_back(
-      arith::ConstantIndexOp::create(b, loc, first + lo * stride));
-  Value run =
-      tessel::readInputRun(b, loc, padded.image, indices, hi - lo, stride);
-  if (lo > 0 || hi < count) {
-    // Lane l: the run's lane l - lo, or the fill's first.
+  // A whole vector of count * stride elements from the first lane in the
+  // image on, its lanes past the row's end masked to the padding: the span
+  // of the lanes in bounds alone has odd lengths (31, 23), which LLVM loads
+  // in pieces of 16, 8, 4, 2 and 1 and reassembles.
+  int64_t start = first + lo * stride, length = count * stride;
+  indices.push_back(arith::ConstantIndexOp::create(b, loc, start));
+  Value run = vector::TransferReadOp::create(
+      b, loc, VectorType::get({length}, element), padded.image, indices,
+      padded.padding, ArrayRef<bool>{start + length <= width});
+  if (lo > 0 || stride != 1) {
+    // Lane l: the read's element (l - lo) * stride, or the fill's first.
     SmallVector<int64_t> lanes;
     for (int64_t lane = 0; lane < count; ++lane)
-      lanes.push_back(lane >= lo && lane < hi ? lane - lo : hi - lo);
+      lanes.push_back(lane >= lo ? (lane - lo) * stride : length);
     run = vector::ShuffleOp::create(b, loc, run, fill, lanes);
   }
   return valid ? arith::SelectOp::create(b, loc, valid, run, fill) : run;

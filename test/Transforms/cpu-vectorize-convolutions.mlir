@@ -30,12 +30,16 @@ func.func @depthwise(%x: tensor<1x4x1x10x10xf32>, %w: tensor<4x1x1x3x3xf32>, %o:
 
 // -----
 
-// Stride 2, two channels per group: a run reads the span of its lanes and
-// keeps every other one; the group's input channels are a loop.
+// Stride 2, two channels per group: a run reads twice its lanes (not their
+// span of 7, which LLVM would load in pieces) and keeps every other one,
+// masked where that passes the row's end (the last tap's, from column 2 of
+// 9); the group's input channels are a loop.
 // CHECK-LABEL: func.func @strided
 // CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
-// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0{{.*}} : tensor<1x2x2x9x9xf32>, vector<7xf32>
-// CHECK: vector.shuffle %[[ROW]], %[[ROW]] [0, 2, 4, 6] : vector<7xf32>, vector<7xf32>
+// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<1x2x2x9x9xf32>, vector<8xf32>
+// CHECK: vector.shuffle %[[ROW]], %[[ROW]] [0, 2, 4, 6] : vector<8xf32>, vector<8xf32>
+// CHECK: %[[LAST:.*]] = vector.transfer_read %arg0{{.*}}, %c2], %{{[^ ]*}} : tensor<1x2x2x9x9xf32>, vector<8xf32>
+// CHECK: vector.shuffle %[[LAST]], %[[LAST]] [0, 2, 4, 6] : vector<8xf32>, vector<8xf32>
 #in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 * 2 + d7)>
 #filter = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
 #out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
@@ -54,7 +58,9 @@ func.func @strided(%x: tensor<1x2x2x9x9xf32>, %w: tensor<2x1x2x3x3xf32>, %o: ten
 // A tile of a padded image (one channel, as loop-apply-schedule leaves a
 // depthwise convolution) reads the image itself: a row out of its bounds is
 // read clamped and selected away, and the columns out of bounds (known for
-// each tap) are shuffled in from the padding. The padded copy is not read.
+// each tap) are the padding: before the row, shuffled in, after it, masked
+// (a whole vector is read: 7 columns would be loaded in pieces, and the
+// centre tap reads the same vector). The padded copy is not read.
 // CHECK-LABEL: func.func @padded
 // CHECK-SAME: (%[[X:.*]]: tensor<1x2x8x8xf32>, %{{.*}}: tensor<2x3x3xf32>, %{{.*}}: tensor<1x1x8x8xf32>, %[[C:.*]]: index)
 // CHECK-DAG: %[[FILL:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
@@ -66,12 +72,13 @@ func.func @strided(%x: tensor<1x2x2x9x9xf32>, %w: tensor<2x1x2x3x3xf32>, %o: ten
 // CHECK: %[[IN:.*]] = arith.andi %[[ABOVE]], %[[BELOW]] : i1
 // CHECK: %[[LOW:.*]] = arith.maxsi %[[R]], %c0 : index
 // CHECK: %[[ROW:.*]] = arith.minsi %[[LOW]], %c7 : index
-// CHECK: %[[LEFT:.*]] = vector.transfer_read %[[X]][%c0, %[[C]], %[[ROW]], %c0], %{{.*}} {in_bounds = [true]} : tensor<1x2x8x8xf32>, vector<7xf32>
-// CHECK: %[[SHIFTED:.*]] = vector.shuffle %[[LEFT]], %[[FILL]] [7, 0, 1, 2, 3, 4, 5, 6] : vector<7xf32>, vector<8xf32>
+// CHECK: %[[LEFT:.*]] = vector.transfer_read %[[X]][%c0, %[[C]], %[[ROW]], %c0], %{{.*}} {in_bounds = [true]} : tensor<1x2x8x8xf32>, vector<8xf32>
+// CHECK: %[[SHIFTED:.*]] = vector.shuffle %[[LEFT]], %[[FILL]] [8, 0, 1, 2, 3, 4, 5, 6] : vector<8xf32>, vector<8xf32>
 // CHECK: arith.select %[[IN]], %[[SHIFTED]], %[[FILL]] : vector<8xf32>
-// CHECK: vector.transfer_read %[[X]][%c0, %[[C]], %[[ROW]], %c0], %{{.*}} {in_bounds = [true]} : tensor<1x2x8x8xf32>, vector<8xf32>
-// CHECK: %[[RIGHT:.*]] = vector.transfer_read %[[X]][%c0, %[[C]], %[[ROW]], %c1], %{{.*}} {in_bounds = [true]} : tensor<1x2x8x8xf32>, vector<7xf32>
-// CHECK: vector.shuffle %[[RIGHT]], %[[FILL]] [0, 1, 2, 3, 4, 5, 6, 7] : vector<7xf32>, vector<8xf32>
+// CHECK: arith.select %[[IN]], %[[LEFT]], %[[FILL]] : vector<8xf32>
+// CHECK: %[[RIGHT:.*]] = vector.transfer_read %[[X]][%c0, %[[C]], %[[ROW]], %c1], %{{[^ ]*}} : tensor<1x2x8x8xf32>, vector<8xf32>
+// CHECK-NOT: vector.shuffle %[[RIGHT]]
+// CHECK: arith.select %[[IN]], %[[RIGHT]], %[[FILL]] : vector<8xf32>
 #in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d4, d3 + d5)>
 #filter = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, d4, d5)>
 #out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
