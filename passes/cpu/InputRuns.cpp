@@ -8,6 +8,10 @@
 
 using namespace mlir;
 
+int64_t tessel::wholeVector(int64_t lanes) {
+  return llvm::alignTo(lanes, std::min<int64_t>(8, llvm::PowerOf2Ceil(lanes)));
+}
+
 Value tessel::readInputRun(OpBuilder &b, Location loc, Value source,
                            ValueRange indices, int64_t count, int64_t stride) {
   Type element = getElementTypeOrSelf(source.getType());
@@ -15,20 +19,21 @@ Value tessel::readInputRun(OpBuilder &b, Location loc, Value source,
   Value padding =
       arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
   // At a stride, the span of count lanes is odd (31 elements for 16 lanes),
-  // a vector LLVM loads in pieces of 16, 8, 4, 2 and 1: read count * stride
-  // instead, masked where the row may end before it (the index is known).
+  // a vector LLVM loads in pieces of 16, 8, 4, 2 and 1: where the index is
+  // known, read whole vectors of count * stride elements instead, masked
+  // past the row's end.
   int64_t length = (count - 1) * stride + 1;
   bool inBounds = true;
   int64_t width = cast<ShapedType>(source.getType()).getShape().back();
   std::optional<int64_t> at = getConstantIntValue(indices.back());
-  if (stride != 1 && at && !ShapedType::isDynamic(width)) {
-    inBounds = *at + count * stride <= width;
-    length = count * stride;
+  if (at && !ShapedType::isDynamic(width)) {
+    length = tessel::wholeVector(count * stride);
+    inBounds = *at + length <= width;
   }
   Value run = vector::TransferReadOp::create(
       b, loc, VectorType::get({length}, element), source, indices, padding,
       ArrayRef<bool>{inBounds});
-  if (stride == 1)
+  if (length == count)
     return run;
   SmallVector<int64_t> every;
   for (int64_t lane = 0; lane < count; ++lane)

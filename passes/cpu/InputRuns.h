@@ -12,9 +12,16 @@
 
 namespace tessel {
 
+/// `lanes` rounded up to whole vectors of 8 (x86's 256-bit registers), or
+/// of a power of two where fewer: LLVM loads and stores a vector of 7 or 14
+/// lanes in pieces of 8, 4, 2 and 1.
+int64_t wholeVector(int64_t lanes);
+
 /// The `count` elements of `source`'s last dim from `indices` on, every
 /// `stride`-th, as a vector<count>: read as the span they cover (in bounds)
-/// and, at a stride other than 1, shuffled.
+/// or, where the last index is a constant, as whole vectors (wholeVector) of
+/// count * stride elements, those past the row's end masked to zeros; then,
+/// where that is more than count, shuffled.
 mlir::Value readInputRun(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value source, mlir::ValueRange indices,
                          int64_t count, int64_t stride);

@@ -224,16 +224,17 @@ Value readPaddedRun(OpBuilder &b, Location loc, const PaddedInput &padded,
     indices.push_back(arith::MinSIOp::create(
         b, loc, arith::MaxSIOp::create(b, loc, i, zero), top));
   }
-  // A whole vector of count * stride elements from the first lane in the
-  // image on, its lanes past the row's end masked to the padding: the span
-  // of the lanes in bounds alone has odd lengths (31, 23), which LLVM loads
-  // in pieces of 16, 8, 4, 2 and 1 and reassembles.
-  int64_t start = first + lo * stride, length = count * stride;
+  // Whole vectors (wholeVector) of count * stride elements from the first
+  // lane in the image on, their lanes past the row's end masked to the
+  // padding: the span of the lanes in bounds alone has odd lengths (31, 23),
+  // which LLVM loads in pieces of 16, 8, 4, 2 and 1 and reassembles.
+  int64_t start = first + lo * stride;
+  int64_t length = tessel::wholeVector(count * stride);
   indices.push_back(arith::ConstantIndexOp::create(b, loc, start));
   Value run = vector::TransferReadOp::create(
       b, loc, VectorType::get({length}, element), padded.image, indices,
       padded.padding, ArrayRef<bool>{start + length <= width});
-  if (lo > 0 || stride != 1) {
+  if (lo > 0 || length != count) {
     // Lane l: the read's element (l - lo) * stride, or the fill's first.
     SmallVector<int64_t> lanes;
     for (int64_t lane = 0; lane < count; ++lane)
@@ -339,8 +340,8 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
         return sum;
       });
       if (epilogue)
-        acc = tessel::computeEpilogue(rewriter, loc, epilogue, op->getResult(0), acc,
-                              at, count);
+        acc = tessel::computeEpilogue(rewriter, loc, epilogue,
+                                      op->getResult(0), acc, at, count);
       out = vector::TransferWriteOp::create(rewriter, loc, acc, out, at,
                                             ArrayRef<bool>{true})
                 .getResult();

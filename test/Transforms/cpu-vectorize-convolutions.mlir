@@ -167,3 +167,28 @@ func.func @pooling(%x: tensor<1x2x10x10xf32>, %w: tensor<3x3xf32>, %o: tensor<1x
   } -> tensor<1x2x8x8xf32>
   return %r : tensor<1x2x8x8xf32>
 }
+
+// -----
+
+// Seven output columns: each run is read as a whole vector of 8 (7 lanes
+// LLVM would load in pieces of 4, 2 and 1), masked where it passes the
+// row's end (the last tap's, from column 2 of 9), and its first 7 lanes
+// kept.
+// CHECK-LABEL: func.func @seven_columns
+// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0[%c0, %{{.*}}, %c0, %{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<1x4x1x10x9xf32>, vector<8xf32>
+// CHECK: vector.shuffle %[[ROW]], %[[ROW]] [0, 1, 2, 3, 4, 5, 6] : vector<8xf32>, vector<8xf32>
+// CHECK: %[[LAST:.*]] = vector.transfer_read %arg0[%c0, %{{.*}}, %c0, %{{.*}}, %c2], %{{[^ ]*}} : tensor<1x4x1x10x9xf32>, vector<8xf32>
+// CHECK: vector.shuffle %[[LAST]], %[[LAST]] [0, 1, 2, 3, 4, 5, 6] : vector<8xf32>, vector<8xf32>
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<7xf32>, tensor<1x4x1x8x7xf32>
+#in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#filter = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @seven_columns(%x: tensor<1x4x1x10x9xf32>, %w: tensor<4x1x1x3x3xf32>, %o: tensor<1x4x1x8x7xf32>) -> tensor<1x4x1x8x7xf32> {
+  %r = linalg.generic {indexing_maps = [#in, #filter, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x4x1x10x9xf32>, tensor<4x1x1x3x3xf32>) outs(%o : tensor<1x4x1x8x7xf32>) {
+  ^bb0(%in: f32, %f: f32, %out: f32):
+    %m = arith.mulf %in, %f : f32
+    %a = arith.addf %out, %m : f32
+    linalg.yield %a : f32
+  } -> tensor<1x4x1x8x7xf32>
+  return %r : tensor<1x4x1x8x7xf32>
+}
