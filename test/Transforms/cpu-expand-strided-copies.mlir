@@ -23,7 +23,7 @@ func.func @unranked(%a: memref<*xf32>, %b: memref<*xf32>) {
   return
 }
 
-// A kernel's copy of 1 MiB or more (a concatenation's part placed into the
+// A kernel's copy of 256 KiB or more (a concatenation's part placed into the
 // result) runs as chunks of rows under an scf.parallel: 16 rows of 4 KiB,
 // the last chunk cut short; smaller copies, and copies outside kernels,
 // stay whole; parallel-bytes=0 keeps every copy whole.
@@ -62,5 +62,20 @@ func.func @host_copy(%a: memref<300x1024xf32>, %out: memref<300x2048xf32>) {
 func.func @padded_interior(%a: memref<1x64x64x64xf32>, %out: memref<1x64x66x66xf32>) attributes {tessel.kernel = "contraction"} {
   %dst = memref.subview %out[0, 0, 1, 1] [1, 64, 64, 64] [1, 1, 1, 1] : memref<1x64x66x66xf32> to memref<1x64x64x64xf32, strided<[278784, 4356, 66, 1], offset: 67>>
   memref.copy %a, %dst : memref<1x64x64x64xf32> to memref<1x64x64x64xf32, strided<[278784, 4356, 66, 1], offset: 67>>
+  return
+}
+
+// A 3x3 convolution's padded input of 401 KiB (128x28x28) splits; one of
+// 196 KiB (64x28x28) is copied whole.
+// CHECK-LABEL: func.func @padded_interiors
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c128) step (%c20) {
+// CHECK: linalg.copy
+// CHECK-NOT: scf.parallel
+// CHECK: linalg.copy
+func.func @padded_interiors(%a: memref<1x128x28x28xf32>, %out: memref<1x128x30x30xf32>, %b: memref<1x64x28x28xf32>, %out2: memref<1x64x30x30xf32>) attributes {tessel.kernel = "contraction"} {
+  %dst = memref.subview %out[0, 0, 1, 1] [1, 128, 28, 28] [1, 1, 1, 1] : memref<1x128x30x30xf32> to memref<1x128x28x28xf32, strided<[115200, 900, 30, 1], offset: 31>>
+  memref.copy %a, %dst : memref<1x128x28x28xf32> to memref<1x128x28x28xf32, strided<[115200, 900, 30, 1], offset: 31>>
+  %dst2 = memref.subview %out2[0, 0, 1, 1] [1, 64, 28, 28] [1, 1, 1, 1] : memref<1x64x30x30xf32> to memref<1x64x28x28xf32, strided<[57600, 900, 30, 1], offset: 31>>
+  memref.copy %b, %dst2 : memref<1x64x28x28xf32> to memref<1x64x28x28xf32, strided<[57600, 900, 30, 1], offset: 31>>
   return
 }
