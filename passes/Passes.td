@@ -226,10 +226,13 @@ def CpuSerializeInnerForalls : Pass<"cpu-serialize-inner-foralls"> {
 def CpuDropRedundantWrites : Pass<"cpu-drop-redundant-writes", "mlir::func::FuncOp"> {
   let summary = "Drop writes that a later copy overwrites or that copy a buffer onto itself";
   let description = [{
-    Runs on buffers. A fill of a static buffer from memref.alloc (linalg.fill,
-    or a linalg.map without inputs yielding a value from outside its body)
-    that a memref.copy in the same block then overwrites, before anything
-    else reads the buffer, either goes (the copy's target is the buffer) or
+    Runs on buffers. A fill of a static buffer (linalg.fill, or a linalg.map
+    without inputs yielding a value from outside its body), or of a view of
+    one, from memref.alloc or an argument of a `tessel.kernel` function
+    (the host passes a kernel distinct buffers: a batched matmul's result
+    zeroed before each head's padded tile was copied over it), that a
+    memref.copy in the same block then overwrites, before anything else
+    reads the buffer, either goes (the copy's target is the buffer) or
     fills only the border around the copy's target (a subview of static
     offsets and sizes and unit strides: a bufferized tensor.pad, whose fill
     of the whole buffer wrote its interior twice, on one thread); not where

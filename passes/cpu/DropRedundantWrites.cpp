@@ -3,11 +3,12 @@
 // Bufferized, a tensor.pad fills its whole buffer with the padding value
 // and then copies its source into the interior; a padded matmul tile's C
 // buffer is zeroed and then overwritten whole by the copy out of the padded
-// tile. Both write most of the buffer twice: ResNet-18 at batch 1 ran 37 MB
-// of memset per call, and the pads' ran on one thread while the other
-// waited. Here such a fill writes only the border the copy leaves (the
-// pad's), or nothing where the copy covers the buffer. A tile that computes
-// into its slice of the result through a collapse of it (a 1x1
+// tile, and so was a kernel's result (each head of a batched matmul of
+// 197x197 tiles). All write most of the buffer twice: ResNet-18 at batch 1
+// ran 37 MB of memset per call, and the pads' ran on one thread while the
+// other waited. Here such a fill writes only the border the copy leaves
+// (the pad's), or nothing where the copy covers the buffer. A tile that
+// computes into its slice of the result through a collapse of it (a 1x1
 // convolution's, as a matmul) was also copied from the expansion of that
 // collapse onto the slice, itself: such copies go.
 //
@@ -64,9 +65,30 @@ bool usedOnlyAfter(Value buffer, Operation *copy,
   return true;
 }
 
-/// The copy into `buffer` (a subview of it, or itself) that the fill `fill`
-/// is overwritten by before anything reads it, if there is one.
-memref::CopyOp overwritingCopy(Operation *fill, Value buffer) {
+/// The buffer that `value` views (through view-like ops), or `value`.
+Value viewRoot(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether nothing but views of `root` reaches its memory: the kernel's own
+/// allocation, or an argument of a kernel (the host passes a kernel
+/// distinct buffers, and an output never aliases an input).
+bool ownedBuffer(Value root) {
+  if (root.getDefiningOp<memref::AllocOp>())
+    return true;
+  auto argument = dyn_cast<BlockArgument>(root);
+  auto func = argument ? dyn_cast<func::FuncOp>(
+                             argument.getOwner()->getParentOp())
+                       : func::FuncOp();
+  return func && func->hasAttr("tessel.kernel");
+}
+
+/// The copy into `buffer` (a subview of it, or itself; a view of `root`)
+/// that the fill `fill` is overwritten by before anything reads `root`, if
+/// there is one.
+memref::CopyOp overwritingCopy(Operation *fill, Value buffer, Value root) {
   for (Operation *user : buffer.getUsers()) {
     Operation *view = nullptr;
     auto copy = dyn_cast<memref::CopyOp>(user);
@@ -78,15 +100,12 @@ memref::CopyOp overwritingCopy(Operation *fill, Value buffer) {
         copy->getBlock() != fill->getBlock() || !fill->isBeforeInBlock(copy))
       continue;
     // A copy out of the filled buffer itself reads the fill.
-    Value source = copy.getSource();
-    while (auto sourceView = source.getDefiningOp<ViewLikeOpInterface>())
-      source = sourceView.getViewSource();
-    if (source == buffer)
+    if (viewRoot(copy.getSource()) == root)
       continue;
     SmallVector<Operation *> except = {fill, copy};
     if (view)
       except.push_back(view);
-    if (usedOnlyAfter(buffer, copy, except))
+    if (usedOnlyAfter(root, copy, except))
       return copy;
   }
   return {};
@@ -152,12 +171,16 @@ struct CpuDropRedundantWritesPass
     for (Operation *fill : fills) {
       Value buffer = cast<DestinationStyleOpInterface>(fill).getDpsInits()[0];
       auto type = cast<MemRefType>(buffer.getType());
-      if (!buffer.getDefiningOp<memref::AllocOp>() || !type.hasStaticShape())
+      Value root = viewRoot(buffer);
+      if (!ownedBuffer(root) || !type.hasStaticShape())
         continue;
-      memref::CopyOp copy = overwritingCopy(fill, buffer);
+      memref::CopyOp copy = overwritingCopy(fill, buffer, root);
       if (!copy)
         continue;
-      auto view = copy.getTarget().getDefiningOp<memref::SubViewOp>();
+      // A copy into a subview of the buffer (the buffer itself may be one).
+      auto view = copy.getTarget() == buffer
+                      ? memref::SubViewOp()
+                      : copy.getTarget().getDefiningOp<memref::SubViewOp>();
       if (view) {
         // The border of a box of static offsets and unit strides.
         if (!view.hasUnitStride() || ShapedType::isDynamicShape(

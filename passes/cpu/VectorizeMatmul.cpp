@@ -201,7 +201,7 @@ FailureOr<linalg::MatmulOp> asMatmul(RewriterBase &rewriter,
 /// accumulators loaded and stored at every register block, then read and
 /// written again by the epilogue: the memsets alone took 4% of the model.
 struct RegisterEpilogue {
-  linalg::GenericOp generic;
+  linalg::GenericOp generic;     // null: none, the blocks written as they are
   unsigned operand;              // the epilogue's, reading the tile's result
   tensor::ExpandShapeOp expand;  // the result's expansion to it, if any
   Value fillValue, output;       // the accumulators' start; the new init
@@ -215,62 +215,104 @@ struct RegisterEpilogue {
 /// tile accumulates from a fill (maybe collapsed, as asMatmul makes it) and
 /// its result, maybe expanded by unit dims, is read by the fusableEpilogue
 /// alone, whose output (a tile of the result's type) is defined where `op`
-/// may take it as its init.
+/// may take it as its init; unless `rowsPadded` (the epilogue's operands
+/// would be read past their rows). Without such an epilogue, the tile's
+/// register blocks still start from the fill's value and are written as
+/// they are, into the fill's destination, so that nothing zeroes the tile
+/// first (each head of an attention's 197x197 scores was).
 /// Sets `op` up to compute into that output.
 std::optional<RegisterEpilogue> registerEpilogue(RewriterBase &rewriter,
-                                                 linalg::MatmulOp op) {
+                                                 linalg::MatmulOp op,
+                                                 bool rowsPadded) {
   Value init = op.getDpsInits()[0];
   auto collapsed = init.getDefiningOp<tensor::CollapseShapeOp>();
   auto fill = (collapsed ? collapsed.getSrc() : init)
                   .getDefiningOp<linalg::FillOp>();
-  Value result = op->getResult(0);
-  if (!fill || !result.hasOneUse())
+  if (!fill)
     return std::nullopt;
   RegisterEpilogue e;
+  e.fillValue = fill.getInputs()[0];
+  Value result = op->getResult(0);
   Value read = result;
-  e.expand = dyn_cast<tensor::ExpandShapeOp>(*result.getUsers().begin());
-  if (e.expand) {
+  auto expand = result.hasOneUse() ? dyn_cast<tensor::ExpandShapeOp>(
+                                         *result.getUsers().begin())
+                                   : tensor::ExpandShapeOp();
+  if (expand) {
     // Each group of the expansion has at most one dim that is not a unit:
     // the epilogue's indices at a tile point are then the point's.
-    ArrayRef<int64_t> shape = e.expand.getResultType().getShape();
-    for (const ReassociationIndices &group :
-         e.expand.getReassociationIndices())
-      if (llvm::count_if(group, [&](int64_t d) { return shape[d] != 1; }) > 1)
-        return std::nullopt;
-    read = e.expand.getResult();
+    ArrayRef<int64_t> shape = expand.getResultType().getShape();
+    if (llvm::all_of(expand.getReassociationIndices(),
+                     [&](const ReassociationIndices &group) {
+                       return llvm::count_if(group, [&](int64_t d) {
+                                return shape[d] != 1;
+                              }) <= 1;
+                     }))
+      read = expand.getResult();
   }
-  e.generic = fusableEpilogue(read);
-  if (!e.generic)
-    return std::nullopt;
-  e.operand = read.getUses().begin()->getOperandNumber();
-  // Its other operands (slices of the kernel's arguments and result, which
-  // tiling takes after the tile) are read in the tile's loops: taken
-  // before it.
-  SmallVector<Operation *> moved;
-  std::function<bool(Value)> before = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op) ||
-        llvm::is_contained(moved, def))
-      return true;
-    if (def == op || def->getNumRegions() || !isPure(def) ||
-        !llvm::all_of(def->getOperands(), before))
-      return false;
-    moved.push_back(def);
-    return true;
-  };
-  for (OpOperand &operand : e.generic->getOpOperands())
-    if (operand.get() != read && !before(operand.get()))
+  if (result.hasOneUse())
+    e.generic = fusableEpilogue(read);
+  Value output;
+  if (e.generic) {
+    if (rowsPadded)
       return std::nullopt;
-  for (Operation *def : moved)
-    rewriter.moveOpBefore(def, op);
-  Value output = e.generic.getDpsInits()[0];
-  rewriter.setInsertionPoint(op);
-  e.output = e.expand ? tensor::CollapseShapeOp::create(
-                            rewriter, op.getLoc(), init.getType(), output,
-                            e.expand.getReassociationIndices())
-                            .getResult()
-                      : output;
-  e.fillValue = fill.getInputs()[0];
+    e.expand = read == result ? tensor::ExpandShapeOp() : expand;
+    e.operand = read.getUses().begin()->getOperandNumber();
+    // Its other operands (slices of the kernel's arguments and result,
+    // which tiling takes after the tile) are read in the tile's loops:
+    // taken before it.
+    SmallVector<Operation *> moved;
+    std::function<bool(Value)> before = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != op->getBlock() ||
+          def->isBeforeInBlock(op) || llvm::is_contained(moved, def))
+        return true;
+      if (def == op || def->getNumRegions() || !isPure(def) ||
+          !llvm::all_of(def->getOperands(), before))
+        return false;
+      moved.push_back(def);
+      return true;
+    };
+    for (OpOperand &operand : e.generic->getOpOperands())
+      if (operand.get() != read && !before(operand.get()))
+        return std::nullopt;
+    for (Operation *def : moved)
+      rewriter.moveOpBefore(def, op);
+    rewriter.setInsertionPoint(op);
+    output = e.generic.getDpsInits()[0];
+    e.output = e.expand ? tensor::CollapseShapeOp::create(
+                              rewriter, op.getLoc(), init.getType(), output,
+                              e.expand.getReassociationIndices())
+                              .getResult()
+                        : output;
+  } else {
+    // The fill's destination, read by nothing else, so that the tile may
+    // write it in place: a parallel tile's slice of the result (a
+    // forall's shared output); a slice of a tensor.empty (shared by the
+    // tiles of a loop: written in place, they would conflict) is a new
+    // one. Slices of other tensors (a loop's carried value) keep the fill.
+    output = fill.getDpsInits()[0];
+    if (!output.hasOneUse())
+      return std::nullopt;
+    Value root = output;
+    while (auto slice = root.getDefiningOp<tensor::ExtractSliceOp>())
+      root = slice.getSource();
+    auto shared = dyn_cast<BlockArgument>(root);
+    bool empty = root.getDefiningOp<tensor::EmptyOp>() != nullptr;
+    if (!empty && !(shared && isa<scf::ForallOp>(shared.getOwner()->getParentOp())))
+      return std::nullopt;
+    rewriter.setInsertionPoint(op);
+    auto type = cast<RankedTensorType>(init.getType());
+    if (empty)
+      e.output = tensor::EmptyOp::create(rewriter, op.getLoc(),
+                                         type.getShape(),
+                                         type.getElementType());
+    else
+      e.output = collapsed ? tensor::CollapseShapeOp::create(
+                                 rewriter, op.getLoc(), type, output,
+                                 collapsed.getReassociationIndices())
+                                 .getResult()
+                           : output;
+  }
   rewriter.modifyOpInPlace(op, [&] { op.getDpsInitsMutable()[0].set(e.output); });
   if (collapsed && collapsed->use_empty())
     rewriter.eraseOp(collapsed);
@@ -348,6 +390,8 @@ LogicalResult applyRegisterEpilogue(RewriterBase &rewriter,
       rewriter.replaceOp(read, vector::BroadcastOp::create(rewriter, loc, type,
                                                            e.fillValue));
     }
+    if (!e.generic)
+      return success();
     AffineExpr d0, d1;
     bindDims(rewriter.getContext(), d0, d1);
     Value column = getValueOrCreateConstantIndexOp(
@@ -478,10 +522,15 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
     return success();
   if (failed(applyRegisterEpilogue(
           rewriter, depthLoop, *epilogue,
-          paddedC ? paddedC.getResult() : epilogue->output)))
-    return epilogue->generic->emitError("loop.vectorize could not compute "
-                                       "this epilogue on the register blocks "
-                                       "of its matmul tile");
+          paddedC ? paddedC.getResult() : epilogue->output))) {
+    if (epilogue->generic)
+      return epilogue->generic->emitError(
+          "loop.vectorize could not compute this epilogue on the register "
+          "blocks of its matmul tile");
+    return depthLoop->emitError("loop.vectorize could not start the "
+                                "register blocks of this matmul tile from "
+                                "its fill");
+  }
   // No accumulator reads the padded C any more: it needs no zeros, nor a
   // copy of the epilogue's output (not yet computed) in it.
   if (paddedC) {
@@ -798,12 +847,13 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
     // unpadded: the epilogue may run on the register blocks (its columns
     // may be padded).
     std::optional<RegisterEpilogue> epilogue;
-    if (blockK >= k && bounds[0] % registerTile[0] == 0)
-      epilogue = registerEpilogue(rewriter, op);
+    if (blockK >= k)
+      epilogue = registerEpilogue(rewriter, op,
+                                  bounds[0] % registerTile[0] != 0);
     if (failed(vectorizeBlocks(rewriter, op, rows, blockK, registerTile,
                                Value(), epilogue ? &*epilogue : nullptr)))
       return failure();
-    if (epilogue)
+    if (epilogue && epilogue->generic)
       rewriter.replaceOp(epilogue->generic, epilogue->read());
     return success();
   }

@@ -91,3 +91,33 @@ func.func @other_buffer(%x: memref<2x2x4xf32>, %y: memref<2x2x4xf32>) {
   memref.copy %e, %x : memref<2x2x4xf32> to memref<2x2x4xf32>
   return
 }
+
+// -----
+
+// In a kernel, whose arguments are distinct buffers, a fill of its result
+// (a view of an argument: a batched matmul's head) that the copy out of the
+// padded tile then overwrites goes; one whose result is read before the
+// copy, through another view of the argument, stays.
+// CHECK-LABEL: func.func @kernel_result
+// CHECK-NOT: linalg.fill
+// CHECK: memref.copy
+// CHECK-LABEL: func.func @kernel_result_read
+// CHECK: linalg.fill
+func.func @kernel_result(%tile: memref<8x8xf32>, %out: memref<2x5x5xf32>, %h: index) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %head = memref.subview %out[%h, 0, 0] [1, 5, 5] [1, 1, 1] : memref<2x5x5xf32> to memref<5x5xf32, strided<[5, 1], offset: ?>>
+  linalg.fill ins(%zero : f32) outs(%head : memref<5x5xf32, strided<[5, 1], offset: ?>>)
+  %live = memref.subview %tile[0, 0] [5, 5] [1, 1] : memref<8x8xf32> to memref<5x5xf32, strided<[8, 1]>>
+  memref.copy %live, %head : memref<5x5xf32, strided<[8, 1]>> to memref<5x5xf32, strided<[5, 1], offset: ?>>
+  return
+}
+func.func @kernel_result_read(%tile: memref<8x8xf32>, %out: memref<2x5x5xf32>, %h: index, %first: memref<5xf32>) attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %head = memref.subview %out[%h, 0, 0] [1, 5, 5] [1, 1, 1] : memref<2x5x5xf32> to memref<5x5xf32, strided<[5, 1], offset: ?>>
+  linalg.fill ins(%zero : f32) outs(%head : memref<5x5xf32, strided<[5, 1], offset: ?>>)
+  %row = memref.subview %out[0, 0, 0] [1, 1, 5] [1, 1, 1] : memref<2x5x5xf32> to memref<5xf32, strided<[1]>>
+  memref.copy %row, %first : memref<5xf32, strided<[1]>> to memref<5xf32>
+  %live = memref.subview %tile[0, 0] [5, 5] [1, 1] : memref<8x8xf32> to memref<5x5xf32, strided<[8, 1]>>
+  memref.copy %live, %head : memref<5x5xf32, strided<[8, 1]>> to memref<5x5xf32, strided<[5, 1], offset: ?>>
+  return
+}
