@@ -15,7 +15,8 @@ int64_t tessel::wholeVector(int64_t lanes) {
 Value tessel::readInputRun(OpBuilder &b, Location loc, Value source,
                            ValueRange indices, int64_t count, int64_t stride) {
   Type element = getElementTypeOrSelf(source.getType());
-  // Never read: the run is in bounds, and a read past them is masked.
+  // Never kept: the run's lanes are in bounds; those read past them, masked
+  // to this, are shuffled away.
   Value padding =
       arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
   // At a stride, the span of count lanes is odd (31 elements for 16 lanes),

@@ -298,7 +298,8 @@ std::optional<RegisterEpilogue> registerEpilogue(RewriterBase &rewriter,
       root = slice.getSource();
     auto shared = dyn_cast<BlockArgument>(root);
     bool empty = root.getDefiningOp<tensor::EmptyOp>() != nullptr;
-    if (!empty && !(shared && isa<scf::ForallOp>(shared.getOwner()->getParentOp())))
+    if (!empty &&
+        !(shared && isa<scf::ForallOp>(shared.getOwner()->getParentOp())))
       return std::nullopt;
     rewriter.setInsertionPoint(op);
     auto type = cast<RankedTensorType>(init.getType());
@@ -843,9 +844,9 @@ LogicalResult tessel::vectorizeMatmul(RewriterBase &rewriter,
       llvm::alignTo(llvm::divideCeil(k, blocks), registerTile[2]);
   SmallVector<int64_t> bounds = op.getStaticLoopRanges();
   if (!ShapedType::isDynamicShape(bounds)) {
-    // K in one block (padded to whole register blocks), the tile's rows
-    // unpadded: the epilogue may run on the register blocks (its columns
-    // may be padded).
+    // K in one block (padded to whole register blocks): the register
+    // blocks start from the fill's value, and where the tile's rows are
+    // unpadded, its epilogue may run on them (its columns may be padded).
     std::optional<RegisterEpilogue> epilogue;
     if (blockK >= k)
       epilogue = registerEpilogue(rewriter, op,
