@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace tessel {
@@ -65,13 +66,6 @@ bool usedOnlyAfter(Value buffer, Operation *copy,
   return true;
 }
 
-/// The buffer that `value` views (through view-like ops), or `value`.
-Value viewRoot(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
-
 /// Whether nothing but views of `root` reaches its memory: the kernel's own
 /// allocation, or an argument of a kernel (the host passes a kernel
 /// distinct buffers, and an output never aliases an input).
@@ -100,7 +94,7 @@ memref::CopyOp overwritingCopy(Operation *fill, Value buffer, Value root) {
         copy->getBlock() != fill->getBlock() || !fill->isBeforeInBlock(copy))
       continue;
     // A copy out of the filled buffer itself reads the fill.
-    if (viewRoot(copy.getSource()) == root)
+    if (memref::skipViewLikeOps(copy.getSource()) == root)
       continue;
     SmallVector<Operation *> except = {fill, copy};
     if (view)
@@ -171,7 +165,7 @@ struct CpuDropRedundantWritesPass
     for (Operation *fill : fills) {
       Value buffer = cast<DestinationStyleOpInterface>(fill).getDpsInits()[0];
       auto type = cast<MemRefType>(buffer.getType());
-      Value root = viewRoot(buffer);
+      Value root = memref::skipViewLikeOps(cast<MemrefValue>(buffer));
       if (!ownedBuffer(root) || !type.hasStaticShape())
         continue;
       memref::CopyOp copy = overwritingCopy(fill, buffer, root);

@@ -20,11 +20,14 @@ int64_t wholeVector(int64_t lanes);
 /// The `count` elements of `source`'s last dim from `indices` on, every
 /// `stride`-th, as a vector<count>: read as the span they cover (in bounds)
 /// or, where the last index is a constant, as whole vectors (wholeVector) of
-/// count * stride elements, those past the row's end masked to zeros; then,
-/// where that is more than count, shuffled.
+/// count * stride elements, those past the row's end masked to `padding`
+/// (zero where null); then, where that is more than count, shuffled. The
+/// first `leading` lanes are `padding` instead (a padded row's columns
+/// before it), the read's first element lane `leading`.
 mlir::Value readInputRun(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value source, mlir::ValueRange indices,
-                         int64_t count, int64_t stride);
+                         int64_t count, int64_t stride,
+                         mlir::Value padding = {}, int64_t leading = 0);
 
 } // namespace tessel
 

@@ -224,23 +224,12 @@ Value readPaddedRun(OpBuilder &b, Location loc, const PaddedInput &padded,
     indices.push_back(arith::MinSIOp::create(
         b, loc, arith::MaxSIOp::create(b, loc, i, zero), top));
   }
-  // Whole vectors (wholeVector) of count * stride elements from the first
-  // lane in the image on, their lanes past the row's end masked to the
-  // padding: the span of the lanes in bounds alone has odd lengths (31, 23),
-  // which LLVM loads in pieces of 16, 8, 4, 2 and 1 and reassembles.
-  int64_t start = first + lo * stride;
-  int64_t length = tessel::wholeVector(count * stride);
-  indices.push_back(arith::ConstantIndexOp::create(b, loc, start));
-  Value run = vector::TransferReadOp::create(
-      b, loc, VectorType::get({length}, element), padded.image, indices,
-      padded.padding, ArrayRef<bool>{start + length <= width});
-  if (lo > 0 || length != count) {
-    // Lane l: the read's element (l - lo) * stride, or the fill's first.
-    SmallVector<int64_t> lanes;
-    for (int64_t lane = 0; lane < count; ++lane)
-      lanes.push_back(lane >= lo ? (lane - lo) * stride : length);
-    run = vector::ShuffleOp::create(b, loc, run, fill, lanes);
-  }
+  // From the first lane in the image on (the lanes before it the padding,
+  // those past the row's end masked to it).
+  indices.push_back(
+      arith::ConstantIndexOp::create(b, loc, first + lo * stride));
+  Value run = tessel::readInputRun(b, loc, padded.image, indices, count,
+                                   stride, padded.padding, lo);
   return valid ? arith::SelectOp::create(b, loc, valid, run, fill) : run;
 }
 

@@ -251,7 +251,10 @@ std::optional<RegisterEpilogue> registerEpilogue(RewriterBase &rewriter,
   }
   if (result.hasOneUse())
     e.generic = fusableEpilogue(read);
+  // What the tile computes into, collapsed to its shape by `reassociation`
+  // where that is given.
   Value output;
+  std::optional<SmallVector<ReassociationIndices>> reassociation;
   if (e.generic) {
     if (rowsPadded)
       return std::nullopt;
@@ -277,13 +280,9 @@ std::optional<RegisterEpilogue> registerEpilogue(RewriterBase &rewriter,
         return std::nullopt;
     for (Operation *def : moved)
       rewriter.moveOpBefore(def, op);
-    rewriter.setInsertionPoint(op);
     output = e.generic.getDpsInits()[0];
-    e.output = e.expand ? tensor::CollapseShapeOp::create(
-                              rewriter, op.getLoc(), init.getType(), output,
-                              e.expand.getReassociationIndices())
-                              .getResult()
-                        : output;
+    if (e.expand)
+      reassociation = e.expand.getReassociationIndices();
   } else {
     // The fill's destination, read by nothing else, so that the tile may
     // write it in place: a parallel tile's slice of the result (a
@@ -301,19 +300,21 @@ std::optional<RegisterEpilogue> registerEpilogue(RewriterBase &rewriter,
     if (!empty &&
         !(shared && isa<scf::ForallOp>(shared.getOwner()->getParentOp())))
       return std::nullopt;
-    rewriter.setInsertionPoint(op);
-    auto type = cast<RankedTensorType>(init.getType());
-    if (empty)
-      e.output = tensor::EmptyOp::create(rewriter, op.getLoc(),
-                                         type.getShape(),
-                                         type.getElementType());
-    else
-      e.output = collapsed ? tensor::CollapseShapeOp::create(
-                                 rewriter, op.getLoc(), type, output,
-                                 collapsed.getReassociationIndices())
+    if (empty) {
+      auto type = cast<RankedTensorType>(init.getType());
+      rewriter.setInsertionPoint(op);
+      output = tensor::EmptyOp::create(rewriter, op.getLoc(), type.getShape(),
+                                       type.getElementType());
+    } else if (collapsed) {
+      reassociation = collapsed.getReassociationIndices();
+    }
+  }
+  rewriter.setInsertionPoint(op);
+  e.output = reassociation ? tensor::CollapseShapeOp::create(
+                                 rewriter, op.getLoc(), init.getType(), output,
+                                 *reassociation)
                                  .getResult()
                            : output;
-  }
   rewriter.modifyOpInPlace(op, [&] { op.getDpsInitsMutable()[0].set(e.output); });
   if (collapsed && collapsed->use_empty())
     rewriter.eraseOp(collapsed);
