@@ -342,6 +342,11 @@ FailureOr<SmallVector<OpFoldResult>> offsetsIn(RewriterBase &rewriter,
       value = slice.getSource();
       continue;
     }
+    // The tail columns' part reads the other part's result (splitOp).
+    if (auto insert = value.getDefiningOp<tensor::InsertSliceOp>()) {
+      value = insert.getDest();
+      continue;
+    }
     if (auto result = dyn_cast<OpResult>(value)) {
       auto loop = dyn_cast<scf::ForOp>(result.getOwner());
       if (!loop)
@@ -451,8 +456,12 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
                               ArrayRef<int64_t> registerTile,
                               Value liveColumns = {},
                               const RegisterEpilogue *epilogue = nullptr) {
-  FailureOr<linalg::MatmulOp> padded =
-      padTo(rewriter, op, {registerTile[0], registerTile[1], blockK});
+  int64_t tail = tailColumns(op.getStaticLoopRanges()[1], registerTile[1]);
+  if (liveColumns)
+    tail = 0;
+  FailureOr<linalg::MatmulOp> padded = padTo(
+      rewriter, op,
+      {registerTile[0], tail ? tail : registerTile[1], blockK});
   if (failed(padded))
     return failure();
   // With an epilogue, the C that padding adds is where the register blocks
@@ -490,49 +499,63 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
                           "rows");
     target = cast<TilingInterface>(rowBlocks->tiledOps.front());
   }
-  // In a row block, column strips outside register rows: a strip of B
-  // stays in L1 while the block's register rows pass it.
-  FailureOr<scf::SCFTilingResult> tiled =
-      tileInLoops(rewriter, target, registerTile, /*interchange=*/{1, 0, 2});
-  if (failed(tiled))
-    return op.emitError("loop.vectorize could not tile this matmul");
-  // The tiles are static and divide the block, so no iteration reads the
-  // loop's bound: lowering it skips the padding.
-  if (liveColumns)
-    cast<scf::ForOp>(tiled->loops.front().getOperation())
-        .getUpperBoundMutable()
-        .assign(liveColumns);
-  Operation *block = tiled->tiledOps.front();
-  rewriter.setInsertionPoint(block);
-  FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(
-      rewriter, block, /*inputVectorSizes=*/{}, /*inputScalableVecDims=*/{},
-      /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
-      /*assumeDynamicDimsMatchVecSizes=*/false,
-      /*createNamedContraction=*/true);
-  if (failed(vectorized))
-    return block->emitError("loop.vectorize could not vectorize a block");
-  rewriter.replaceOp(block, vectorized->replacements);
-  // The depth loop is innermost. Its accumulator is a slice of the C tile
-  // read by a transfer_read: hoisting peels one subset per call, after the
-  // constants the vectorizer created inside it have left.
-  LoopLikeOpInterface depthLoop = tiled->loops.back();
-  for (int peel = 0; peel < 2; ++peel) {
-    moveLoopInvariantCode(depthLoop);
-    depthLoop = hoistLoopInvariantSubsets(rewriter, depthLoop);
+  // The tail columns are a matmul of their own, in blocks of their width.
+  SmallVector<std::pair<TilingInterface, SmallVector<int64_t>>> parts = {
+      {target, SmallVector<int64_t>(registerTile)}};
+  if (tail) {
+    rewriter.setInsertionPoint(target);
+    auto [whole, rest] = linalg::splitOp(
+        rewriter, target, 1, rewriter.getIndexAttr(bounds[1] - tail));
+    parts = {{whole, SmallVector<int64_t>(registerTile)},
+             {rest, {registerTile[0], tail, registerTile[2]}}};
+  }
+  for (auto &[part, tile] : parts) {
+    // In a row block, column strips outside register rows: a strip of B
+    // stays in L1 while the block's register rows pass it.
+    FailureOr<scf::SCFTilingResult> tiled =
+        tileInLoops(rewriter, part, tile, /*interchange=*/{1, 0, 2});
+    if (failed(tiled))
+      return op.emitError("loop.vectorize could not tile this matmul");
+    // The tiles are static and divide the block, so no iteration reads the
+    // loop's bound: lowering it skips the padding.
+    if (liveColumns)
+      cast<scf::ForOp>(tiled->loops.front().getOperation())
+          .getUpperBoundMutable()
+          .assign(liveColumns);
+    Operation *block = tiled->tiledOps.front();
+    rewriter.setInsertionPoint(block);
+    FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(
+        rewriter, block, /*inputVectorSizes=*/{}, /*inputScalableVecDims=*/{},
+        /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
+        /*assumeDynamicDimsMatchVecSizes=*/false,
+        /*createNamedContraction=*/true);
+    if (failed(vectorized))
+      return block->emitError("loop.vectorize could not vectorize a block");
+    rewriter.replaceOp(block, vectorized->replacements);
+    // The depth loop is innermost. Its accumulator is a slice of the C tile
+    // read by a transfer_read: hoisting peels one subset per call, after
+    // the constants the vectorizer created inside it have left.
+    LoopLikeOpInterface depthLoop = tiled->loops.back();
+    for (int peel = 0; peel < 2; ++peel) {
+      moveLoopInvariantCode(depthLoop);
+      depthLoop = hoistLoopInvariantSubsets(rewriter, depthLoop);
+    }
+    if (!epilogue)
+      continue;
+    if (failed(applyRegisterEpilogue(
+            rewriter, depthLoop, *epilogue,
+            paddedC ? paddedC.getResult() : epilogue->output))) {
+      if (epilogue->generic)
+        return epilogue->generic->emitError(
+            "loop.vectorize could not compute this epilogue on the register "
+            "blocks of its matmul tile");
+      return depthLoop->emitError("loop.vectorize could not start the "
+                                  "register blocks of this matmul tile from "
+                                  "its fill");
+    }
   }
   if (!epilogue)
     return success();
-  if (failed(applyRegisterEpilogue(
-          rewriter, depthLoop, *epilogue,
-          paddedC ? paddedC.getResult() : epilogue->output))) {
-    if (epilogue->generic)
-      return epilogue->generic->emitError(
-          "loop.vectorize could not compute this epilogue on the register "
-          "blocks of its matmul tile");
-    return depthLoop->emitError("loop.vectorize could not start the "
-                                "register blocks of this matmul tile from "
-                                "its fill");
-  }
   // No accumulator reads the padded C any more: it needs no zeros, nor a
   // copy of the epilogue's output (not yet computed) in it.
   if (paddedC) {
@@ -791,6 +814,16 @@ versionSingleRow(RewriterBase &rewriter, linalg::MatmulOp op,
 }
 
 } // namespace
+
+int64_t tessel::tailColumns(int64_t columns, int64_t width) {
+  if (ShapedType::isDynamic(columns) || columns <= width)
+    return 0;
+  int64_t left = columns % width;
+  if (left == 0)
+    return 0;
+  auto tail = static_cast<int64_t>(llvm::PowerOf2Ceil(left));
+  return tail < width && (columns - left) % tail == 0 ? tail : 0;
+}
 
 linalg::LinalgOp tessel::findVectorizableMatmul(func::FuncOp func,
                                                 TilingInterface root,

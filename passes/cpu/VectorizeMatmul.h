@@ -35,6 +35,14 @@ mlir::LogicalResult vectorizeMatmul(mlir::RewriterBase &rewriter,
                                     int64_t depth,
                                     llvm::ArrayRef<int64_t> registerTile);
 
+/// The width of the register blocks that take the `columns` of a matmul
+/// tile left over by whole blocks `width` wide, or 0 where those columns
+/// are instead padded to a whole block: the power of two at or above
+/// them, where narrower than a block and not all the tile's columns. A
+/// 7x7 convolution's 49 pixels are 3 blocks of 16 and one of 1, not 4 of
+/// 16. Also 0 for dynamic `columns`.
+int64_t tailColumns(int64_t columns, int64_t width);
+
 /// The matmul of a kernel that loop.vectorize can take: the kernel's root
 /// contraction (findRootContraction), a (batched, maybe broadcast) matmul
 /// of static shape on tensors. Null, with the reason in `why`, otherwise.

@@ -51,18 +51,21 @@ func.func private @stride2(%x: tensor<1x4x17x17xf32>, %w: tensor<8x4x3x3xf32>) -
 
 // -----
 
-// 49 pixels, padded to 56 columns (whole register blocks of 8): the 7
-// columns past the pixels are zeros, the rest its 7 runs of 7 (K is not
-// padded: no rows are zeroed).
+// 49 pixels: 6 register blocks of 8 columns and a tail block of 1 (not 7
+// blocks, the last padded with 7 columns of zeros), which reads the last
+// column of the same B block, its 7 runs of 7 gathered once.
 // CHECK-LABEL: func.func private @ragged
-// CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[0, 0] [36, 56] [1, 1] : tensor<36x72xf32> to tensor<36x56xf32>
-// CHECK: %[[P:.*]] = tensor.extract_slice %[[B]][0, 49] [36, 7] [1, 1]
-// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[P]] : tensor<36x7xf32>)
-// CHECK: %[[I:.*]] = tensor.insert_slice %[[Z]] into %[[B]][0, 49] [36, 7] [1, 1]
-// CHECK-NOT: linalg.fill
-// CHECK: scf.for %{{.*}} = %c0 to %c36 step %c1 iter_args(%{{.*}} = %[[I]])
+// CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[0, 0] [36, 49] [1, 1] : tensor<36x65xf32> to tensor<36x49xf32>
+// CHECK-NOT: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<36x
+// CHECK: %[[G:.*]] = scf.for %{{.*}} = %c0 to %c36 step %c1 iter_args(%{{.*}} = %[[B]])
 // CHECK: scf.for %{{.*}} = %c0 to %c7 step %c1
 // CHECK: vector.transfer_read {{.*}} : tensor<1x4x9x9xf32>, vector<7xf32>
+// CHECK: tensor.extract_slice %[[G]][0, 0] [36, 48] [1, 1]
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c8
+// CHECK: vector.contract {{.*}} : vector<8x4xf32>, vector<4x8xf32> into vector<8x8xf32>
+// CHECK: tensor.extract_slice %[[G]][0, 48] [36, 1] [1, 1]
+// CHECK: vector.contract {{.*}} : vector<8x4xf32>, vector<4x1xf32> into vector<8x1xf32>
+// CHECK: tensor.insert_slice %{{.*}}[0, 48] [8, 1] [1, 1] : tensor<8x1xf32> into tensor<8x49xf32>
 // CHECK-NOT: tensor.extract %
 func.func private @ragged(%x: tensor<1x4x9x9xf32>, %w: tensor<16x4x3x3xf32>) -> tensor<1x16x7x7xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
@@ -89,4 +92,28 @@ func.func private @long_depth(%x: tensor<1x128x6x6xf32>, %w: tensor<16x128x3x3xf
   %c = linalg.conv_2d_nchw_fchw
       ins(%x, %w : tensor<1x128x6x6xf32>, tensor<16x128x3x3xf32>) outs(%f : tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
   return %c : tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// 15 pixels, padded to 16 columns (a tail of 7 would be a whole block of
+// 8): the column past the pixels is zeros, the rest its 3 runs of 5 (K is
+// not padded: no rows are zeroed).
+// CHECK-LABEL: func.func private @ragged_padded
+// CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[0, 0] [36, 16] [1, 1] : tensor<36x32xf32> to tensor<36x16xf32>
+// CHECK: %[[P:.*]] = tensor.extract_slice %[[B]][0, 15] [36, 1] [1, 1]
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[P]] : tensor<36x1xf32>)
+// CHECK: %[[I:.*]] = tensor.insert_slice %[[Z]] into %[[B]][0, 15] [36, 1] [1, 1]
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} = %c0 to %c36 step %c1 iter_args(%{{.*}} = %[[I]])
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: vector.transfer_read {{.*}} : tensor<1x4x5x7xf32>, vector<5xf32>
+// CHECK-NOT: tensor.extract %
+func.func private @ragged_padded(%x: tensor<1x4x5x7xf32>, %w: tensor<16x4x3x3xf32>) -> tensor<1x16x3x5xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x3x5xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x3x5xf32>) -> tensor<1x16x3x5xf32>
+  %c = linalg.conv_2d_nchw_fchw
+      ins(%x, %w : tensor<1x4x5x7xf32>, tensor<16x4x3x3xf32>) outs(%f : tensor<1x16x3x5xf32>) -> tensor<1x16x3x5xf32>
+  return %c : tensor<1x16x3x5xf32>
 }
