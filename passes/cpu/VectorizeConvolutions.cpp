@@ -9,7 +9,8 @@
 // contiguous vector, or for a stride its span, shuffled) with the tap's
 // weight broadcast, then written once: through the tile's elementwise
 // epilogue (bias, activation) to its output where there is one, and from
-// the image itself where the tile reads a padded one.
+// the image itself where the tile reads a padded one. Max pooling tiles
+// are taken the same way, each tap a max of the run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,42 +41,61 @@ constexpr int64_t kLanes = 32;
 /// bloat the code for no gain).
 constexpr int64_t kMaxTaps = 64;
 
-/// The loops of a convolution tile that this pass takes: an f32 generic on
-/// tensors of static shape, `out += in * filter`, whose output's last dim is
-/// an output image loop (the columns) that the input's last dim reads as
-/// `columns * stride + taps` and no other operand dim reads.
+/// The loops of a convolution tile that this pass takes: an f32 linalg op
+/// on tensors of static shape, `out += in * filter` or a max pooling's
+/// `out = max(out, in)` (its filter only the window's shape), whose
+/// output's last dim is an output image loop (the columns) that the
+/// input's last dim reads as `columns * stride + taps` and no other operand
+/// dim reads.
 struct ConvolutionTile {
   unsigned columns;
   int64_t stride;
-  SmallVector<unsigned> taps; // filter loops, unrolled
+  bool max;                    // a max pooling's
+  SmallVector<unsigned> taps;  // filter loops, unrolled
   SmallVector<unsigned> outer; // parallel loops but the columns
   SmallVector<unsigned> inner; // reductions but the taps
 };
 
-std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
-  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.hasDynamicShape())
-    return std::nullopt;
-  for (OpOperand &operand : op->getOpOperands())
-    if (!getElementTypeOrSelf(operand.get().getType()).isF32())
-      return std::nullopt;
-  // The body: yield(out + in * filter), either order.
-  auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
-  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-  if (!add || op.getBody()->getOperations().size() != 3)
-    return std::nullopt;
-  Block *body = op.getBody();
+/// Whether `op`'s body is `yield(out + in * filter)` (false) or
+/// `yield(max(out, in))` (true), operands in either order.
+std::optional<bool> isMax(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
   Value in = body->getArgument(0), filter = body->getArgument(1),
         out = body->getArgument(2);
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  Value yielded = yield.getValues()[0];
+  auto operandsAre = [](Operation *op, Value a, Value b) {
+    return (op->getOperand(0) == a && op->getOperand(1) == b) ||
+           (op->getOperand(0) == b && op->getOperand(1) == a);
+  };
+  if (auto max = yielded.getDefiningOp<arith::MaximumFOp>())
+    return body->getOperations().size() == 2 && operandsAre(max, out, in)
+               ? std::optional<bool>(true)
+               : std::nullopt;
+  auto add = yielded.getDefiningOp<arith::AddFOp>();
+  if (!add || body->getOperations().size() != 3)
+    return std::nullopt;
   auto mul = add.getLhs().getDefiningOp<arith::MulFOp>();
   Value acc = add.getRhs();
   if (!mul) {
     mul = add.getRhs().getDefiningOp<arith::MulFOp>();
     acc = add.getLhs();
   }
-  if (!mul || acc != out ||
-      !((mul.getLhs() == in && mul.getRhs() == filter) ||
-        (mul.getLhs() == filter && mul.getRhs() == in)))
+  if (!mul || acc != out || !operandsAre(mul, in, filter))
+    return std::nullopt;
+  return false;
+}
+
+std::optional<ConvolutionTile> convolutionTile(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.hasDynamicShape() ||
+      op.getBlock()->getNumArguments() != 3)
+    return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands())
+    if (!getElementTypeOrSelf(operand.get().getType()).isF32())
+      return std::nullopt;
+  std::optional<bool> max = isMax(op);
+  if (!max)
     return std::nullopt;
   FailureOr<linalg::ConvolutionDimensions> dims =
       linalg::inferConvolutionDims(op);
@@ -90,6 +110,7 @@ std::optional<ConvolutionTile> convolutionTile(linalg::GenericOp op) {
     return std::nullopt;
   ConvolutionTile tile;
   tile.columns = columnsDim.getPosition();
+  tile.max = *max;
   // The input reads the columns in its last dim only, at a fixed stride
   // (linearly: no mod or division).
   AffineExpr last = inMap.getResults().back();
@@ -237,7 +258,7 @@ Value readPaddedRun(OpBuilder &b, Location loc, const PaddedInput &padded,
 /// vectors of its columns, the taps unrolled; with its epilogue
 /// (fusableEpilogue), which it then replaces, applied to each vector.
 /// Accumulators start from the value of a fill of the tile.
-void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
+void vectorize(RewriterBase &rewriter, linalg::LinalgOp op,
                const ConvolutionTile &tile) {
   Location loc = op.getLoc();
   linalg::GenericOp epilogue = tessel::fusableEpilogue(op->getResult(0));
@@ -313,10 +334,15 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
                      : tessel::readInputRun(rewriter, loc, input,
                                             indices(maps[0]), count,
                                             tile.stride);
-          Value weight = tensor::ExtractOp::create(rewriter, loc, filter,
-                                                   indices(maps[1]));
-          weight = vector::BroadcastOp::create(rewriter, loc, vector, weight);
-          sum = vector::FMAOp::create(rewriter, loc, run, weight, sum);
+          if (tile.max) {
+            sum = arith::MaximumFOp::create(rewriter, loc, sum, run);
+          } else {
+            Value weight = tensor::ExtractOp::create(rewriter, loc, filter,
+                                                     indices(maps[1]));
+            weight =
+                vector::BroadcastOp::create(rewriter, loc, vector, weight);
+            sum = vector::FMAOp::create(rewriter, loc, run, weight, sum);
+          }
           unsigned i = 0;
           for (; i < tap.size(); ++i) {
             if (++tap[i] < ranges[tile.taps[i]])
@@ -348,8 +374,8 @@ void vectorize(RewriterBase &rewriter, linalg::GenericOp op,
 struct CpuVectorizeConvolutionsPass
     : tessel::impl::CpuVectorizeConvolutionsBase<CpuVectorizeConvolutionsPass> {
   void runOnOperation() override {
-    SmallVector<std::pair<linalg::GenericOp, ConvolutionTile>> found;
-    getOperation()->walk([&](linalg::GenericOp op) {
+    SmallVector<std::pair<linalg::LinalgOp, ConvolutionTile>> found;
+    getOperation()->walk([&](linalg::LinalgOp op) {
       if (std::optional<ConvolutionTile> tile = convolutionTile(op))
         found.emplace_back(op, *tile);
     });

@@ -152,9 +152,13 @@ func.func @epilogue(%x: tensor<1x2x10x10xf32>, %w: tensor<2x3x3xf32>, %b: tensor
 
 // -----
 
-// Not a multiply-accumulate (a max pooling's window): left as it is.
+// A max pooling's window: each tap a max of the input run with the
+// accumulator, its window (a shape) never read.
 // CHECK-LABEL: func.func @pooling
-// CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: tensor.extract %arg1
+// CHECK: %[[V:.*]] = vector.transfer_read %arg0{{.*}} : tensor<1x2x10x10xf32>, vector<8xf32>
+// CHECK: arith.maximumf %{{.*}}, %[[V]] : vector<8xf32>
 // CHECK-NOT: vector.fma
 #in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d4, d3 + d5)>
 #window = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
@@ -166,6 +170,53 @@ func.func @pooling(%x: tensor<1x2x10x10xf32>, %w: tensor<3x3xf32>, %o: tensor<1x
     linalg.yield %a : f32
   } -> tensor<1x2x8x8xf32>
   return %r : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// Neither a multiply-accumulate nor a max (a min pooling's window): left
+// as it is.
+// CHECK-LABEL: func.func @min_pooling
+// CHECK: linalg.generic
+// CHECK-NOT: vector
+#in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d4, d3 + d5)>
+#window = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+func.func @min_pooling(%x: tensor<1x2x10x10xf32>, %w: tensor<3x3xf32>, %o: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %r = linalg.generic {indexing_maps = [#in, #window, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %w : tensor<1x2x10x10xf32>, tensor<3x3xf32>) outs(%o : tensor<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %f: f32, %out: f32):
+    %a = arith.minimumf %out, %in : f32
+    linalg.yield %a : f32
+  } -> tensor<1x2x8x8xf32>
+  return %r : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// The named max pooling of a tile (ResNet's 3x3 stride 2 after its stem)
+// over a slice of its padded image: read from the image itself, the
+// columns before the row shuffled in as the padding (-inf), the run at
+// stride 2 read as whole vectors and shuffled, from a fill of -inf.
+// CHECK-LABEL: func.func @named_max_pooling
+// CHECK-NOT: tensor.pad
+// CHECK-NOT: linalg.pooling_nchw_max
+// CHECK: %[[INF:.*]] = arith.constant dense<0xFF800000> : vector<8xf32>
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<1x2x16x16xf32>, vector<16xf32>
+// CHECK: vector.shuffle
+// CHECK: arith.maximumf
+// CHECK: vector.transfer_write {{.*}} : vector<8xf32>, tensor<1x1x4x8xf32>
+func.func @named_max_pooling(%x: tensor<1x2x16x16xf32>, %row: index) -> tensor<1x1x4x8xf32> {
+  %inf = arith.constant 0xFF800000 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %inf : f32
+  } : tensor<1x2x16x16xf32> to tensor<1x2x18x18xf32>
+  %s = tensor.extract_slice %p[0, 1, %row, 0] [1, 1, 9, 17] [1, 1, 1, 1] : tensor<1x2x18x18xf32> to tensor<1x1x9x17xf32>
+  %w = tensor.empty() : tensor<3x3xf32>
+  %e = tensor.empty() : tensor<1x1x4x8xf32>
+  %f = linalg.fill ins(%inf : f32) outs(%e : tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%s, %w : tensor<1x1x9x17xf32>, tensor<3x3xf32>) outs(%f : tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %r : tensor<1x1x4x8xf32>
 }
 
 // -----

@@ -546,3 +546,26 @@ func.func private @odd_sum(%x: tensor<131071xf32>) -> tensor<f32> attributes {te
   } -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A pooling's tiles are whole rows of the divisor of its 56 rows nearest
+// the preferred 32, so that they are static (cpu-vectorize-convolutions
+// takes only those).
+// CHECK-LABEL: func.func private @max_pooling
+// CHECK: loop.knob "tile_2" = 28 choices [1, 2, 4, 8, 16, 28, 32, 56]
+// APPLY-LABEL: func.func private @max_pooling
+// APPLY: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 56) step (1, 28)
+// APPLY: linalg.pooling_nchw_max {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x1x57x113xf32>, tensor<3x3xf32>) outs(%{{.*}} : tensor<1x1x28x56xf32>)
+func.func private @max_pooling(%x: tensor<1x64x112x112xf32>) -> tensor<1x64x56x56xf32> attributes {tessel.kernel = "reduction"} {
+  %inf = arith.constant 0xFF800000 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %inf : f32
+  } : tensor<1x64x112x112xf32> to tensor<1x64x114x114xf32>
+  %w = tensor.empty() : tensor<3x3xf32>
+  %e = tensor.empty() : tensor<1x64x56x56xf32>
+  %f = linalg.fill ins(%inf : f32) outs(%e : tensor<1x64x56x56xf32>) -> tensor<1x64x56x56xf32>
+  %r = linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%p, %w : tensor<1x64x114x114xf32>, tensor<3x3xf32>) outs(%f : tensor<1x64x56x56xf32>) -> tensor<1x64x56x56xf32>
+  return %r : tensor<1x64x56x56xf32>
+}

@@ -399,6 +399,8 @@ POOL = [
     ("k-pair-odd", (1, 1, 7, 5), dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0))),
     ("size1", (1, 1, 1, 1), dict(kernel_size=1)),
     ("nhwc", (2, 5, 5, 3), dict(kernel_size=2, stride=1, padding=(0, 1, 1, 0), layout="NHWC")),
+    # Tiles of whole rows, as vectors of up to 16 output columns (cpu-vectorize-convolutions): 35 columns.
+    ("k3-s2-pad1-wide", (1, 4, 30, 70), dict(kernel_size=3, stride=2, padding=1)),
 ]
 for name, shape, kw in POOL:
     for dtype in FLOATS:
@@ -408,6 +410,9 @@ for name, shape, kw in POOL:
               lambda x, o=kw: _pool_ref(x, "avg", **o), _rand(shape, dtype))
 _case("avg_pool2d-exclude-pad", lambda x: ops.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
       lambda x: _pool_ref(x, "avg", 3, 2, 1, count_include_pad=False), _rand((1, 2, 6, 5)))
+_NAN_IMAGE = _rand((1, 2, 12, 40))
+_NAN_IMAGE[0, 0, 3, 5] = _NAN_IMAGE[0, 1, 0, 39] = np.nan
+_case("max_pool2d-nan", lambda x: ops.max_pool2d(x, 3, 2, 1), lambda x: _pool_ref(x, "max", 3, 2, 1), _NAN_IMAGE)
 _case("max_pool2d-i32", lambda x: ops.max_pool2d(x, 2), lambda x: _pool_ref(x, "max", 2), _rand((1, 1, 4, 4), I32))
 
 # Reductions and normalizations.

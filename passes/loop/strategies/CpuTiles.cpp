@@ -270,8 +270,27 @@ struct CpuTiles final : Strategy {
       if (volume * r.extents[*split] * outer <= cores * kCpuSmallTaskPoints)
         preferred = std::max<int64_t>(
             preferred, llvm::divideCeil(r.extents[*split] * outer, cores));
-      tile = addKnob(sb, loc, ("tile_" + Twine(*split)).str(),
-                  pick(choices, preferred), choices);
+      // A pooling's tiles of static size, which cpu-vectorize-convolutions
+      // takes: the divisor of the loop nearest the preferred size (a 3x3
+      // max pooling over 64x112x112 in rows of 32 of 56, loops over
+      // scalars: 0.74 ms; of 28, vectors: 0.09).
+      int64_t size = pick(choices, preferred);
+      int64_t extent = r.extents[*split];
+      if (linalgRoot && linalg::isaConvolutionOpInterface(linalgRoot) &&
+          extent % size != 0) {
+        auto distance = [&](int64_t c) {
+          return std::max(c, preferred) /
+                 static_cast<double>(std::min(c, preferred));
+        };
+        for (int64_t d = 1; d <= extent; ++d)
+          if (extent % d == 0 && (extent % size != 0 ||
+                                  distance(d) < distance(size)))
+            size = d;
+        choices.push_back(size);
+        llvm::sort(choices);
+        choices.erase(llvm::unique(choices), choices.end());
+      }
+      tile = addKnob(sb, loc, ("tile_" + Twine(*split)).str(), size, choices);
     }
     // Four AVX2 vectors of partial results: independent adds enough to
     // cover the add latency (8 lanes: softmax 4096^2 20.6-23.7 ms, 32
