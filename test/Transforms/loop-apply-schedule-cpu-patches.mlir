@@ -53,7 +53,8 @@ func.func private @stride2(%x: tensor<1x4x17x17xf32>, %w: tensor<8x4x3x3xf32>) -
 
 // 49 pixels: 6 register blocks of 8 columns and a tail block of 1 (not 7
 // blocks, the last padded with 7 columns of zeros), which reads the last
-// column of the same B block, its 7 runs of 7 gathered once.
+// column of the same B block, its 7 runs of 7 gathered once. (K, 36, is
+// not whole vectors of 8: the tail is a register block one column wide.)
 // CHECK-LABEL: func.func private @ragged
 // CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[0, 0] [36, 49] [1, 1] : tensor<36x65xf32> to tensor<36x49xf32>
 // CHECK-NOT: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<36x
@@ -65,7 +66,7 @@ func.func private @stride2(%x: tensor<1x4x17x17xf32>, %w: tensor<8x4x3x3xf32>) -
 // CHECK: vector.contract {{.*}} : vector<8x4xf32>, vector<4x8xf32> into vector<8x8xf32>
 // CHECK: tensor.extract_slice %[[G]][0, 48] [36, 1] [1, 1]
 // CHECK: vector.contract {{.*}} : vector<8x4xf32>, vector<4x1xf32> into vector<8x1xf32>
-// CHECK: tensor.insert_slice %{{.*}}[0, 48] [8, 1] [1, 1] : tensor<8x1xf32> into tensor<8x49xf32>
+// CHECK: tensor.insert_slice %{{.*}}[0, 48] [16, 1] [1, 1] : tensor<16x1xf32> into tensor<16x49xf32>
 // CHECK-NOT: tensor.extract %
 func.func private @ragged(%x: tensor<1x4x9x9xf32>, %w: tensor<16x4x3x3xf32>) -> tensor<1x16x7x7xf32> attributes {tessel.kernel = "contraction"} {
   %zero = arith.constant 0.0 : f32
@@ -92,6 +93,38 @@ func.func private @long_depth(%x: tensor<1x128x6x6xf32>, %w: tensor<16x128x3x3xf
   %c = linalg.conv_2d_nchw_fchw
       ins(%x, %w : tensor<1x128x6x6xf32>, tensor<16x128x3x3xf32>) outs(%f : tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
   return %c : tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// As @ragged, K 72: the last column is dot products of A's rows with the
+// B block's last column, copied contiguous once, 8 of K at a time into
+// vectors of partial sums for 8 rows, each reduced once at the end.
+// CHECK-LABEL: func.func private @last_column
+// CHECK: %[[G:.*]] = scf.for %{{.*}} = %c0 to %c72 step %c1
+// CHECK: vector.contract {{.*}} : vector<8x4xf32>, vector<4x8xf32> into vector<8x8xf32>
+// CHECK: %[[B:.*]] = tensor.extract_slice %[[G]][0, 48] [72, 1] [1, 1]
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<72xf32>
+// CHECK: %[[COL:.*]] = scf.for %[[K:.*]] = %c0 to %c72 step %c8 iter_args(%[[C:.*]] = %[[E]])
+// CHECK: %[[V:.*]] = vector.transfer_read %[[B]][%[[K]], %c0], %{{.*}} {in_bounds = [true], permutation_map = #{{.*}}} : tensor<72x1xf32>, vector<8xf32>
+// CHECK: vector.transfer_write %[[V]], %[[C]][%[[K]]]
+// CHECK: scf.for %[[R:.*]] = %c0 to %c16 step %c8
+// CHECK: %[[P:.*]] = scf.for %[[K2:.*]] = %c0 to %c72 step %c8 iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<8x8xf32>)
+// CHECK: %[[A:.*]] = vector.transfer_read %{{.*}}[%[[R]], %[[K2]]], %{{.*}} : tensor<16x72xf32>, vector<8x8xf32>
+// CHECK: %[[BV:.*]] = vector.transfer_read %[[COL]][%[[K2]]]
+// CHECK: %[[BB:.*]] = vector.broadcast %[[BV]] : vector<8xf32> to vector<8x8xf32>
+// CHECK: vector.fma %[[A]], %[[BB]], %[[ACC]] : vector<8x8xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<16x1xf32>, vector<8x1xf32>
+// CHECK-COUNT-8: vector.reduction <add>
+// CHECK: vector.from_elements {{.*}} : vector<8x1xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<8x1xf32>, tensor<16x1xf32>
+func.func private @last_column(%x: tensor<1x8x9x9xf32>, %w: tensor<16x8x3x3xf32>) -> tensor<1x16x7x7xf32> attributes {tessel.kernel = "contraction"} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x7x7xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+  %c = linalg.conv_2d_nchw_fchw
+      ins(%x, %w : tensor<1x8x9x9xf32>, tensor<16x8x3x3xf32>) outs(%f : tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+  return %c : tensor<1x16x7x7xf32>
 }
 
 // -----

@@ -196,11 +196,14 @@ def _conv3x3_s2(x, w, b):
 # fused epilogue runs on the register blocks (VectorizeMatmul.cpp's
 # RegisterEpilogue): the tile computes into the epilogue's output, with no
 # fill; K = 1536 takes several blocks, so its tile accumulates in a
-# buffer and the epilogue runs apart. A tile whose columns the register
-# blocks pad (7x7 pixels: 49 columns) computes through the epilogue into the
-# padded C, whose live columns are then copied out; the epilogue's column
-# operands (a bias along 50 columns, a residual) are read past their end
-# as zeros, in lanes that are not copied.
+# buffer and the epilogue runs apart. The columns that whole register
+# blocks leave are a block of their own width (50 columns: 3 blocks of 16
+# and one of 2), or where one column, dot products (7x7 pixels: 49
+# columns), each row through the epilogue. A tile whose columns the
+# register blocks pad (29 columns: 32) computes through the epilogue into
+# the padded C, whose live columns are then copied out; the epilogue's
+# column operands (a bias along 29 columns, a residual) are read past
+# their end as zeros, in lanes that are not copied.
 REGISTER_EPILOGUES = [
     ("pointwise-conv-relu6", lambda x: _relu6(ops.conv2d(x, _W1, _B96)), [((1, 16, 16, 16), np.float32)],
      lambda x: np.clip(np.einsum("oc,nchw->nohw", _W1[:, :, 0, 0], x) + _B96[:, None, None], 0, 6), True),
@@ -220,6 +223,9 @@ REGISTER_EPILOGUES = [
      lambda x, s: np.clip(np.einsum("oc,nchw->nohw", _W1[:, :, 0, 0], x) + _B96[:, None, None] + s, 0, 6), True),
     ("ragged-columns-bias-residual", lambda a, w, b, s: ops.relu(a @ w + b + s),
      [((64, 48), np.float32), ((48, 50), np.float32), ((50,), np.float32), ((64, 50), np.float32)],
+     lambda a, w, b, s: np.maximum(a @ w + b + s, 0), True),
+    ("padded-columns-bias-residual", lambda a, w, b, s: ops.relu(a @ w + b + s),
+     [((64, 48), np.float32), ((48, 29), np.float32), ((29,), np.float32), ((64, 29), np.float32)],
      lambda a, w, b, s: np.maximum(a @ w + b + s, 0), True),
     # K = 27 (3 channels of 3x3), padded to whole register blocks of K in
     # its one block.

@@ -275,17 +275,20 @@ struct CpuMatmul final : Strategy {
     Value vbn = addKnob(sb, loc, "block_n", bn, bnChoices);
     Value vbk = addKnob(sb, loc, "block_k", bk, bkChoices);
     // Register blocks half as wide and twice as tall (as many
-    // accumulators) where they compute fewer of the tile's columns: 196
-    // columns were 224 in blocks of 32, 208 in blocks of 16 (256x14x14 3x3
-    // as a matmul of 196 columns: 8x32 blocks 1.25 ms, 16x16 1.15); the
-    // columns whole blocks leave take narrower ones (tailColumns), so 49
-    // are 32 + 32 in blocks of 32, 48 + 1 in blocks of 16.
+    // accumulators) where they pad the tile's columns less: 196 columns
+    // are 224 in blocks of 32, 208 in blocks of 16 (256x14x14 3x3 as a
+    // matmul of 196 columns: 8x32 blocks 1.25 ms, 16x16 1.15; with the
+    // 4 left as a tail of their own, 1.25 and 1.19); or where they compute
+    // fewer once the columns that whole blocks leave take narrower blocks
+    // (tailColumns): 49 columns are 32 + 32 in blocks of 32, 48 + 1 in
+    // blocks of 16 (512x7x7 3x3: 1.49 -> 1.29 ms).
     auto computed = [&](int64_t width) {
       int64_t tail = tailColumns(bn, width);
       return tail ? bn - bn % width + tail : llvm::alignTo(bn, width);
     };
     if (bn % regN != 0 && 2 * regM <= bm &&
-        computed(regN / 2) <= computed(regN)) {
+        (llvm::alignTo(bn, regN / 2) < llvm::alignTo(bn, regN) ||
+         computed(regN / 2) < computed(regN))) {
       regM *= 2;
       regN /= 2;
     }
