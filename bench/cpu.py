@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
@@ -393,6 +394,9 @@ def timed(call: Callable[[], Any]) -> tuple[Any, float]:
 
 # Seconds of untimed calls that begin each turn of time_interleaved (at most the budget).
 SETTLE_S = 0.2
+# Seconds of timed calls a turn of time_interleaved aims at, and its most rounds.
+TURN_S = 0.15
+MAX_ROUNDS = 20
 
 
 def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s: float,
@@ -403,9 +407,12 @@ def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s
     The first calls pay one-time costs (lazy JIT, thread pools, page faults),
     so at least two more warm up, then more until a quarter of the budget is
     spent; a call longer than the budget and 1 s ends the warm-up. The timed
-    calls then take turns: five rounds, each running every implementation for
-    about a fifth of its budget, so that a slow spell of a shared machine
-    falls on all of them alike rather than on the one timed during it. Each
+    calls then take turns in rounds, each running every implementation for
+    at most about ``TURN_S`` (at least five rounds, at most ``MAX_ROUNDS``),
+    so that a slow spell of a shared machine falls on all of them alike
+    rather than on the one timed during it: on the 2-core VM such spells
+    last a second or more (ResNet-18 at batch 1 at 20 ms, then 25-27 ms for
+    40 calls, then 20 again), longer than the turns of five rounds. Each
     turn begins with untimed calls for at least ``SETTLE_S``: the previous
     implementation's thread pool (OpenMP, OpenBLAS) keeps spinning for a
     while after its last call and would slow the first calls of the next;
@@ -414,13 +421,15 @@ def time_interleaved(calls: dict[str, tuple[Callable[[], Any], float]], budget_s
     """
     settle_s = min(SETTLE_S, budget_s)
     runs: dict[str, int] = {}
+    warm_s: dict[str, float] = {}
     for name, (call, first_s) in calls.items():
         warm = [first_s]
         long_s = max(budget_s, 1.0)
         while warm[-1] < long_s and len(warm) < max_runs and (len(warm) < 3 or sum(warm[1:]) < budget_s / 4):
             warm.append(timed(call)[1])
         runs[name] = max(1, min(max_runs, int(budget_s / warm[-1])))
-    rounds = 5
+        warm_s[name] = warm[-1]
+    rounds = min(MAX_ROUNDS, max(5, math.ceil(max(runs[name] * warm_s[name] for name in calls) / TURN_S)))
     times: dict[str, list[float]] = {name: [] for name in calls}
     for r in range(rounds):
         for name, (call, _) in calls.items():

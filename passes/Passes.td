@@ -183,10 +183,13 @@ def CpuGatherRows : Pass<"cpu-gather-rows"> {
 }
 
 def CpuVectorizeConvolutions : Pass<"cpu-vectorize-convolutions"> {
-  let summary = "Compute convolution tiles a vector of an output row at a time";
+  let summary = "Compute convolution and max pooling tiles a vector of an "
+                "output row at a time";
   let description = [{
-    A linalg.generic on f32 tensors of static shape that computes
-    `out += in * filter` over a convolution's loops (upstream's
+    A linalg op on f32 tensors of static shape that computes
+    `out += in * filter`, or a max pooling's `out = max(out, in)` (each tap
+    a max of the run, the window never read), over a convolution's loops
+    (upstream's
     inferConvolutionDims: two output image loops, the columns the output's
     last dim, read by the input's last dim at a fixed stride), as the
     grouped and depthwise convolutions that linalg-im2col leaves are after
