@@ -457,8 +457,8 @@ def Loop_VectorizeOp : Loop_ValuesOp<"vectorize", [AttrSizedOperandSegments]> {
     products, whose accumulator stays in registers across the depth loop.
     A tile that the sizes do not divide is padded with zeros, and of a
     tiling that does not divide the matmul, only the partial edge tiles
-    are; the columns that whole register blocks leave over, where fewer
-    than half a block, take blocks of the next power of two instead (a
+    are; the columns that whole register blocks leave over, where at most
+    half a block, take blocks of the next power of two instead (a
     single column, dot products along K); a size larger than the tile is
     rejected.
     ```mlir
