@@ -631,8 +631,9 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
   }
   parts.insert(parts.begin(), {target, SmallVector<int64_t>(registerTile)});
   for (auto &[part, tile] : parts) {
-    // In a row block, column strips outside register rows: a strip of B
-    // stays in L1 while the block's register rows pass it.
+    // Column strips outside register rows (of a row block, or of the tile
+    // for the tail columns): a strip of B stays in L1 while the register
+    // rows pass it.
     FailureOr<scf::SCFTilingResult> tiled =
         tileInLoops(rewriter, part, tile, /*interchange=*/{1, 0, 2});
     if (failed(tiled))
