@@ -184,10 +184,13 @@ _W3 = np.random.default_rng(9).standard_normal((32, 3, 3, 3)).astype(np.float32)
 _B32 = np.random.default_rng(10).standard_normal(32).astype(np.float32)
 
 
-def _conv3x3_s2(x, w, b):
-    """numpy reference: 3x3 convolution, stride 2, padding 1, NCHW."""
+_W128 = np.random.default_rng(11).standard_normal((32, 128, 3, 3)).astype(np.float32) * 0.05
+
+
+def _conv3x3(x, w, b, stride=1):
+    """numpy reference: 3x3 convolution, padding 1, NCHW."""
     x = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    patches = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    patches = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::stride, ::stride]
     return np.einsum("nchwij,ocij->nohw", patches, w) + b[:, None, None]
 
 # Kernels whose matmul tile has K in one block (maybe padded to whole
@@ -230,7 +233,11 @@ REGISTER_EPILOGUES = [
     # K = 27 (3 channels of 3x3), padded to whole register blocks of K in
     # its one block.
     ("stem-conv-k27-relu6", lambda x: _relu6(ops.conv2d(x, _W3, _B32, stride=2, padding=1)),
-     [((1, 3, 32, 32), np.float32)], lambda x: np.clip(_conv3x3_s2(x, _W3, _B32), 0, 6), True),
+     [((1, 3, 32, 32), np.float32)], lambda x: np.clip(_conv3x3(x, _W3, _B32, 2), 0, 6), True),
+    # 7x7 pixels, K = 1152 in 3 blocks: the last column's dot products add
+    # each block's sums to C, and the epilogue runs apart.
+    ("conv-7x7-long-k-bias-relu", lambda x: ops.relu(ops.conv2d(x, _W128, _B32, padding=1)),
+     [((1, 128, 7, 7), np.float32)], lambda x: np.maximum(_conv3x3(x, _W128, _B32), 0), False),
     ("long-k-bias", lambda a, w, b: a @ w + b, [((32, 1536), np.float32), ((1536, 64), np.float32), ((64,), np.float32)],
      lambda a, w, b: a @ w + b, False),
     # No epilogue: the register blocks still start from the fill's zeros,

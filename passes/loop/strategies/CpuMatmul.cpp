@@ -281,7 +281,8 @@ struct CpuMatmul final : Strategy {
     // 4 left as a tail of their own, 1.25 and 1.19); or where they compute
     // fewer once the columns that whole blocks leave take narrower blocks
     // (tailColumns): 49 columns are 32 + 32 in blocks of 32, 48 + 1 in
-    // blocks of 16 (512x7x7 3x3: 1.49 -> 1.29 ms).
+    // blocks of 16 (512x7x7 3x3: 1.49 -> 1.14 ms, the last column as dot
+    // products).
     auto computed = [&](int64_t width) {
       int64_t tail = tailColumns(bn, width);
       return tail ? bn - bn % width + tail : llvm::alignTo(bn, width);
