@@ -555,9 +555,9 @@ LogicalResult vectorizeBlocks(RewriterBase &rewriter, linalg::MatmulOp op,
                               ArrayRef<int64_t> registerTile,
                               Value liveColumns = {},
                               const RegisterEpilogue *epilogue = nullptr) {
-  int64_t tail = tailColumns(op.getStaticLoopRanges()[1], registerTile[1]);
-  if (liveColumns)
-    tail = 0;
+  int64_t tail = liveColumns
+                     ? 0
+                     : tailColumns(op.getStaticLoopRanges()[1], registerTile[1]);
   FailureOr<linalg::MatmulOp> padded = padTo(
       rewriter, op,
       {registerTile[0], tail ? tail : registerTile[1], blockK});

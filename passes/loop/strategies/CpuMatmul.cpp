@@ -173,9 +173,7 @@ struct CpuMatmul final : Strategy {
     };
     if (patches) {
       int64_t wanted = bn;
-      auto distance = [&](int64_t c) {
-        return std::max(c, wanted) / static_cast<double>(std::min(c, wanted));
-      };
+      auto distance = [&](int64_t c) { return sizeRatio(c, wanted); };
       for (int64_t c : bnChoices)
         if (wholeRuns(c) && r.extents[batch + 1] % c == 0 &&
             distance(c) <= 2 && (!wholeRuns(bn) || distance(c) < distance(bn)))

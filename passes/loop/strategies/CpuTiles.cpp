@@ -278,13 +278,10 @@ struct CpuTiles final : Strategy {
       int64_t extent = r.extents[*split];
       if (linalgRoot && linalg::isaConvolutionOpInterface(linalgRoot) &&
           extent % size != 0) {
-        auto distance = [&](int64_t c) {
-          return std::max(c, preferred) /
-                 static_cast<double>(std::min(c, preferred));
-        };
-        for (int64_t d = 1; d <= extent; ++d)
-          if (extent % d == 0 && (extent % size != 0 ||
-                                  distance(d) < distance(size)))
+        size = 1;
+        for (int64_t d = 2; d <= extent; ++d)
+          if (extent % d == 0 &&
+              sizeRatio(d, preferred) < sizeRatio(size, preferred))
             size = d;
         choices.push_back(size);
         llvm::sort(choices);

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <algorithm>
 #include <numeric>
 
 using namespace mlir;
@@ -102,6 +103,10 @@ int64_t tessel::pick(ArrayRef<int64_t> choices, int64_t preferred) {
     if (c <= preferred)
       best = c;
   return best;
+}
+
+double tessel::sizeRatio(int64_t a, int64_t b) {
+  return std::max(a, b) / static_cast<double>(std::min(a, b));
 }
 
 SmallVector<int64_t> tessel::splitChoices(int64_t depth, int64_t minPart,

@@ -222,6 +222,9 @@ llvm::SmallVector<int64_t> powersOfTwoUpTo(int64_t extent);
 /// the smallest choice.
 int64_t pick(llvm::ArrayRef<int64_t> choices, int64_t preferred);
 
+/// How far apart two sizes are: the larger over the smaller (1 when equal).
+double sizeRatio(int64_t a, int64_t b);
+
 /// Part counts of loop.split_k for a K of `depth`: those up to 16 that
 /// divide it into parts of at least `minPart`, whole multiples of
 /// `multiple`.
