@@ -15,7 +15,6 @@
 #include "python/runtime/AsyncRuntime.h"
 #include "python/runtime/BufferCache.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <chrono>
@@ -56,46 +55,19 @@ struct Task {
 /// process soon stops using CPU.
 constexpr std::chrono::microseconds kPoll(200);
 
-/// Threads with a queue of their own; more share them.
-constexpr unsigned kQueues = 64;
-
-/// The tasks one thread submitted. It runs them newest first; the other
-/// threads take them oldest first (work stealing, as in Cilk and TBB).
-struct TaskQueue {
-  std::mutex mu;
-  std::deque<Task> tasks;
-  /// tasks.size(), read without the lock to pass over empty queues.
-  std::atomic<int64_t> size{0};
-};
-
-/// Tasks served by as many threads as the process may use: the workers,
-/// one fewer than that, and any thread that blocks in an await. A parallel
-/// loop's tiles are submitted as halves split recursively (upstream
-/// async-parallel-for's dispatch): a worker takes the oldest, the far half,
-/// and the caller keeps the near one, so each thread computes the same
-/// part of every kernel, as a static partition would. From one FIFO that
-/// all threads served, which thread computed which tile depended on
-/// timing, and a process could settle for seconds in a pattern no faster
-/// than one thread (MobileNetV2 at batch 1 on two cores: 8.1-8.5 ms in
-/// some compiles, 4.2-4.7 in others; ResNet-18 23 against 19 ms).
+/// A FIFO of tasks, served by as many threads as the process may use: the
+/// workers, one fewer than that, and any thread that blocks in an await.
 class Scheduler {
 public:
   void submit(Task task) {
     std::call_once(started, [this] { start(); });
-    TaskQueue &own = local();
     {
-      std::lock_guard<std::mutex> lock(own.mu);
-      own.tasks.push_back(task);
-      own.size.fetch_add(1, std::memory_order_relaxed);
-    }
-    // Sequentially consistent with a sleeper's count and its check of
-    // `queued` under `mu`, so that a task queued as it falls asleep wakes
-    // it.
-    queued.fetch_add(1);
-    if (sleepers.load() > 0) {
       std::lock_guard<std::mutex> lock(mu);
-      wake.notify_one();
+      queue.push_back(task);
+      queued.fetch_add(1, std::memory_order_release);
     }
+    if (sleepers.load(std::memory_order_acquire) > 0)
+      wake.notify_one();
   }
 
   /// Runs queued tasks until `done()`. In between it sleeps on `cv`, which
@@ -120,11 +92,8 @@ public:
   void forgetThreads() {
     new (&mu) std::mutex();
     new (&wake) std::condition_variable();
-    for (TaskQueue &queue : queues)
-      new (&queue) TaskQueue();
+    new (&queue) std::deque<Task>();
     new (&started) std::once_flag();
-    // nextQueue goes on: this thread keeps its queue, new workers get
-    // others.
     queued.store(0);
     sleepers.store(0);
     workers = 0;
@@ -145,47 +114,11 @@ private:
       std::thread([this] {
         serve([] { return false; }, [this] {
           std::unique_lock<std::mutex> lock(mu);
-          sleepers.fetch_add(1);
-          wake.wait(lock, [this] { return queued.load() > 0; });
-          sleepers.fetch_sub(1);
+          sleepers.fetch_add(1, std::memory_order_acq_rel);
+          wake.wait(lock, [this] { return !queue.empty(); });
+          sleepers.fetch_sub(1, std::memory_order_acq_rel);
         });
       }).detach();
-  }
-
-  /// This thread's queue.
-  TaskQueue &local() {
-    thread_local unsigned index = nextQueue.fetch_add(1) % kQueues;
-    return queues[index];
-  }
-
-  /// Takes the newest task of this thread's queue, else the oldest of
-  /// another's, looking from the next queue on.
-  bool take(Task &task) {
-    TaskQueue &own = local();
-    if (own.size.load(std::memory_order_acquire) > 0) {
-      std::lock_guard<std::mutex> lock(own.mu);
-      if (!own.tasks.empty()) {
-        task = own.tasks.back();
-        own.tasks.pop_back();
-        own.size.fetch_sub(1, std::memory_order_relaxed);
-        return true;
-      }
-    }
-    unsigned used = std::min(nextQueue.load(), kQueues);
-    size_t first = &own - queues;
-    for (unsigned i = 1; i < used; ++i) {
-      TaskQueue &other = queues[(first + i) % used];
-      if (other.size.load(std::memory_order_acquire) == 0)
-        continue;
-      std::lock_guard<std::mutex> lock(other.mu);
-      if (other.tasks.empty())
-        continue;
-      task = other.tasks.front();
-      other.tasks.pop_front();
-      other.size.fetch_sub(1, std::memory_order_relaxed);
-      return true;
-    }
-    return false;
   }
 
   /// Runs one queued task, if there is one.
@@ -193,9 +126,14 @@ private:
     if (queued.load(std::memory_order_acquire) == 0)
       return false;
     Task task;
-    if (!take(task))
-      return false;
-    queued.fetch_sub(1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (queue.empty())
+        return false;
+      task = queue.front();
+      queue.pop_front();
+      queued.fetch_sub(1, std::memory_order_relaxed);
+    }
     task.resume(task.handle);
     return true;
   }
@@ -216,12 +154,9 @@ private:
     }
   }
 
-  /// Guards the workers' sleep.
   std::mutex mu;
   std::condition_variable wake;
-  TaskQueue queues[kQueues];
-  std::atomic<unsigned> nextQueue{0};
-  /// Tasks in all queues.
+  std::deque<Task> queue;
   std::atomic<int64_t> queued{0};
   std::atomic<int> sleepers{0};
   std::once_flag started;

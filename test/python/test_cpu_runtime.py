@@ -98,57 +98,6 @@ def test_tasks_run_on_workers_and_a_group_waits_for_all(rt):
     rt.DropRef(group, 1)
 
 
-def test_a_thread_runs_its_own_tasks_newest_first_and_others_take_the_oldest(rt):
-    """Work stealing: the tasks a thread queued run newest first when it
-    awaits, and a worker takes another thread's oldest first, so that each
-    thread keeps its own half of a parallel loop's recursive halves."""
-    workers = rt.GetNumWorkerThreads() - 1
-    if workers < 1:
-        pytest.skip("one core: no worker threads")
-    started, release = threading.Semaphore(0), [threading.Event() for _ in range(workers)]
-    ran, tokens = [], {}
-
-    @Resume
-    def task(handle):
-        try:
-            if handle > 100:  # a blocker: holds its worker until released
-                started.release()
-                release[handle - 101].wait()
-            else:
-                ran.append(handle)
-        finally:
-            rt.EmplaceToken(tokens[handle])
-
-    def submit(handles):
-        group = rt.CreateGroup(len(handles))
-        for h in handles:
-            tokens[h] = rt.CreateToken()
-            rt.AddTokenToGroup(tokens[h], group)
-            rt.Execute(h, task)
-        return group
-
-    blockers = submit([101 + i for i in range(workers)])
-    for _ in range(workers):  # every worker holds one: none can steal
-        assert started.acquire(timeout=10)
-    mine = submit(list(range(1, 9)))
-    rt.AwaitAllInGroup(mine)
-    assert ran == list(range(8, 0, -1))
-    del ran[:]
-    stolen = submit(list(range(11, 19)))
-    release[0].set()  # one worker, free again, finds them in this thread's queue
-    deadline = time.monotonic() + 10
-    while len(ran) < 8 and time.monotonic() < deadline:
-        time.sleep(0.001)
-    assert ran == list(range(11, 19))
-    for event in release:
-        event.set()
-    for group in (blockers, mine, stolen):
-        rt.AwaitAllInGroup(group)
-        rt.DropRef(group, 1)
-    for token in tokens.values():
-        rt.DropRef(token, 1)
-
-
 def test_continuations_run_once_ready_and_errors_propagate(rt):
     resumed = []
 
