@@ -9,8 +9,10 @@ time is reported); onnxruntime runs the model exported with
 ``torch.onnx.export`` (opset 17) on its default CPU provider and threads.
 Every result is checked against torch eager before anything is timed, and
 everything is timed as ``bench/cpu.py`` times it (``time_interleaved``).
-Ratios are peer time / tessel time (> 1: tessel is faster). Exits 1 only
-when a result is wrong.
+Ratios are peer time / tessel time (> 1: tessel is faster); the last
+column is the core-to-core round trip before and after the timing
+(``core_to_core_ns``: on a VM, where the host has put the vCPUs). Exits 1
+only when a result is wrong.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import torch
 import tessel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu import machine, time_interleaved, timed  # noqa: E402
+from cpu import core_to_core_ns, machine, time_interleaved, timed  # noqa: E402
 from models import mobilenet_v2, resnet18  # noqa: E402
 
 MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2}
@@ -70,8 +72,12 @@ def run(name: str, batch: int, side: int, budget_s: float, max_runs: int) -> dic
         if wrong:
             result["error"] = f"max error / max |output| above 1e-4: {wrong}"
             return result
+        # Where the host has the vCPUs, before and after (core_to_core_ns).
+        placement = [core_to_core_ns()]
         timings = time_interleaved({peer: (call, firsts[peer][1]) for peer, call in calls.items()}, budget_s,
                                    max_runs)
+        placement.append(core_to_core_ns())
+    result["core_to_core_ns"] = placement
     result["ms"] = {peer: t.median_ms for peer, t in timings.items()}
     result["runs"] = timings["tessel"].runs
     result["ratios"] = {peer: t.median_ms / timings["tessel"].median_ms for peer, t in timings.items()
@@ -83,14 +89,16 @@ def report(results: list[dict[str, Any]]) -> None:
     peers = ["torch", "onnxruntime"]
     width = max(len(r["name"]) for r in results) + 2
     print(f"{'model':<{width}}{'tessel ms':>11}" + "".join(f"{p + ' ms':>16}{'vs ' + p:>16}" for p in peers)
-          + f"{'runs':>6}{'compile s':>11}")
+          + f"{'runs':>6}{'compile s':>11}{'core-to-core ns':>17}")
     for r in results:
         if "error" in r:
             print(f"{r['name']:<{width}}WRONG: {r['error']}")
             continue
         cells = "".join(f"{r['ms'][p]:>16.2f}{r['ratios'][p]:>15.3g}x" if p in r["ms"] else f"{'n/a':>16}{'n/a':>16}"
                         for p in peers)
-        print(f"{r['name']:<{width}}{r['ms']['tessel']:>11.2f}{cells}{r['runs']:>6}{r['compile_s']:>11.1f}")
+        placement = "/".join("n/a" if ns is None else f"{ns:.0f}" for ns in r["core_to_core_ns"])
+        print(f"{r['name']:<{width}}{r['ms']['tessel']:>11.2f}{cells}{r['runs']:>6}{r['compile_s']:>11.1f}"
+              f"{placement:>17}")
 
 
 def main() -> int:

@@ -29,15 +29,19 @@ size, for the record.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import datetime
+import functools
 import json
 import math
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -514,6 +518,78 @@ def run(workload: Workload, budget_s: float, max_runs: int, torch_compile: bool 
     return result
 
 
+# Two threads pinned to two CPUs pass a counter back and forth through one
+# cache line; prints the mean round trip in ns.
+_CORE_TO_CORE_C = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static _Atomic long flag;
+static const long rounds = 200000;
+static void pin(int cpu) {
+  cpu_set_t set; CPU_ZERO(&set); CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+static void *answer(void *cpu) {
+  pin((int)(long)cpu);
+  for (long i = 0; i < rounds; ++i) {
+    while (atomic_load(&flag) != 2 * i + 1) {}
+    atomic_store(&flag, 2 * i + 2);
+  }
+  return 0;
+}
+int main(int argc, char **argv) {
+  pthread_t other; struct timespec start, end;
+  pin(atoi(argv[1]));
+  pthread_create(&other, 0, answer, (void *)atol(argv[2]));
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (long i = 0; i < rounds; ++i) {
+    atomic_store(&flag, 2 * i + 1);
+    while (atomic_load(&flag) != 2 * i + 2) {}
+  }
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  pthread_join(other, 0);
+  printf("%.0f\n", ((end.tv_sec - start.tv_sec) * 1e9 + (end.tv_nsec - start.tv_nsec)) / rounds);
+}
+"""
+
+
+@functools.cache
+def _core_to_core_probe() -> Optional[str]:
+    """The probe built with the system's C compiler, or None without one."""
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None or not hasattr(os, "sched_getaffinity"):
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="tessel-bench-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    (folder / "probe.c").write_text(_CORE_TO_CORE_C)
+    built = subprocess.run([compiler, "-O2", "-pthread", "-o", str(folder / "probe"), str(folder / "probe.c")],
+                           capture_output=True)
+    return str(folder / "probe") if built.returncode == 0 else None
+
+
+def core_to_core_ns() -> Optional[float]:
+    """The round trip of a cache line between the first two CPUs this
+    process may run on, in ns (None on one CPU or without a C compiler).
+
+    On a VM it says where the host put the vCPUs, which moves while a
+    benchmark runs: on the 2-core AMD EPYC VM, 95-140 ns (near) or 490-590
+    ns (far) for a minute or more at a time. Two-thread kernels hand tiles
+    between the cores every kernel, so the far windows are slower:
+    ResNet-18 at batch 1 in tessel 19-21 ms near, 22-25 ms far,
+    onnxruntime 17-19 and 18-20 ms."""
+    probe = _core_to_core_probe()
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if probe is None or len(cpus) < 2:
+        return None
+    done = subprocess.run([probe, str(cpus[0]), str(cpus[1])], capture_output=True, text=True, timeout=60)
+    return float(done.stdout) if done.returncode == 0 else None
+
+
 def machine() -> dict[str, Any]:
     """What the numbers depend on: CPU, load, library versions, tessel's commit."""
     cpuinfo = Path("/proc/cpuinfo")
@@ -536,7 +612,13 @@ def machine() -> dict[str, Any]:
         "numpy": np.__version__,
         "blas": f"{blas.get('name', '?')} {blas.get('version', '?')}",
         "torch": f"{torch.__version__} ({torch.get_num_threads()} threads)" if torch is not None else None,
+        "core_to_core_ns": core_to_core_ns(),
     }
+
+
+def _ns(ns: Optional[float]) -> str:
+    """A core-to-core round trip, or n/a."""
+    return "n/a" if ns is None else f"{ns:.0f} ns"
 
 
 def _ms(timing: Optional[Timing]) -> str:
@@ -609,7 +691,7 @@ def main() -> int:
     info = machine()
     print(f"tessel {info['tessel_commit'] or '?'} on {info['cpu']}, {info['cores']} cores, "
           f"load average {info['load_average'][0]:.2f}; numpy {info['numpy']} ({info['blas']}), "
-          f"torch {info['torch'] or 'not installed'}")
+          f"torch {info['torch'] or 'not installed'}; core-to-core round trip {_ns(info['core_to_core_ns'])}")
     selected = [w for w in workloads(args.quick)
                 if not args.only or any(w.name.startswith(o) for o in args.only)]
     if not selected:
@@ -624,6 +706,8 @@ def main() -> int:
         if r.error:
             print(f"\nWRONG RESULT ({r.name}, max relative error {r.max_error:.2e}):\n{r.error}")
     info["load_average_end"] = os.getloadavg()
+    info["core_to_core_ns_end"] = core_to_core_ns()
+    print(f"core-to-core round trip at the end: {_ns(info['core_to_core_ns_end'])}")
     if args.json:
         args.json.write_text(json.dumps({"machine": info, "quick": args.quick, "budget_s": budget_s,
                                          "results": [asdict(r) for r in results]}, indent=2) + "\n")
