@@ -27,7 +27,12 @@ def test_quick_benchmark_runs_and_reports(tmp_path):
     assert "tessel ms" in proc.stdout and "numpy ms" in proc.stdout and "vs numpy" in proc.stdout
     assert "compile time (ms, without the compile cache)" in proc.stdout
     assert "dynamic shapes: one compile per family" in proc.stdout and "dynamic/static" in proc.stdout
-    results = json.loads(out.read_text())["results"]
+    report = json.loads(out.read_text())
+    # Where the host has the CPUs (bench/cpu.py core_to_core_ns): ns, or None on one CPU or without cc.
+    assert "core-to-core round trip" in proc.stdout
+    assert all(report["machine"][k] is None or report["machine"][k] > 0
+               for k in ("core_to_core_ns", "core_to_core_ns_end"))
+    results = report["results"]
     assert len(results) == 24
     assert all(r["error"] is None and r["tessel"]["median_ms"] > 0 for r in results)
     # What a call costs, against torch's (issue 32's goal): tens of microseconds at most, not a kernel's time.
@@ -77,6 +82,7 @@ def test_cnn_benchmark_runs_and_reports(tmp_path):
     results = json.loads(out.read_text())["results"]
     assert [r["name"] for r in results] == ["resnet18 batch 1", "mobilenet_v2 batch 1"]
     assert all("error" not in r and r["ms"]["tessel"] > 0 and "onnxruntime" in r["ratios"] for r in results)
+    assert all(len(r["core_to_core_ns"]) == 2 for r in results) and "core-to-core ns" in proc.stdout
 
 
 def test_tuning_benchmark_runs_and_reports(tmp_path):

@@ -242,6 +242,38 @@ def test_freed_blocks_serve_the_next_allocation_they_hold(rt):
     assert _tessel.buffer_cache_bytes() == 0
 
 
+def test_a_thread_gets_back_the_block_it_freed_before_another_threads(rt):
+    """Freed blocks are kept per thread: of two threads' blocks of one size,
+    each takes its own again, though the other's was freed last."""
+    size, got = 300_000, {}
+    a_freed, b_freed = threading.Event(), threading.Event()
+    a_allocated = threading.Event()
+
+    def a():
+        got["a"] = rt.malloc(size)
+        a_allocated.set()
+        assert b_freed.wait(10)
+        rt.free(got["a"])
+        a_freed.set()
+
+    def b():
+        assert a_allocated.wait(10)
+        got["b"] = rt.malloc(size)
+        rt.free(got["b"])
+        b_freed.set()
+        assert a_freed.wait(10)  # a's block is now the last freed
+        got["b again"] = rt.malloc(size)
+        rt.free(got["b again"])
+
+    threads = [threading.Thread(target=f) for f in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got["a"] != got["b"]
+    assert got["b again"] == got["b"]
+
+
 def test_allocations_keep_their_alignment_and_small_blocks_go_back(rt):
     for alignment, size in [(16, 24), (64, 300_000), (4096, 1 << 20), (128, 100)]:
         pointer = rt.aligned_alloc(alignment, size)
