@@ -1,6 +1,7 @@
 """CNNs on the CPU: tessel against torch eager and onnxruntime, in the same run.
 
     python bench/cnn.py [--quick] [--json PATH] [--only NAME ...] [--budget S]
+    python bench/cnn.py --windows S [--only NAME ...] [--json PATH]
 
 ResNet-18 and MobileNetV2 (bench/models.py: torchvision's architectures,
 random weights, eval mode) at batch 1 and 8, 224x224. tessel compiles each
@@ -12,7 +13,9 @@ everything is timed as ``bench/cpu.py`` times it (``time_interleaved``).
 Ratios are peer time / tessel time (> 1: tessel is faster); the last
 column is the core-to-core round trip before and after the timing
 (``core_to_core_ns``: on a VM, where the host has put the vCPUs). Exits 1
-only when a result is wrong.
+only when a result is wrong. ``--windows`` times batch 1 against
+onnxruntime alone, in short alternating windows each after a round trip,
+and gives the medians apart for near and far placements.
 """
 
 from __future__ import annotations
@@ -51,6 +54,19 @@ def _onnxruntime(model: torch.nn.Module, x: torch.Tensor) -> Any:
     return onnxruntime.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
 
 
+def _checked(model: torch.nn.Module, x: torch.Tensor, exe: Any, session: Any) -> tuple[dict, dict, dict]:
+    """The implementations' calls, their first outputs and seconds, and
+    their errors against torch eager (max |difference| / max |output|)."""
+    calls = {"tessel": lambda: np.asarray(exe(x.numpy())), "torch": lambda: model(x).numpy()}
+    if session is not None:
+        calls["onnxruntime"] = lambda: session.run(None, {"x": x.numpy()})[0]
+    firsts = {peer: timed(call) for peer, call in calls.items()}  # (output, seconds)
+    expected = firsts["torch"][0]
+    scale = float(np.abs(expected).max())
+    errors = {peer: float(np.abs(out - expected).max()) / scale for peer, (out, _) in firsts.items()}
+    return calls, firsts, errors
+
+
 def run(name: str, batch: int, side: int, budget_s: float, max_runs: int) -> dict[str, Any]:
     """Compiles, checks and times one model at one batch size."""
     model = MODELS[name]()
@@ -60,13 +76,7 @@ def run(name: str, batch: int, side: int, budget_s: float, max_runs: int) -> dic
     compile_s = time.perf_counter() - start
     session = _onnxruntime(model, x)
     with torch.inference_mode():
-        calls = {"tessel": lambda: np.asarray(exe(x.numpy())), "torch": lambda: model(x).numpy()}
-        if session is not None:
-            calls["onnxruntime"] = lambda: session.run(None, {"x": x.numpy()})[0]
-        firsts = {peer: timed(call) for peer, call in calls.items()}  # (output, seconds)
-        expected = firsts["torch"][0]
-        scale = float(np.abs(expected).max())
-        errors = {peer: float(np.abs(out - expected).max()) / scale for peer, (out, _) in firsts.items()}
+        calls, firsts, errors = _checked(model, x, exe, session)
         result: dict[str, Any] = {"name": f"{name} batch {batch}", "compile_s": compile_s, "errors": errors}
         wrong = {peer: e for peer, e in errors.items() if e > 1e-4}
         if wrong:
@@ -83,6 +93,64 @@ def run(name: str, batch: int, side: int, budget_s: float, max_runs: int) -> dic
     result["ratios"] = {peer: t.median_ms / timings["tessel"].median_ms for peer, t in timings.items()
                         if peer != "tessel"}
     return result
+
+
+# Round trips at least this long count as vCPUs far apart (the 2-core VM:
+# ~100 ns near, ~500 ns far).
+FAR_NS = 250.0
+
+
+def windows(name: str, seconds: float) -> dict[str, Any]:
+    """tessel and onnxruntime at batch 1 in alternating windows of calls for
+    ``seconds``, each pair after a core-to-core round trip: how the ratio
+    moves with where the host has the vCPUs. Medians by placement."""
+    model = MODELS[name]()
+    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0))
+    exe = tessel.compile(tessel.from_torch(model, (x,)), target="cpu")
+    session = _onnxruntime(model, x)
+    if session is None:
+        raise SystemExit("--windows needs onnxruntime")
+    with torch.inference_mode():
+        calls, firsts, errors = _checked(model, x, exe, session)
+        if max(errors["tessel"], errors["onnxruntime"]) > 1e-4:
+            raise SystemExit(f"{name}: max error / max |output| above 1e-4: {errors}")
+        # About 0.25 s per window.
+        count = max(3, int(0.25 / max(firsts["tessel"][1], 1e-3)))
+
+        def median_ms(call: Any) -> float:
+            for _ in range(2):
+                call()
+            times = []
+            for _ in range(count):
+                start = time.perf_counter()
+                call()
+                times.append(time.perf_counter() - start)
+            return float(np.median(times)) * 1e3
+
+        rows = []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ns = core_to_core_ns()
+            row = {"core_to_core_ns": ns, "tessel_ms": median_ms(calls["tessel"]),
+                   "onnxruntime_ms": median_ms(calls["onnxruntime"])}
+            rows.append(row)
+            print(f"  {'n/a' if ns is None else f'{ns:.0f}':>5} ns  tessel {row['tessel_ms']:7.2f} ms  onnxruntime "
+                  f"{row['onnxruntime_ms']:7.2f} ms  {row['onnxruntime_ms'] / row['tessel_ms']:.3f}x", flush=True)
+    summary = {}
+    for placement in ("near", "far"):
+        chosen = [r for r in rows if r["core_to_core_ns"] is not None
+                  and (r["core_to_core_ns"] >= FAR_NS) == (placement == "far")]
+        if chosen:
+            summary[placement] = {
+                "windows": len(chosen),
+                "tessel_ms": float(np.median([r["tessel_ms"] for r in chosen])),
+                "onnxruntime_ms": float(np.median([r["onnxruntime_ms"] for r in chosen])),
+                "ratio": float(np.median([r["onnxruntime_ms"] / r["tessel_ms"] for r in chosen]))}
+    print(f"{name} batch 1, medians by placement (far: a round trip of {FAR_NS:.0f} ns or more):")
+    for placement, m in summary.items():
+        print(f"  {placement:4s} {m['windows']:4d} windows  tessel {m['tessel_ms']:.2f} ms  onnxruntime "
+              f"{m['onnxruntime_ms']:.2f} ms  {m['ratio']:.3f}x")
+    return {"name": f"{name} batch 1", "window_calls": count, "rows": rows, "by_placement": summary}
 
 
 def report(results: list[dict[str, Any]]) -> None:
@@ -107,11 +175,19 @@ def main() -> int:
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write machine info and results here")
     parser.add_argument("--only", nargs="+", choices=sorted(MODELS), help="these models only")
     parser.add_argument("--budget", type=float, help="seconds of timed calls per implementation (default 2)")
+    parser.add_argument("--windows", type=float, metavar="S",
+                        help="instead: batch 1 against onnxruntime in alternating windows for S seconds per model, "
+                        "each after a core-to-core round trip, with medians by placement")
     args = parser.parse_args()
     budget_s = args.budget if args.budget is not None else 0.25 if args.quick else 2.0
     info = machine()
     print(f"tessel {info['tessel_commit'] or '?'} on {info['cpu']}, {info['cores']} cores, "
           f"load average {info['load_average'][0]:.2f}; torch {info['torch']}")
+    if args.windows is not None:
+        found = [windows(name, args.windows) for name in args.only or sorted(MODELS, reverse=True)]
+        if args.json:
+            args.json.write_text(json.dumps({"machine": info, "windows": found}, indent=2) + "\n")
+        return 0
     results = []
     for name in args.only or sorted(MODELS, reverse=True):
         for batch in (1,) if args.quick else (1, 8):

@@ -85,6 +85,20 @@ def test_cnn_benchmark_runs_and_reports(tmp_path):
     assert all(len(r["core_to_core_ns"]) == 2 for r in results) and "core-to-core ns" in proc.stdout
 
 
+def test_cnn_windows_report_medians_by_placement(tmp_path):
+    pytest.importorskip("onnxruntime")
+    out = tmp_path / "windows.json"
+    proc = subprocess.run([sys.executable, str(CNN), "--windows", "1", "--only", "mobilenet_v2", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "medians by placement" in proc.stdout
+    (found,) = json.loads(out.read_text())["windows"]
+    assert found["name"] == "mobilenet_v2 batch 1" and found["rows"]
+    assert all(r["tessel_ms"] > 0 and r["onnxruntime_ms"] > 0 for r in found["rows"])
+    placed = [r for r in found["rows"] if r["core_to_core_ns"] is not None]
+    assert sum(m["windows"] for m in found["by_placement"].values()) == len(placed)
+
+
 def test_tuning_benchmark_runs_and_reports(tmp_path):
     out = tmp_path / "tuning.json"
     proc = subprocess.run([sys.executable, str(TUNE), "--trials", "2", "--reference-trials", "3", "--seeds", "2",
