@@ -578,15 +578,19 @@ def core_to_core_ns() -> Optional[float]:
 
     On a VM it says where the host put the vCPUs, which moves while a
     benchmark runs: on the 2-core AMD EPYC VM, 95-140 ns (near) or 490-590
-    ns (far) for a minute or more at a time. Two-thread kernels hand tiles
-    between the cores every kernel, so the far windows are slower:
+    ns (far) for a minute or more at a time. Two-thread kernels pass data
+    and tasks between the cores in every kernel, and far apart they are
+    slower:
     ResNet-18 at batch 1 in tessel 19-21 ms near, 22-25 ms far,
     onnxruntime 17-19 and 18-20 ms."""
     probe = _core_to_core_probe()
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if probe is None or len(cpus) < 2:
         return None
-    done = subprocess.run([probe, str(cpus[0]), str(cpus[1])], capture_output=True, text=True, timeout=60)
+    try:
+        done = subprocess.run([probe, str(cpus[0]), str(cpus[1])], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:  # a CPU that never ran the other thread
+        return None
     return float(done.stdout) if done.returncode == 0 else None
 
 
